@@ -1,0 +1,21 @@
+"""``resispec bench <name>``: benchmarks that print ratios measured in one run.
+
+Each benchmark module exposes ``register(bench_subparsers)``; add one by appending it to
+``BENCH_MODULES``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+BENCH_MODULES: list[str] = [
+    "resispec.cli.bench_verify",
+]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("bench", help="benchmarks (medians and ratios from one run)")
+    bench_subparsers = parser.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    for module_name in BENCH_MODULES:
+        importlib.import_module(module_name).register(bench_subparsers)

@@ -1,0 +1,1 @@
+"""theory package (see README)."""
