@@ -22,10 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from resispec.ratio_profile import RatioProfile
-from resispec.roots import refine_bracket
 from resispec.validation import as_count, as_pair
 
-MAX_ROUNDS = 14
+MAX_ROUNDS = 8
 
 
 @dataclass(frozen=True)
@@ -50,87 +49,103 @@ def schedule(p: np.ndarray, q: np.ndarray, k: int) -> Schedule:
     return schedule_from_profile(RatioProfile(p_array, q_array), as_count(k))
 
 
-def _thresholds(profile: RatioProfile, z: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Tight thresholds for each all-reject probability in ``z`` (shape (n,)).
+@dataclass(frozen=True)
+class _Evaluation:
+    """Tight thresholds for a vector of candidate ``z`` (shape (n,)) and every piece involved.
 
-    Returns ``T`` (shape (k, n), row j-1 = ``T_j``) and the piece index of each inversion (k, n).
+    ``T`` (k, n): row j-1 is ``T_j``; ``pieces`` (k+1, n): row j-1 the piece of the inversion that
+    produced ``T_j``, row k the piece of ``g`` at ``T_1``; ``feasible`` (n,): ``z <= 1 - g(T_1)``.
     """
-    thresholds = np.zeros((k + 1, z.size))
-    pieces = np.zeros((k, z.size), dtype=np.int64)
+
+    z: np.ndarray
+    T: np.ndarray
+    pieces: np.ndarray
+    feasible: np.ndarray
+
+
+def _evaluate(profile: RatioProfile, z: np.ndarray, k: int) -> _Evaluation:
+    """``T_k = h^{-1}(z)``, ``T_j = h^{-1}(z + T_{j+1})`` (kept non-increasing), and feasibility."""
+    thresholds = np.empty((k, z.size))
+    pieces = np.empty((k + 1, z.size), dtype=np.int64)
+    below = np.zeros(z.size)
     for j in range(k - 1, -1, -1):
-        target = z + thresholds[j + 1]
+        target = z + below
         pieces[j] = profile.h_inverse_piece(target)
-        thresholds[j] = np.maximum(profile.h_inverse(target), thresholds[j + 1])
-    return thresholds[:k], pieces
+        below = thresholds[j] = np.maximum(profile.h_inverse_on_piece(target, pieces[j]), below)
+    pieces[k] = profile.piece_of(thresholds[0])
+    accepted = profile.g_on_piece(thresholds[0], pieces[k])
+    return _Evaluation(z=z, T=thresholds, pieces=pieces, feasible=z <= np.maximum(1.0 - accepted, 0.0))
 
 
-def _feasible(profile: RatioProfile, z: np.ndarray, k: int) -> np.ndarray:
-    """``z <= 1 - g(T_1(z))``: the thresholds built from z keep every ``a_j <= 1``."""
-    return z <= 1.0 - profile.g(_thresholds(profile, z, k)[0][0])
-
-
-def _solve_on_piece(profile: RatioProfile, z: float, k: int) -> float:
-    """Exact root of ``z = 1 - g(T_1(z))`` on the linear pieces that contain ``z``.
+def _root_on_pieces(profile: RatioProfile, pieces: np.ndarray, k: int) -> float:
+    """Exact root of ``z = 1 - g(T_1(z))`` if every map stays on the given pieces (shape (k+1,)).
 
     On fixed pieces ``T_j = alpha_j z + beta_j`` with ``alpha_k = 1/Q_{i_k}``,
     ``beta_k = P_{i_k}/Q_{i_k}``, ``alpha_j = (1 + alpha_{j+1})/Q_{i_j}``,
     ``beta_j = (beta_{j+1} + P_{i_j})/Q_{i_j}``, and ``g(T_1) = P_m + T_1 (Q - Q_m)`` on g's piece m,
     so ``z = (1 - P_m - (Q - Q_m) beta_1) / (1 + (Q - Q_m) alpha_1)``.
     """
-    _, pieces = _thresholds(profile, np.array([z]), k)
     alpha, beta = 0.0, 0.0
     for j in range(k - 1, -1, -1):
-        i = pieces[j, 0]
+        i = pieces[j]
         alpha, beta = (1.0 + alpha) / profile.q_prefix[i], (beta + profile.p_prefix[i]) / profile.q_prefix[i]
-    t1 = alpha * z + beta
-    m = int(profile.piece_of(np.array(t1)))
+    m = pieces[k]
     slope = profile.q_prefix[-1] - profile.q_prefix[m]
     return (1.0 - profile.p_prefix[m] - slope * beta) / (1.0 + slope * alpha)
 
 
-def _pieces_key(profile: RatioProfile, z: float, k: int) -> tuple[int, ...]:
-    thresholds, pieces = _thresholds(profile, np.array([z]), k)
-    return tuple(pieces[:, 0].tolist()) + (int(profile.piece_of(thresholds[0])[0]),)
+def _polished(profile: RatioProfile, grid: _Evaluation, cell: int, k: int) -> float | None:
+    """The largest feasible z in the grid cell ``[z_cell, z_cell+1]`` that is an exact root.
 
-
-def _root_on_a_piece(profile: RatioProfile, k: int, lo: float, hi: float) -> float | None:
-    """The exact root if it lies on the linear pieces of ``lo`` or of ``hi``; else None."""
-    for end in (lo, hi):
-        key = _pieces_key(profile, end, k)
-        root = _solve_on_piece(profile, end, k)
-        if lo <= root <= hi and _pieces_key(profile, root, k) == key:
-            return root
-    return None
-
-
-def _feasible_below(holds, root: float, lo: float, hi: float) -> float:
-    """The largest of ``root - 2^i ulp`` (i = 0..40) in ``[lo, hi]`` where ``holds``; else ``lo``.
-
-    The exact root sits on the boundary of the feasible set, so rounding may put it a few ulps
-    outside; stepping down by growing multiples of an ulp finds the feasible side at once.
+    The roots solved on the pieces of either end are stepped down by ``2^i`` ulps (i = 0..40),
+    since rounding may put the exact root a few ulps on the infeasible side; a candidate counts only
+    if it stays on the pieces it was solved on. None when no candidate qualifies.
     """
-    steps = root - np.spacing(max(abs(root), 1e-300)) * 2.0 ** np.arange(41)
-    steps = steps[(steps >= lo) & (steps <= hi)]
-    feasible = steps[holds(steps)] if steps.size else steps
-    return float(feasible[0]) if feasible.size else lo
+    lo, hi = grid.z[cell], grid.z[cell + 1]
+    ladders, keys = [], []
+    for end in (cell, cell + 1):
+        root = _root_on_pieces(profile, grid.pieces[:, end], k)
+        ladder = root - np.spacing(max(abs(root), 1e-300)) * _ULP_STEPS
+        ladder = ladder[(ladder >= lo) & (ladder <= hi)]
+        ladders.append(ladder)
+        keys.append(np.broadcast_to(grid.pieces[:, end:end + 1], (k + 1, ladder.size)))
+    z = np.concatenate(ladders)
+    if not z.size:
+        return None
+    evaluation = _evaluate(profile, z, k)
+    good = evaluation.feasible & (evaluation.pieces == np.hstack(keys)).all(axis=0)
+    return float(z[good].max()) if good.any() else None
+
+
+_ULP_STEPS = np.concatenate([[0.0], 2.0 ** np.arange(41)])
+GRID_POINTS = 257
 
 
 def schedule_from_profile(profile: RatioProfile, k: int) -> Schedule:
-    """The optimal schedule from a prepared ratio profile (see the module docstring)."""
-    holds = lambda z: _feasible(profile, z, k)  # noqa: E731 - a predicate over a grid of z
+    """The optimal schedule from a prepared ratio profile (see the module docstring).
+
+    Each round evaluates a grid of ``GRID_POINTS`` values of z in the current bracket at once,
+    keeps the cell where feasibility ends, and tries the exact solution on the pieces of its ends;
+    the bracket's feasible end is the fallback (the bracket shrinks 256-fold per round).
+    """
     lo, hi = 0.0, 1.0
-    if holds(np.array([hi]))[0]:
-        lo = hi
+    best = 0.0
     for _ in range(MAX_ROUNDS):
-        if lo == hi:
+        grid = _evaluate(profile, np.linspace(lo, hi, GRID_POINTS), k)
+        feasible = np.flatnonzero(grid.feasible)
+        cell = int(feasible[-1]) if feasible.size else 0
+        best = float(grid.z[cell])
+        if cell == GRID_POINTS - 1:
             break
-        lo, hi = refine_bracket(holds, lo, hi)
-        root = _root_on_a_piece(profile, k, lo, hi)
+        root = _polished(profile, grid, cell, k)
         if root is not None:
-            lo = max(lo, _feasible_below(holds, root, lo, hi))
+            best = max(best, root)
             break
-    thresholds = _thresholds(profile, np.array([lo]), k)[0][:, 0]
+        lo, hi = grid.z[cell], grid.z[cell + 1]
+        if not lo < hi:
+            break
+    final = _evaluate(profile, np.array([best]), k)
+    thresholds = final.T[:, 0]
     accepted = profile.g(thresholds)
     z = max(1.0 - accepted[0], 0.0)
-    reach = np.maximum(z + accepted, 0.0)
-    return Schedule(T=thresholds, R=reach, z=z)
+    return Schedule(T=thresholds, R=np.maximum(z + accepted, 0.0), z=z)

@@ -54,12 +54,12 @@ def as_pair(p: Sequence[float] | np.ndarray, q: Sequence[float] | np.ndarray) ->
     return p_array, q_array
 
 
-def as_count(k: int, name: str = "k") -> int:
-    """Validate a candidate count: an integer ``>= 1``."""
+def as_count(k: int, name: str = "k", counts: str = "candidates") -> int:
+    """Validate a count (of candidates, by default): an integer ``>= 1``."""
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise ValueError(f"{name}: expected an integer number of candidates, got {k!r}")
+        raise ValueError(f"{name}: expected an integer number of {counts}, got {k!r}")
     if k < 1:
-        raise ValueError(f"{name}: the number of candidates must be >= 1, got {k}")
+        raise ValueError(f"{name}: the number of {counts} must be >= 1, got {k}")
     return int(k)
 
 

@@ -14,6 +14,8 @@ import numpy as np
 def rejection_step(target: np.ndarray, proposal: np.ndarray, candidate: int,
                    slack: float = 0.0) -> tuple[float, np.ndarray | None]:
     """``(a, next_target)`` for one step; ``next_target`` is None when ``a == 1`` (never rejected)."""
+    if target[candidate] >= proposal[candidate]:
+        return 1.0, None
     acceptance = min(1.0, target[candidate] / proposal[candidate] + slack)
     if acceptance >= 1.0:
         return 1.0, None

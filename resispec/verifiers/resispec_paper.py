@@ -41,7 +41,7 @@ class ResiSpecPaper(SequentialVerifier):
     def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
         target = bound.p
         for candidate in candidates:
-            acceptance = min(1.0, target[candidate] / bound.q[candidate])
-            yield acceptance
+            q_x = bound.q[candidate]
+            yield 1.0 if target[candidate] >= q_x else target[candidate] / q_x
             target = paper_residual(target, bound.q, candidate)
         return target

@@ -61,7 +61,8 @@ class SpecTr(SequentialVerifier):
     def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
         plan: SpecTrPlan = bound.plan
         for candidate in candidates:
-            yield min(1.0, bound.p[candidate] / (plan.rho * bound.q[candidate]))
+            scaled_q = plan.rho * bound.q[candidate]
+            yield 1.0 if bound.p[candidate] >= scaled_q else bound.p[candidate] / scaled_q
         accepted = np.minimum(bound.q, bound.p / plan.rho) * plan.factor
         return np.maximum(bound.p - accepted, 0.0)
 
