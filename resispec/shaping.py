@@ -9,10 +9,13 @@ constraint tight, ``h(T_j) = z + T_{j+1}`` with ``h(s) = s - g(s)``: for a given
 ``T_k = h^{-1}(z)``, ``T_{k-1} = h^{-1}(z + T_k)``, ..., ``T_1``, and ``z`` solves
 ``z = 1 - g(T_1(z))`` (``z - 1 + g(T_1(z))`` is increasing, so the root is unique).
 
-Numerics: ``z`` is taken on the feasible side, ``z <= 1 - g(T_1(z))``, and ``R_j`` is then derived
-from the thresholds as ``1 - g(T_1) + g(T_j)``; that keeps ``T_j - T_{j+1} <= R_j``, so imprecision
-can only cost acceptance, never exactness. The root is bracketed by vectorised grid refinement, then
-solved exactly once the bracket lies on one linear piece of every map involved.
+Solving: every ``T_j(z)`` is concave and increasing in z (``h^{-1}`` is, and compositions keep it),
+so ``d(z) = z - 1 + g(T_1(z))`` is concave, increasing and piecewise linear. Newton's method from
+``z = 0`` (where ``d <= 0``) solves the linear equation on the pieces of the current z; by concavity
+that root never passes the true one, so every iterate is feasible (``z <= 1 - g(T_1(z))``), and on
+finitely many pieces it stops at the exact root. ``R_j`` is then derived from the thresholds as
+``1 - g(T_1) + g(T_j)``, which keeps ``T_j - T_{j+1} <= R_j``: imprecision can only cost
+acceptance, never exactness.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 from resispec.ratio_profile import RatioProfile
 from resispec.validation import as_count, as_pair
 
-MAX_ROUNDS = 8
+MAX_NEWTON_STEPS = 64
 
 
 @dataclass(frozen=True)
@@ -50,35 +53,41 @@ def schedule(p: np.ndarray, q: np.ndarray, k: int) -> Schedule:
 
 
 @dataclass(frozen=True)
-class _Evaluation:
-    """Tight thresholds for a vector of candidate ``z`` (shape (n,)) and every piece involved.
+class _Point:
+    """The tight thresholds ``T`` (``T_1..T_k``) for one z, and the pieces involved.
 
-    ``T`` (k, n): row j-1 is ``T_j``; ``pieces`` (k+1, n): row j-1 the piece of the inversion that
-    produced ``T_j``, row k the piece of ``g`` at ``T_1``; ``feasible`` (n,): ``z <= 1 - g(T_1)``.
+    ``pieces[j-1]`` is the piece of the inversion that gave ``T_j``; ``pieces[k]`` is g's piece at
+    ``T_1``; ``accepted = g(T_1)``.
     """
 
-    z: np.ndarray
-    T: np.ndarray
-    pieces: np.ndarray
-    feasible: np.ndarray
+    z: float
+    T: list[float]
+    pieces: list[int]
+    accepted: float
+
+    @property
+    def feasible(self) -> bool:
+        return self.z <= max(1.0 - self.accepted, 0.0)
 
 
-def _evaluate(profile: RatioProfile, z: np.ndarray, k: int) -> _Evaluation:
-    """``T_k = h^{-1}(z)``, ``T_j = h^{-1}(z + T_{j+1})`` (kept non-increasing), and feasibility."""
-    thresholds = np.empty((k, z.size))
-    pieces = np.empty((k + 1, z.size), dtype=np.int64)
-    below = np.zeros(z.size)
+def _at(profile: RatioProfile, z: float, k: int) -> _Point:
+    """``T_k = h^{-1}(z)``, ``T_j = h^{-1}(z + T_{j+1})`` (kept non-increasing) and ``g(T_1)``."""
+    h_at_ratio, ratio = profile.h_at_ratio, profile.ratio
+    p_prefix, q_prefix = profile.p_prefix, profile.q_prefix
+    thresholds, pieces = [0.0] * k, [0] * (k + 1)
+    below = 0.0
     for j in range(k - 1, -1, -1):
         target = z + below
-        pieces[j] = profile.h_inverse_piece(target)
-        below = thresholds[j] = np.maximum(profile.h_inverse_on_piece(target, pieces[j]), below)
-    pieces[k] = profile.piece_of(thresholds[0])
-    accepted = profile.g_on_piece(thresholds[0], pieces[k])
-    return _Evaluation(z=z, T=thresholds, pieces=pieces, feasible=z <= np.maximum(1.0 - accepted, 0.0))
+        i = int(h_at_ratio.searchsorted(target, side="right"))
+        below = thresholds[j] = max((target + p_prefix[i]) / q_prefix[i], ratio[i - 1], below)
+        pieces[j] = i
+    m = pieces[k] = int(ratio.searchsorted(thresholds[0], side="right"))
+    accepted = p_prefix[m] + thresholds[0] * (q_prefix[-1] - q_prefix[m])
+    return _Point(z=z, T=thresholds, pieces=pieces, accepted=float(accepted))
 
 
-def _root_on_pieces(profile: RatioProfile, pieces: np.ndarray, k: int) -> float:
-    """Exact root of ``z = 1 - g(T_1(z))`` if every map stays on the given pieces (shape (k+1,)).
+def _root_on_pieces(profile: RatioProfile, pieces: list[int], k: int) -> float:
+    """Root of ``z = 1 - g(T_1(z))`` with every map on the given pieces (a Newton step).
 
     On fixed pieces ``T_j = alpha_j z + beta_j`` with ``alpha_k = 1/Q_{i_k}``,
     ``beta_k = P_{i_k}/Q_{i_k}``, ``alpha_j = (1 + alpha_{j+1})/Q_{i_j}``,
@@ -91,61 +100,37 @@ def _root_on_pieces(profile: RatioProfile, pieces: np.ndarray, k: int) -> float:
         alpha, beta = (1.0 + alpha) / profile.q_prefix[i], (beta + profile.p_prefix[i]) / profile.q_prefix[i]
     m = pieces[k]
     slope = profile.q_prefix[-1] - profile.q_prefix[m]
-    return (1.0 - profile.p_prefix[m] - slope * beta) / (1.0 + slope * alpha)
+    return float((1.0 - profile.p_prefix[m] - slope * beta) / (1.0 + slope * alpha))
 
 
-def _polished(profile: RatioProfile, grid: _Evaluation, cell: int, k: int) -> float | None:
-    """The largest feasible z in the grid cell ``[z_cell, z_cell+1]`` that is an exact root.
-
-    The roots solved on the pieces of either end are stepped down by ``2^i`` ulps (i = 0..40),
-    since rounding may put the exact root a few ulps on the infeasible side; a candidate counts only
-    if it stays on the pieces it was solved on. None when no candidate qualifies.
-    """
-    lo, hi = grid.z[cell], grid.z[cell + 1]
-    ladders, keys = [], []
-    for end in (cell, cell + 1):
-        root = _root_on_pieces(profile, grid.pieces[:, end], k)
-        ladder = root - np.spacing(max(abs(root), 1e-300)) * _ULP_STEPS
-        ladder = ladder[(ladder >= lo) & (ladder <= hi)]
-        ladders.append(ladder)
-        keys.append(np.broadcast_to(grid.pieces[:, end:end + 1], (k + 1, ladder.size)))
-    z = np.concatenate(ladders)
-    if not z.size:
-        return None
-    evaluation = _evaluate(profile, z, k)
-    good = evaluation.feasible & (evaluation.pieces == np.hstack(keys)).all(axis=0)
-    return float(z[good].max()) if good.any() else None
-
-
-_ULP_STEPS = np.concatenate([[0.0], 2.0 ** np.arange(41)])
-GRID_POINTS = 257
+def _step_down_to_feasible(profile: RatioProfile, root: float, floor: float, k: int) -> _Point | None:
+    """A root that rounding put a few ulps past the boundary, stepped down by ``2^i`` ulps."""
+    ulp = np.spacing(max(abs(root), 1e-300))
+    for i in range(41):
+        candidate = root - ulp * 2.0**i
+        if candidate <= floor:
+            return None
+        point = _at(profile, candidate, k)
+        if point.feasible:
+            return point
+    return None
 
 
 def schedule_from_profile(profile: RatioProfile, k: int) -> Schedule:
-    """The optimal schedule from a prepared ratio profile (see the module docstring).
-
-    Each round evaluates a grid of ``GRID_POINTS`` values of z in the current bracket at once,
-    keeps the cell where feasibility ends, and tries the exact solution on the pieces of its ends;
-    the bracket's feasible end is the fallback (the bracket shrinks 256-fold per round).
-    """
-    lo, hi = 0.0, 1.0
-    best = 0.0
-    for _ in range(MAX_ROUNDS):
-        grid = _evaluate(profile, np.linspace(lo, hi, GRID_POINTS), k)
-        feasible = np.flatnonzero(grid.feasible)
-        cell = int(feasible[-1]) if feasible.size else 0
-        best = float(grid.z[cell])
-        if cell == GRID_POINTS - 1:
+    """The optimal schedule from a prepared ratio profile (see the module docstring)."""
+    point = _at(profile, 0.0, k)
+    for _ in range(MAX_NEWTON_STEPS):
+        root = _root_on_pieces(profile, point.pieces, k)
+        if not root > point.z:
             break
-        root = _polished(profile, grid, cell, k)
-        if root is not None:
-            best = max(best, root)
+        candidate = _at(profile, min(root, 1.0), k)
+        if not candidate.feasible:
+            candidate = _step_down_to_feasible(profile, min(root, 1.0), point.z, k)
+            if candidate is not None:
+                point = candidate
             break
-        lo, hi = grid.z[cell], grid.z[cell + 1]
-        if not lo < hi:
-            break
-    final = _evaluate(profile, np.array([best]), k)
-    thresholds = final.T[:, 0]
+        point = candidate
+    thresholds = np.array(point.T)
     accepted = profile.g(thresholds)
     z = max(1.0 - accepted[0], 0.0)
     return Schedule(T=thresholds, R=np.maximum(z + accepted, 0.0), z=z)

@@ -19,14 +19,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--k", nargs="+", type=int, default=list(DEFAULT_KS), metavar="K")
     parser.add_argument("--repeats", type=int, default=25, help="timed calls per cell (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--default-allocator", action="store_true",
+                        help="keep glibc's default thresholds (timings then include page faults)")
     parser.add_argument("--json", action="store_true", help="print JSON records instead of the table")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from resispec.benchmarks.allocator import steady_allocator
     from resispec.benchmarks.verify_speed import bench_verify
     from resispec.cli.table import format_table
 
+    steady = not args.default_allocator and steady_allocator()
     results = bench_verify(args.verifier, args.vocab, args.k, args.repeats, args.seed,
                            progress=lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:
@@ -42,5 +46,7 @@ def run(args: argparse.Namespace) -> int:
             rows.append([vocab, name, *ratios, f"{softmax_us:.0f}"])
     print(format_table(["V", "verifier", *[f"k={k}" for k in ks], "softmax us"], rows))
     print("\ncells: median time of one verify (validation and schedule included) / median time of "
-          "scipy.special.softmax on a length-V vector, timed alternately in this run.")
+          "scipy.special.softmax on a length-V vector, timed alternately in this run. Allocator: "
+          + ("steady (glibc trim/mmap thresholds raised: no page faults on either side)." if steady
+             else "default (timings include page faults from freed blocks returned to the OS)."))
     return 0

@@ -37,7 +37,9 @@ class ResiSpec(SequentialVerifier):
             accepted = min(p_x, thresholds[j] * q_x) - min(p_x, thresholds[j + 1] * q_x)
             reach = plan.R[j]
             yield min(max(accepted / (reach * q_x), 0.0), 1.0) if reach > 0 else 0.0
-        return np.maximum(bound.p - plan.T[0] * bound.q, 0.0)
+        residual = plan.T[0] * bound.q
+        np.subtract(bound.p, residual, out=residual)
+        return np.maximum(residual, 0.0, out=residual)
 
     def _acceptance(self, bound: BoundVerifier) -> float:
         """Closed form ``g(T_1) = 1 - z``."""
