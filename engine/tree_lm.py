@@ -88,15 +88,19 @@ class TreeLM:
         Tree nodes along the accepted path keep their cache entries; the rest of the tree is dropped.
         Accepted tokens past the grown part of the tree (say a leaf the draft never fed) become pending.
         """
-        node, matched = -1, []
+        # Nodes whose paths spell the accepted tokens so far. Equal siblings (i.i.d. drafting) have equal
+        # entries, so any deepest match serves; its own root-to-node path is the one kept.
+        frontier, depth = [-1], 0
         for token in accepted.tolist():
             children = [
-                i for i, (p, t) in enumerate(zip(self._tree_parents, self._tree_tokens)) if p == node and t == token
+                i for i, (p, t) in enumerate(zip(self._tree_parents, self._tree_tokens)) if p in frontier and t == token
             ]
             if not children:
                 break
-            node = children[0]  # duplicate siblings (same token, same parent) carry identical entries
-            matched.append(node)
+            frontier, depth = children, depth + 1
+        matched = [frontier[0]] if depth else []
+        while matched and self._tree_parents[matched[0]] >= 0:
+            matched.insert(0, self._tree_parents[matched[0]])
         keep_entries(self._cache, self.prefix_len, matched)
         self.prefix_len += len(matched)
         self._pending = torch.cat([self._pending, accepted[len(matched):].to(self.model.device)])
