@@ -9,6 +9,7 @@ from engine.tiny import tiny_pair
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "real_model: uses the real SmolLM2 target (loaded from the user cache)")
 
