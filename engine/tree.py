@@ -99,6 +99,15 @@ class CandidateTree:
         start = sum(math.prod(self.branching[:d]) for d in range(depth))
         return slice(start, start + math.prod(self.branching[:depth]))
 
+    def children(self, node: int) -> slice:
+        """The node indices of `node`'s children, a contiguous slice (empty for a leaf)."""
+        depth = int(self.depths[node])
+        if depth == self.depth:
+            return slice(node, node)
+        count = self.branching[depth]
+        start = self.level(depth + 1).start + (node - self.level(depth).start) * count
+        return slice(start, start + count)
+
     def path(self, node: int) -> list[int]:
         """Node indices from the root down to `node`, both included."""
         parents = self.parents.tolist()

@@ -40,10 +40,11 @@ def test_levels_depths_and_paths(branching):
         path = tree.path(node)
         assert path[0] == 0 and path[-1] == node and len(path) == tree.depths[node] + 1
         assert all(tree.parents[b] == a for a, b in zip(path, path[1:]))
-    for depth in range(tree.depth):  # every node at depth d has branching[d] children, contiguous
-        children = tree.parents[tree.level(depth + 1)].tolist()
-        assert children == sorted(children)
-        assert all(children.count(n) == branching[depth] for n in range(tree.level(depth).start, tree.level(depth).stop))
+    for node in range(tree.num_nodes):  # children(node): contiguous, branching[depth] of them (none at leaves)
+        children = tree.children(node)
+        assert list(range(children.start, children.stop)) == (tree.parents == node).nonzero().flatten().tolist()
+        depth = int(tree.depths[node])
+        assert children.stop - children.start == (branching[depth] if depth < tree.depth else 0)
 
 
 @settings(max_examples=50)
