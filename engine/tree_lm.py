@@ -27,7 +27,7 @@ class TreeLM:
 
     Args:
         model: a transformers causal LM (e.g. `LlamaForCausalLM`) taking ``input_ids``, ``position_ids``,
-            a 4D additive ``attention_mask`` and a ``cache``; or any module with that interface.
+            a 4D additive ``attention_mask`` and a ``cache``, with ``config``, ``device`` and ``dtype``.
     """
 
     def __init__(self, model: nn.Module) -> None:
@@ -58,7 +58,7 @@ class TreeLM:
         self.reset()
         self._pending = input_ids[:-1].to(self.model.device)
         if len(self._pending):
-            self._feed(self._pending[:0], [])
+            self._feed(self._pending[:0], parents=[])
 
     def grow(self, tokens: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
         """Add M nodes to the current tree; return their next-token logits, float [M, V].
@@ -72,8 +72,10 @@ class TreeLM:
         Row i of the result is the model's logits for the token after the root-to-node path of node i.
         All M nodes go through the model in one forward pass on top of the cache.
         """
-        if tokens.shape != parents.shape or tokens.ndim != 1:
-            raise ValueError(f"tokens and parents must be 1D of one length, got {tokens.shape}, {parents.shape}")
+        if tokens.shape != parents.shape or tokens.ndim != 1 or len(tokens) == 0:
+            raise ValueError(
+                f"tokens and parents must be 1D, non-empty, of one length; got {tokens.shape}, {parents.shape}"
+            )
         all_parents = self._tree_parents + parents.tolist()
         if any(p < 0 for p in all_parents[1:]) or (all_parents and all_parents[0] != -1):
             raise ValueError(f"node 0 (and only node 0) must have parent -1, got parents {all_parents}")
@@ -115,9 +117,7 @@ class TreeLM:
         num_pending, num_new, num_nodes = len(pending), len(tokens), len(parents)
         context = self.prefix_len + num_pending  # keys every tree node attends to
         allowed = torch.zeros(num_pending + num_new, context + num_nodes, dtype=torch.bool)
-        allowed[:num_pending, : self.prefix_len + num_pending] = torch.ones(
-            num_pending, self.prefix_len + num_pending, dtype=torch.bool
-        ).tril(self.prefix_len)
+        allowed[:num_pending, :context] = torch.ones(num_pending, context, dtype=torch.bool).tril(self.prefix_len)
         allowed[num_pending:, :context] = True
         allowed[num_pending:, context:] = ancestor_matrix(parents)[num_nodes - num_new :]
         positions = torch.cat([

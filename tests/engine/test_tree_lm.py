@@ -97,7 +97,8 @@ def test_commit_keeps_exactly_the_accepted_sequence(tiny_models, rounds, seed):
         assert lm.prefix_len + len(lm._pending) == len(accepted)
         root = int(random_tokens(generator, 1))
     final = lm.grow(torch.tensor([root]), torch.tensor([-1]))[0]
-    torch.testing.assert_close(final, last_logits(p_model, torch.cat([accepted, torch.tensor([root])])), rtol=0, atol=ATOL)
+    expected = last_logits(p_model, torch.cat([accepted, torch.tensor([root])]))
+    torch.testing.assert_close(final, expected, rtol=0, atol=ATOL)
 
 
 def test_commit_not_matching_the_tree_feeds_everything_next_time(tiny_models):
