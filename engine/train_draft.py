@@ -45,7 +45,7 @@ PRESETS = {
     "smollm2": Preset(
         generation=GenerationConfig(samples=2, max_new_tokens=192, batch_size=30, seed=0),
         training=TrainConfig(
-            init_from=(0, 1, 29), steps=900, sequences_per_step=6, lr=3e-4, warmup_steps=30, eval_every=50,
+            init_from=(0, 1, 29), steps=700, sequences_per_step=6, lr=1.5e-3, warmup_steps=30, eval_every=70,
             seed=0, bf16=True,
         ),
         export=WEIGHTS_PATH,
@@ -87,6 +87,22 @@ def smollm2_setup() -> Setup:
     train_ids = encode_prompts(tokenizer, [p for p in prompts if p.split == "train"])
     heldout_ids = encode_prompts(tokenizer, [p for p in prompts if p.split == "heldout"])
     return target, train_ids, heldout_ids, target_gguf_path().name, tokenizer.eos_token_id
+
+
+def load_data(
+    preset_name: str, work: Path, splits: Sequence[str], log: Callable[[str], None] = print
+) -> tuple[PreTrainedModel, dict[str, Sequences], str]:
+    """The preset's target, its generated data for `splits` ('heldout', 'train'; generated into
+    ``work/draft_data`` where missing), and the model tag."""
+    preset = PRESETS[preset_name]
+    target, train_prompts, heldout_prompts, tag, eos = tiny_setup() if preset_name == "tiny" else smollm2_setup()
+    prompts = {"train": train_prompts, "heldout": heldout_prompts}
+    data = {}
+    for split in splits:
+        folder = data_folder(work / "draft_data", prompts[split], preset.generation, tag)
+        data[split] = generate_shards(target, prompts[split], preset.generation, folder, eos, log)
+        log(f"data: {split}: {len(data[split].lengths)} sequences, {data[split].num_targets} target positions")
+    return target, data, tag
 
 
 def first_samples(data: Sequences) -> Sequences:
@@ -161,12 +177,7 @@ def run(preset_name: str, work: Path, steps: int | None = None, log_to: Callable
         if log_to is not None:
             log_to(line)
 
-    target, train_prompts, heldout_prompts, tag, eos = tiny_setup() if preset_name == "tiny" else smollm2_setup()
-    data = {}
-    for split, prompts in (("heldout", heldout_prompts), ("train", train_prompts)):
-        folder = data_folder(work / "draft_data", prompts, preset.generation, tag)
-        data[split] = generate_shards(target, prompts, preset.generation, folder, eos, log)
-        log(f"data: {split}: {len(data[split].lengths)} sequences, {data[split].num_targets} target positions")
+    target, data, tag = load_data(preset_name, work, ("heldout", "train"), log)
     own = DraftLayers(target, config.init_from)
     curve = train(target, own, data["train"], first_samples(data["heldout"]), config, run_dir / "checkpoint.pt", log)
     overlap, kl = evaluate(target, own, data["heldout"])
@@ -195,7 +206,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--preset", choices=sorted(PRESETS), default="smollm2")
     parser.add_argument("--work", type=Path, default=REPO / "out", help="data and checkpoints (default: out/)")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's optimizer steps")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1: on a shared, oversubscribed CPU two threads stall each other)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     return run(args.preset, args.work, args.steps)
