@@ -35,8 +35,9 @@ from engine.verifiers.validation import (
 )
 
 TorchStepGenerator = Generator[torch.Tensor, None, torch.Tensor]
-"""Yields ``a_i`` (B,) for every node (step i of a node that already accepted is computed but
-ignored), then returns the final residual weights (B, V), unnormalised and non-negative."""
+"""Yields ``a_i`` (B,) for every node, then returns the final residual weights (B, V), unnormalised
+and non-negative. Steps are computed for every node; the rows of a node that has already accepted
+(with certainty once some ``a_i = 1``) are never used and may hold anything, NaN included."""
 
 
 class TorchVerifier(ABC):

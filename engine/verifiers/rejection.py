@@ -3,8 +3,8 @@
 Against the current target ``r`` and the proposal ``s`` (both (B, V)) the candidate x (B,) came from:
 accept with probability ``a = min(1, r(x)/s(x) + slack)``; on rejection the next target is
 ``norm((r - s)+)``. Where a rejection is impossible (``r(x) >= s(x)``, ``a >= 1``, or an empty
-residual left by rounding) ``a = 1`` and the target is carried over unchanged, so every row stays a
-valid distribution even after its node has accepted.
+residual left by rounding) ``a = 1``: that node accepts at this step for sure (u < 1), so its next
+target is never used and is left as it comes out (``0/0`` for an empty residual).
 """
 
 from __future__ import annotations
@@ -22,6 +22,4 @@ def rejection_step(target: torch.Tensor, proposal: torch.Tensor, candidate: torc
     residual = (target - proposal).clamp_(min=0.0)
     mass = residual.sum(dim=-1)
     certain = (target_x >= proposal_x) | (acceptance >= 1.0) | ~(mass > 0)
-    acceptance = torch.where(certain, 1.0, acceptance)
-    next_target = torch.where(certain[:, None], target, residual / mass[:, None])
-    return acceptance, next_target
+    return torch.where(certain, 1.0, acceptance), residual.div_(mass[:, None])

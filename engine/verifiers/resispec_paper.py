@@ -21,8 +21,8 @@ def paper_residual(target: torch.Tensor, q: torch.Tensor, rejected: torch.Tensor
                    pour_order: torch.Tensor) -> torch.Tensor:
     """The published proxy residual (B, V), normalised, after each node rejects ``rejected`` (B,).
 
-    ``pour_order`` (B, V): token ids by descending q, ties by id. Rows that did not reject (budget
-    <= 0) come out meaningless; the caller keeps their target.
+    ``pour_order`` (B, V): token ids by descending q, ties by id. Rows that could not reject (budget
+    <= 0) come out meaningless; their nodes accept at this step for sure and never use them.
     """
     index = rejected[:, None]
     budget = q.gather(1, index) - target.gather(1, index)
@@ -50,8 +50,6 @@ class TorchResiSpecPaper(SequentialTorchVerifier):
         for i in range(candidates.shape[1]):
             index = candidates[:, i:i + 1]
             target_x, q_x = target.gather(1, index)[:, 0], q.gather(1, index)[:, 0]
-            certain = target_x >= q_x
-            yield torch.where(certain, 1.0, target_x / q_x)
-            rejected_residual = paper_residual(target, q, candidates[:, i], plan)
-            target = torch.where(certain[:, None], target, rejected_residual)
+            yield torch.where(target_x >= q_x, 1.0, target_x / q_x)
+            target = paper_residual(target, q, candidates[:, i], plan)
         return target

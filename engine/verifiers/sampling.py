@@ -17,10 +17,12 @@ def inverse_cdf(weights: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     without positive weight gives -1 (the caller decides what such a row emits); no host sync.
     """
     cumulative = torch.cumsum(weights, dim=-1)
+    total = cumulative[:, -1:]
     flat = u.ndim == 1
-    levels = (u[:, None] if flat else u) * cumulative[:, -1:]
-    index = torch.searchsorted(cumulative, levels, right=True)
-    ids = torch.arange(weights.shape[-1], device=weights.device)
-    last_positive = torch.where(weights > 0, ids, -1).amax(dim=-1, keepdim=True)
-    index = torch.where(index >= weights.shape[-1], last_positive, index)
+    index = torch.searchsorted(cumulative, (u[:, None] if flat else u) * total, right=True)
+    # A draw is never past the last positive weight (the cumulative sum stays flat after it), except
+    # the overshoot index V, which this minimum maps onto it.
+    ids = torch.arange(weights.shape[-1], dtype=torch.int32, device=weights.device)
+    last_positive = ((weights > 0) * ids).amax(dim=-1, keepdim=True)
+    index = torch.where(total > 0, torch.minimum(index, last_positive), -1)
     return index[:, 0] if flat else index

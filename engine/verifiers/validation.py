@@ -59,9 +59,9 @@ def as_distributions(values: torch.Tensor, name: str) -> torch.Tensor:
     array = values.to(torch.float64)
     total = array.sum(dim=-1, keepdim=True)
     off = (total - 1.0).abs()
-    bad = ~((array >= 0).all(dim=-1) & (off <= SUM_TOLERANCE)[:, 0])  # NaN fails both comparisons
+    bad = ~((array.amin(dim=-1) >= 0) & (off <= SUM_TOLERANCE)[:, 0])  # NaN fails both comparisons
     raise_for_rows(bad, lambda row: as_distribution(array[row].cpu().numpy(), name))
-    return torch.where(off > ROUNDING_SLACK, array / total, array)
+    return array / torch.where(off > ROUNDING_SLACK, total, 1.0)  # x / 1 is x: rows within slack unchanged
 
 
 def as_pair(p: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
