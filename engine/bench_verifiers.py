@@ -13,13 +13,13 @@ sps takes one candidate, so it runs at k = 1.
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import torch
 
 from resispec.benchmarks.timing import median_ratio
-from resispec.benchmarks.verify_speed import LOGIT_SCALE
+from resispec.benchmarks.verify_speed import LOGIT_SCALE, VerifyTiming
 from engine.verifiers import TORCH_VERIFIERS, get_torch_verifier
 
 DEFAULT_BATCH = 64
@@ -28,20 +28,11 @@ DEFAULT_K = 4
 
 
 @dataclass(frozen=True)
-class TorchVerifyTiming:
-    """Median seconds of one batched verify and of one batched softmax, and their ratio."""
+class TorchVerifyTiming(VerifyTiming):
+    """Median seconds of one batched verify of ``batch`` nodes on ``device`` and of one batched softmax."""
 
-    verifier: str
     device: str
     batch: int
-    vocab: int
-    k: int
-    verify_seconds: float
-    softmax_seconds: float
-    ratio: float
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def llm_like_batch(batch: int, vocab: int, generator: torch.Generator,
@@ -82,7 +73,7 @@ def bench_torch_verify(verifier_names: Sequence[str] | None = None, batch: int =
         ])
         verify = _synchronized(lambda: verifier.verify(p, q, *next(inputs)), device)
         work, reference, ratio = median_ratio(verify, softmax, repeats)
-        results.append(TorchVerifyTiming(name, str(device), batch, vocab, count, work, reference, ratio))
+        results.append(TorchVerifyTiming(name, vocab, count, work, reference, ratio, str(device), batch))
         if progress:
             progress(f"{name} (k={count}, {device}): {ratio:.2f}x softmax")
     return results

@@ -38,7 +38,7 @@ class TorchDraftingScheme(ABC):
     def check_count(self, q: torch.Tensor, k: int) -> None:
         """``ValueError`` (the NumPy scheme's) if some row of ``q`` cannot supply k candidates."""
         if self.bounded:
-            too_few = (q > 0).sum(dim=-1) < k
+            too_few = torch.count_nonzero(q, dim=-1) < k
             raise_for_rows(too_few, lambda row: self.numpy_twin.check_count(q[row].cpu().numpy(), k))
 
     def check_candidates(self, q: torch.Tensor, candidates: torch.Tensor) -> None:
