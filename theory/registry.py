@@ -1,0 +1,51 @@
+"""The theorem record and the list of theorem families.
+
+Each family is one module named after its verifier; it exposes ``THEOREMS``, a list of ``Theorem``.
+Add a family by appending its module to ``FAMILIES``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+FAMILIES: list[str] = [
+    "theory.sps",
+    "theory.rrs",
+    "theory.rrs_wor",
+    "theory.spectr",
+    "theory.topk",
+    "theory.resispec",
+    "theory.iid_optimum",
+    "theory.resispec_paper",
+    "theory.tree",
+]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of checking one theorem.
+
+    ``derivation``: the argument, in Markdown with SymPy-rendered display formulas;
+    ``checked``: what exactly the machine verified (identities, cases, instance counts).
+    """
+
+    passed: bool
+    derivation: str
+    checked: str
+
+
+@dataclass(frozen=True)
+class Theorem:
+    """A claim about a verifier, how it is checked, and the check itself."""
+
+    name: str
+    statement: str
+    method: str
+    check: Callable[[], Outcome]
+
+
+def all_theorems() -> list[Theorem]:
+    """Every registered theorem, family by family."""
+    return [t for module in FAMILIES for t in importlib.import_module(module).THEOREMS]
