@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
+import numpy as np
+from scipy.optimize import linprog
+
 from theory.exact import Law
 from theory.schedule import Schedule
 
@@ -97,6 +100,8 @@ def certificate(p: Law, q: Law, sched: Schedule) -> Dual:
     Q = {l: sum((b for b, c in zip(q, cls) if c >= l), Fraction(0)) for l in range(2, k + 1)}
     U, prod = [Fraction(1)], Fraction(1)
     for j in range(2, k + 1):
+        if Q[j] == 0:  # impossible for a tight schedule with z > 0: h(T_j) = z + T_{j+1} > 0
+            raise ValueError(f"no draft mass with ratio <= T_{j}: the schedule is not tight")
         prod *= Q[j]
         U.append(U[-1] + q0 / prod)
     u = [Uj / U[-1] for Uj in U]
@@ -109,8 +114,32 @@ def certificate_problems(p: Law, q: Law, sched: Schedule) -> list[str]:
     """Why the schedule is not certified optimal: its masses must be primal feasible, the certificate
     dual feasible, and the two objectives equal (then both are optimal by weak duality)."""
     masses = schedule_masses(p, q, sched.T)
-    dual = certificate(p, q, sched)
+    try:
+        dual = certificate(p, q, sched)
+    except ValueError as err:
+        return [str(err)]
     problems = primal_problems(p, q, masses) + dual_problems(p, q, dual)
     if objective(masses) != dual.objective(p, q):
         problems.append(f"primal {objective(masses)} != dual {dual.objective(p, q)}")
     return problems
+
+
+def sequential_lp_float(p: Law, q: Law, k: int) -> float:
+    """The sequential LP optimum by HiGHS in floating point (a cross-check of the exact results)."""
+    V = len(p)
+    rows, rhs = [], []
+    for j in range(k):
+        for x in range(V):
+            row = np.zeros(k * V)
+            row[j * V + x] = 1
+            for i in range(j):
+                row[i * V : (i + 1) * V] += float(q[x])
+            rows.append(row)
+            rhs.append(float(q[x]))
+    for x in range(V):
+        row = np.zeros(k * V)
+        row[x::V] = 1
+        rows.append(row)
+        rhs.append(float(p[x]))
+    res = linprog(-np.ones(k * V), A_ub=np.array(rows), b_ub=np.array(rhs), bounds=(0, None), method="highs")
+    return -res.fun
