@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cache
+from functools import cache, cached_property
 from typing import Sequence
 
 import sympy as sp
@@ -49,7 +49,7 @@ class ResiSpec:
     def k(self) -> int:
         return len(self.T)
 
-    @property
+    @cached_property
     def schedule(self) -> Schedule:
         return from_thresholds(Curve(tuple(self.p), tuple(self.q)), self.T)
 
