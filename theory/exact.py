@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from theory.arith import normalise
 
@@ -20,11 +20,6 @@ Law = tuple[Fraction, ...]
 def pos(x: Fraction) -> Fraction:
     """The positive part ``(x)+ = max(x, 0)``."""
     return x if x > 0 else Fraction(0)
-
-
-def is_distribution(v: Sequence[Fraction]) -> bool:
-    """Non-negative entries summing to exactly one."""
-    return all(x >= 0 for x in v) and sum(v, Fraction(0)) == 1
 
 
 def random_distribution(rng: random.Random, V: int, *, zeros: bool = False, grain: int = 12) -> Law:

@@ -23,7 +23,7 @@ from theory.resispec import ResiSpec
 from theory.schedule import schedule
 from theory.sequential import emit
 from theory.sps import SPSChain
-from theory.symbolic import latex_block
+from theory.symbolic import display_eq, latex_block
 
 
 CUT_FORMULA = latex_block(
@@ -214,7 +214,7 @@ Relax `H` to weights `w` in `[0, 1]^V` and minimise `Phi(w) = sum_x w p - (sum_x
 `s = sum_x w q` the first term is a fractional knapsack, minimised greedily by taking tokens in
 ascending `p/q`: its value `P(s)` is the lower convex hull through the prefix points
 `(q(prefix), p(prefix))`, piecewise linear. On a linear piece `P(s) = a + rho s`, and
-{latex_block(sp.Eq(sp.Derivative(a + r * s - s**k, (s, 2)), second))}
+{display_eq(sp.Derivative(a + r * s - s**k, (s, 2)), second)}
 so `P(s) - s^k` is concave on each piece and its minimum over the piece is at an endpoint, i.e. at a
 prefix. A prefix is an integral `w`, so the relaxation's minimum equals the minimum over sets and is
 attained at a prefix of the ratio order (tokens with `q = 0 < p` last; ties in any order). `V + 1`

@@ -32,7 +32,7 @@ from theory.seqlp import (
 from theory.sequential import emit, exactness_problems
 from theory.sps import SPSChain
 from theory.spectr import SpecTr, rho_star
-from theory.symbolic import by_cases, latex_block, nonnegative, settle, vanishes
+from theory.symbolic import by_cases, display_eq, latex_block, nonnegative, vanishes
 
 
 @dataclass(frozen=True)
@@ -157,13 +157,13 @@ def check_telescoping() -> Outcome:
 Fix a token `x` and write `m(t) = min(p(x), t q(x))`. Step `j` is reached with probability `R_j` and
 its candidate is `q`-distributed independently of that (i.i.d. drafting), so it accepts mass
 `R_j q(x) a_j(x) = m(T_j) - m(T_{{j+1}})` at `x`. Over all steps, for general `k`:
-{latex_block(sp.Eq(sp.Sum(M(Tseq[J]) - M(Tseq[J + 1]), (J, 1, K)), telescoped))}
+{display_eq(sp.Sum(M(Tseq[J]) - M(Tseq[J + 1]), (J, 1, K)), telescoped)}
 and `m(T_{{k+1}}) = m(0) = 0`. The residual adds `z norm((p - T_1 q)+)(x)`; summing the per-token identity
-{latex_block(sp.Eq(sp.Min(P, T1 * Q) + sp.Max(P - T1 * Q, 0), P))}
+{display_eq(sp.Min(P, T1 * Q) + sp.Max(P - T1 * Q, 0), P)}
 over `x` gives `sum_x (p - T_1 q)+ = 1 - g(T_1) = z`, so the residual adds exactly `(p - T_1 q)+(x)`
 and the total is `min(p, T_1 q) + (p - T_1 q)+ = p`. The reach probabilities are consistent: step
 `j` accepts total mass `g(T_j) - g(T_{{j+1}})`, and with `R_j = 1 - g(T_1) + g(T_j)`
-{latex_block(sp.Eq(R(J) - (G(Tseq[J]) - G(Tseq[J + 1])), R(J + 1)))}
+{display_eq(R(J) - (G(Tseq[J]) - G(Tseq[J + 1])), R(J + 1))}
 ending at `R_{{k+1}} = 1 - g(T_1) = z` because `g(0) = 0`. Nothing here uses optimality: any
 thresholds with every `a_j` in `[0, 1]` (Theorem `resispec.acceptance_bounds`) give an exact verifier.
 """
@@ -326,7 +326,7 @@ any exact sequential verifier of i.i.d. candidates (`theory.seqlp` has the prima
 **A family of dual solutions.** Substituting `R_j`, the dual has `lambda_j(x) >= 0` per capacity row
 and `mu(x) >= 0` per budget row, and one row per `(i, y)`:
 `lambda_i(y) + sum_{{j > i}} sum_x q(x) lambda_j(x) + mu(y) >= 1`. For any `mu >= 0` put `u_k = 1`,
-{latex_block(sp.Eq(sp.Symbol("u_{j-1}"), sp.Sum(sp.Symbol("q(x)") * sp.Min(uj, mu), (sp.Symbol("x"), 1, sp.Symbol("V")))))}
+{display_eq(sp.Symbol("u_{j-1}"), sp.Sum(sp.Symbol("q(x)") * sp.Min(uj, mu), (sp.Symbol("x"), 1, sp.Symbol("V"))))}
 and `lambda_j(x) = (u_j - mu(x))+`. Then `sum_x q lambda_j = u_j - u_{{j-1}}`, the later steps sum to
 `1 - u_j`, and every row reads `1 + (mu(y) - u_j)+ >= 1`: feasible, with objective
 `1 - u_0 + sum_x mu(x) p(x)`. (`mu` = indicator of a set `H'` gives `p(H') + 1 - q(H')^k`: the

@@ -26,7 +26,7 @@ from theory.resispec import ResiSpec
 from theory.schedule import schedule
 from theory.sequential import SequentialRule, emit, exactness_problems
 from theory.sps import SIGN_CASES, accept_probability
-from theory.symbolic import by_cases, latex_block
+from theory.symbolic import by_cases, display_eq, latex_block
 
 Proxy = Callable[[Law, Law, int], list[Fraction]]
 
@@ -138,7 +138,7 @@ def check_condition() -> Outcome:
 Take one verification step with candidate `x ~ q` against target `r`, followed, after rejecting `x`, by
 anything that emits exactly a law `R_x` (a residual allowed to depend on the rejected value). Token
 `x` is rejected with mass
-{latex_block(sp.Eq(Q * (1 - sp.Min(1, P / Q)), sp.Max(Q - P, 0)))}
+{display_eq(Q * (1 - sp.Min(1, P / Q)), sp.Max(Q - P, 0))}
 (`p` standing for `r(x)`), so the output law is `min(r, q) + sum_x (q - r)+(x) R_x`. Since
 `min(r, q) + (r - q)+ = r` token by token, the step is exact if and only if
 {CONDITION_FORMULA}

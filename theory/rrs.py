@@ -16,12 +16,12 @@ from theory.exact import instances
 from theory.registry import Outcome, Theorem
 from theory.sequential import emit, exactness_problems
 from theory.sps import SPSChain
-from theory.symbolic import by_cases, latex_block, region_search
+from theory.symbolic import by_cases, display_eq, region_search
 
 R, Q, RHO = sp.symbols("r q rho", positive=True)
 D = sp.Symbol("d", nonnegative=True)
 # Inductive step for one token: accepted mass plus the rejection probability times the next residual.
-STEP_LAW = Q * sp.Min(1, R / Q) + RHO * sp.Max(R - Q, 0) / RHO
+STEP_LAW = Q * sp.Min(1, R / Q) + sp.Mul(RHO, sp.Max(R - Q, 0) / RHO, evaluate=False)
 EXPECTED_REGIONS = 12
 
 
@@ -45,7 +45,7 @@ everything before it (i.i.d. drafting), so given that the step is reached the ca
 `q`-distributed, and the rejection probability is `rho_i = sum_x (q - r_i)+ = sum_x (r_i - q)+` (Theorem
 `sps.exact`). If `L_{{i+1}} = r_{{i+1}} = (r_i - q)+ / rho_i` (inductive hypothesis), the mass step `i`
 sends to token `x` is
-{latex_block(sp.Eq(STEP_LAW, R))}
+{display_eq(STEP_LAW, R)}
 (with `r = r_i(x)`, `q = q(x)`, `rho = rho_i`), so `L_i = r_i`, and `L_1 = r_1 = p`. When `rho_i = 0`
 the step cannot reject and `r_{{i+1}}` is never used.
 
@@ -53,7 +53,7 @@ For `V = 3`, `k = 2` the rule's two `min(1, r/q)` decisions and `(r - q)+` parts
 `(p, q)` into regions labelled, per token, A: `p <= q`; B: `q < p <= (1 + rho_1) q`
 (`r_2 <= q`); C: `p > (1 + rho_1) q` (`r_2 > q`). A feasible labelling needs an A (else `p > q`
 everywhere, impossible as both sum to one) and a C (else `r_2 <= q` on B, summing to
-`1 <= q(B) < 1`); every such labelling is feasible by symmetry, giving
+`1 <= q(B) < 1`); the search below finds a witness for every such labelling, giving
 `3^3 - 2^3 - 2^3 + 1 = {EXPECTED_REGIONS}` regions. On each, the emitted law is a rational function of
 `(p_0, p_1, q_0, q_1)` (`p_2 = 1 - p_0 - p_1`, `q_2 = 1 - q_0 - q_1`) and `law - p` must cancel to zero.
 """

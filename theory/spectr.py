@@ -18,7 +18,7 @@ from theory.arith import Exact, Number, normalise
 from theory.exact import Instance, Law, fmt, instances
 from theory.registry import Outcome, Theorem
 from theory.sequential import emit, exactness_problems
-from theory.symbolic import by_cases, latex_block, vanishes
+from theory.symbolic import by_cases, display_eq, vanishes
 
 
 @dataclass(frozen=True)
@@ -137,15 +137,15 @@ def check_exact() -> Outcome:
 Each candidate is accepted with probability `sum_x q min(1, p/(rho q)) = beta`, independently of the
 others (i.i.d. drafting, a fixed acceptance rule), so step `i` is reached with probability
 `(1 - beta)^(i-1)` and accepts mass `(1 - beta)^(i-1) min(q, p/rho)` at each token. Over the `k` steps
-{latex_block(sp.Eq(sp.Sum((1 - BETA) ** (I - 1), (I, 1, K)), c_closed))}
+{display_eq(sp.Sum((1 - BETA) ** (I - 1), (I, 1, K)), c_closed)}
 so the accepted mass is `c min(q, p/rho)`. All candidates are rejected with probability
 `(1 - beta)^k`, and the rule emits from `norm(p - c min(q, p/rho))`; since
-{latex_block(sp.Eq(1 - BETA * c_closed, (1 - BETA) ** K))}
+{display_eq(1 - BETA * c_closed, (1 - BETA) ** K)}
 the normaliser is exactly the rejection probability, and the output law is `c min(q, p/rho) +
 (p - c min(q, p/rho)) = p` -- provided the residual is a law, i.e. non-negative. Per token
 (`p <= rho q`, where `min(q, p/rho) = p/rho`, and `p >= rho q`, where it is `q`):
-{latex_block(sp.Eq(P - P / RHO * C, P * (RHO - C) / RHO))}
-{latex_block(sp.Eq(P - Q * C, (P - RHO * Q) + Q * (RHO - C)))}
+{display_eq(P - P / RHO * C, P * (RHO - C) / RHO)}
+{display_eq(P - Q * C, (P - RHO * Q) + Q * (RHO - C))}
 So `c <= rho` makes every residual entry non-negative; conversely, a token with `0 < p(x) <= rho q(x)`
 has a negative entry when `c > rho`. Finally `rho beta - (1 - (1 - beta)^k) = beta (rho - c)`, so
 `c <= rho` is SpecTr's test `1 - (1 - beta)^k <= rho beta`. The test is monotone in `rho`

@@ -14,10 +14,10 @@ from typing import Sequence
 import sympy as sp
 
 from theory.arith import Exact, Number, normalise
-from theory.exact import Law, instances
+from theory.exact import instances
 from theory.registry import Outcome, Theorem
 from theory.sequential import emit, exactness_problems
-from theory.symbolic import by_cases, latex_block
+from theory.symbolic import by_cases, display_eq
 
 P, Q = sp.symbols("p q", positive=True)
 D = sp.Symbol("d", nonnegative=True)
@@ -88,15 +88,15 @@ def check_exact() -> Outcome:
         bad += [f"{inst}: {msg}" for msg in problems]
     derivation = f"""
 Draw `x ~ q`. Candidate `x` is emitted through acceptance with mass
-{latex_block(sp.Eq(ACCEPTED, sp.Min(P, Q)))}
+{display_eq(ACCEPTED, sp.Min(P, Q))}
 and rejected with mass `q(x) - min(p, q)(x) = (q - p)+(x)`, so the rejection probability is
 `sum_x (q - p)+(x)`. Because `p - q = (p - q)+ - (q - p)+` and both laws sum to one,
 `sum_x (q - p)+ = sum_x (p - q)+`: the rejection probability is exactly the normaliser of the residual
 `norm((p - q)+)`. The emitted mass of token `x` is therefore
-{latex_block(sp.Eq(EMITTED, P))}
+{display_eq(EMITTED, P)}
 for every token, whatever `V`: the claim is a per-token identity plus one normalisation. Summing the
 accepted mass, the acceptance is `sum_x min(p, q) = 1 - sum_x (p - q)+`, and
-{latex_block(sp.Eq(sp.Max(P - Q, 0), TV_TERM))}
+{display_eq(sp.Max(P - Q, 0), TV_TERM)}
 summed over `x` (where `sum (p - q) = 0`) gives `sum_x (p - q)+ = TV(p, q)`: acceptance `1 - TV`.
 Tokens with `q(x) = 0` are never drafted and contribute `min(p, 0) = 0` to the acceptance.
 """

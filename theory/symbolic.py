@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Callable, Mapping, Sequence
 
 import sympy as sp
@@ -119,5 +118,7 @@ def latex_block(expr: Number | str) -> str:
     return f"$$\n{body}\n$$"
 
 
-def as_rational(x: Fraction) -> sp.Rational:
-    return sp.Rational(x.numerator, x.denominator)
+def display_eq(lhs: Number, rhs: Number) -> str:
+    """A display equation ``lhs = rhs`` (unevaluated, so an identity is shown, not ``True``)."""
+    return latex_block(sp.Eq(sp.sympify(lhs), sp.sympify(rhs), evaluate=False))
+

@@ -18,7 +18,7 @@ from theory.arith import Exact, Number, normalise
 from theory.exact import instances
 from theory.registry import Outcome, Theorem
 from theory.sequential import emit, exactness_problems
-from theory.symbolic import latex_block, vanishes
+from theory.symbolic import display_eq, vanishes
 
 State = tuple[tuple[Number, ...], int]
 
@@ -82,9 +82,9 @@ def check_exact_optimal() -> Outcome:
 Write `S_j = p(x_1) + ... + p(x_j)` for the candidates in order. Induction on `j`: step `j` is reached
 with probability `1 - S_{{j-1}}`, and its target is `p` restricted to the tokens other than
 `x_1..x_{{j-1}}`, renormalised by `1 - S_{{j-1}}`. It emits `x_j` with probability
-{latex_block(sp.Eq(EMIT, PJ))}
+{display_eq(EMIT, PJ)}
 and passes on with probability
-{latex_block(sp.Eq(NEXT_REACH, 1 - S - PJ))}
+{display_eq(NEXT_REACH, 1 - S - PJ)}
 (`S = S_{{j-1}}`, `p_j = p(x_j)`). So each candidate is emitted with probability exactly `p(x_j)`,
 all are rejected with probability `1 - p(C)`, and the residual, `p` on the complement of `C`
 renormalised by `1 - p(C)`, emits every other token `y` with probability `p(y)`. A step with

@@ -26,7 +26,7 @@ from theory.rrs_wor import SPSChainWOR
 from theory.schedule import schedule
 from theory.sequential import Emission, SequentialRule, emit
 from theory.sps import SPSChain
-from theory.symbolic import latex_block, vanishes
+from theory.symbolic import display_eq, vanishes
 
 Prefix = tuple[int, ...]
 SeqLaw = dict[tuple[int, ...], Fraction]
@@ -108,7 +108,7 @@ on the prefix `vy`) or from its residual with probability `b_v(y)` (then the rou
 continues). So `L(v, d)(y, s) = a_v(y) L(vy, d - 1)(s) + b_v(y) T(vy, d)(s)`, with `L(u, 0) = T(u, 1)`
 (the bonus token). Per-node exactness is `a_v + b_v = p(.|v)`; with the induction hypothesis
 `L(vy, d - 1) = T(vy, d)`:
-{latex_block(sp.Eq(a * L + b * T, p * T))}
+{display_eq(a * L + b * T, p * T)}
 (`L` and `T` the two continuation laws, `b = p - a`, `L = T`), which is `T(v, d + 1)(y, s)`. By induction
 over the depth, `L(root, D) = T(root, D + 1)`: the accepted sequence plus the bonus (or residual) token
 is distributed as the target's sequential law, cut at a stopping time. Sequence-level exactness needs
