@@ -14,6 +14,7 @@ import sys
 COMMAND_MODULES: list[str] = [
     "resispec.cli.audit",
     "resispec.cli.bench",
+    "resispec.cli.theory",
 ]
 
 
