@@ -29,7 +29,7 @@ from theory.seqlp import (
     schedule_masses,
     sequential_lp_float,
 )
-from theory.sequential import emit, exactness_problems
+from theory.sequential import Emission, emit, exactness_problems
 from theory.sps import SPSChain
 from theory.spectr import SpecTr, rho_star
 from theory.symbolic import by_cases, display_eq, latex_block, nonnegative, vanishes
@@ -127,6 +127,19 @@ def lipschitz_lemma() -> bool:
 # --- 6(a) -----------------------------------------------------------------------------------------
 
 
+def shaping_problems(inst: Instance, T: tuple[Fraction, ...], em: Emission) -> list[str]:
+    """After ``j`` rejections the law still to be emitted must be ``norm((p - T_1 q)+ + min(p, T_{j+1} q))``."""
+    Tx, problems = (*T, 0), []
+    for j in range(1, inst.k + 1):
+        if em.reach[j] == 0:
+            continue
+        later = [sum((row[y] for row in em.steps[j:]), Fraction(0)) + em.residual[y] for y in range(inst.V)]
+        shaped = [max(a - Tx[0] * b, 0) + min(a, Tx[j] * b) for a, b in zip(inst.p, inst.q)]
+        if normalise(later) != normalise(shaped):
+            problems.append(f"the target after {j} rejections is not norm((p - T_1 q)+ + min(p, T_{j + 1} q))")
+    return problems
+
+
 def check_telescoping() -> Outcome:
     telescoped = sp.summation(M(Tseq[J]) - M(Tseq[J + 1]), (J, 1, K))
     telescopes = vanishes(telescoped - (M(Tseq[1]) - M(Tseq[K + 1])))
@@ -152,6 +165,7 @@ def check_telescoping() -> Outcome:
             problems = exactness_problems(em, inst.p)
             if em.acceptance != 1 - sched.z or list(em.reach[:-1]) != list(sched.R) or em.reach[-1] != sched.z:
                 problems.append("acceptance or reach probabilities differ from g(T_1), R_j, z")
+            problems += shaping_problems(inst, T, em)
             bad += [f"{inst}, T={T}: {m}" for m in problems]
     derivation = f"""
 Fix a token `x` and write `m(t) = min(p(x), t q(x))`. Step `j` is reached with probability `R_j` and
@@ -164,7 +178,9 @@ over `x` gives `sum_x (p - T_1 q)+ = 1 - g(T_1) = z`, so the residual adds exact
 and the total is `min(p, T_1 q) + (p - T_1 q)+ = p`. The reach probabilities are consistent: step
 `j` accepts total mass `g(T_j) - g(T_{{j+1}})`, and with `R_j = 1 - g(T_1) + g(T_j)`
 {display_eq(R(J) - (G(Tseq[J]) - G(Tseq[J + 1])), R(J + 1))}
-ending at `R_{{k+1}} = 1 - g(T_1) = z` because `g(0) = 0`. Nothing here uses optimality: any
+ending at `R_{{k+1}} = 1 - g(T_1) = z` because `g(0) = 0`. After `j` rejections the mass still to be
+emitted is `p - [min(p, T_1 q) - min(p, T_{{j+1}} q)] = (p - T_1 q)+ + min(p, T_{{j+1}} q)`: draft-shaped
+target mass kept back for the later candidates (the shaping). Nothing here uses optimality: any
 thresholds with every `a_j` in `[0, 1]` (Theorem `resispec.acceptance_bounds`) give an exact verifier.
 """
     checked = f"""
@@ -174,7 +190,8 @@ thresholds with every `a_j` in `[0, 1]` (Theorem `resispec.acceptance_bounds`) g
 - Exact rational law of the rule on {len(cases())} seeded instances (`V` in 2..6, `k` in 1..4, half with
   zeros): with the optimal schedule ({optimal_n} runs) and with random thresholds meeting
   `T_j - T_{{j+1}} <= R_j` ({random_n} runs), the law equals `p`, every `a_j` is in `[0, 1]`, and the
-  acceptance, reach probabilities and rejection probability equal `g(T_1)`, `R_j`, `z`;
+  acceptance, reach probabilities and rejection probability equal `g(T_1)`, `R_j`, `z`, and the law
+  still to be emitted after `j` rejections is `norm((p - T_1 q)+ + min(p, T_{{j+1}} q))`;
   {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
 """
     return Outcome(symbolic_ok and not bad, derivation, checked)
@@ -186,39 +203,44 @@ thresholds with every `a_j` in `[0, 1]` (Theorem `resispec.acceptance_bounds`) g
 def check_acceptance_bounds() -> Outcome:
     lemma = lipschitz_lemma()
     rng = random.Random(604)
-    bad, runs, flagged = [], 0, 0
+    bad, runs, violated = [], 0, 0
     for inst in cases():
         for T in [optimal(inst).T] + [random_thresholds(inst, rng) for _ in range(4)]:
             sched = from_thresholds(Curve(inst.p, inst.q), T)
             rule = ResiSpec(inst.p, inst.q, T, Exact())
-            probs = [
-                rule.accept(j, x)
-                for j in range(inst.k)
-                if sched.R[j] > 0  # R_j = 0: step j is never reached
-                for x in range(inst.V)
-                if inst.q[x] > 0
-            ]
-            in_range = all(0 <= a <= 1 for a in probs)
-            runs += 1
-            if feasible(sched) and not in_range:
-                bad.append(f"{inst}, T={T}: feasible thresholds but some a_j outside [0, 1]")
-            flagged += not in_range
+            Tx = (*T, 0)
+            for j in range(inst.k):
+                if sched.R[j] == 0:  # step j is never reached
+                    continue
+                runs += 1
+                probs = [rule.accept(j, x) for x in range(inst.V) if inst.q[x] > 0]
+                top = [x for x in range(inst.V) if inst.q[x] > 0 and inst.p[x] >= Tx[j] * inst.q[x]]
+                slack = Tx[j] - Tx[j + 1] <= sched.R[j]
+                if slack and not all(0 <= a <= 1 for a in probs):
+                    bad.append(f"{inst}, T={T}, step {j + 1}: constraint met but some a_j outside [0, 1]")
+                if any(rule.accept(j, x) != (Tx[j] - Tx[j + 1]) / sched.R[j] for x in top):
+                    bad.append(f"{inst}, T={T}, step {j + 1}: a token with ratio >= T_j misses the bound")
+                violated += not slack and bool(top)
     derivation = f"""
 `g` is non-decreasing, so `R_j = 1 - g(T_1) + g(T_j) >= 1 - g(T_1) = z >= 0`, and `R_j > 0` whenever
 step `j` can be reached. The numerator of `a_j(x)` is `min(p, T_j q) - min(p, T_{{j+1}} q)`; for
 `T_j >= T_{{j+1}}` it satisfies
 {BOUND_FORMULA}
 (`t -> min(p, t q)` is non-decreasing and `q`-Lipschitz). Dividing by `R_j q`: `0 <= a_j(x) <=
-(T_j - T_{{j+1}}) / R_j`, which is at most 1 exactly under the constraint `T_j - T_{{j+1}} <= R_j`. The
-optimal schedule makes every constraint tight, so its top-ratio tokens are accepted with probability 1
-at every step.
+(T_j - T_{{j+1}}) / R_j`, which is at most 1 under the constraint `T_j - T_{{j+1}} <= R_j`. Tokens with
+`p/q >= T_j` attain the upper bound, so when step `j` has such a token the constraint is also
+necessary; without one it is not (every ratio below `T_j` can leave every `a_j(x) <= 1`). The optimal
+schedule makes every constraint tight, so its tokens with ratio `>= T_j` are accepted with probability 1
+at step `j`.
 """
     checked = f"""
 - Case analysis (SymPy; cases `p <= T_{{j+1}} q`, `T_{{j+1}} q <= p <= T_j q`, `p >= T_j q`, each
   parametrised by non-negative symbols): both inequalities {"hold" if lemma else "FAIL"} in every case.
-- Exact rationals: every `a_j(x)` of the optimal schedule and of random thresholds on the
-  {len(cases())} instances ({runs} schedules): all in `[0, 1]` whenever `T_j - T_{{j+1}} <= R_j`;
-  {len(bad)} failures. ({flagged} of the random schedules violate the constraint and have some `a_j > 1`.)
+- Exact rationals, the optimal schedule and 4 random threshold vectors per instance on the
+  {len(cases())} instances ({runs} reachable steps): every `a_j(x)` is in `[0, 1]` whenever
+  `T_j - T_{{j+1}} <= R_j`, and every token with ratio `>= T_j` has `a_j(x) = (T_j - T_{{j+1}}) / R_j` exactly
+  (so the {violated} steps that break the constraint and have such a token have an `a_j > 1`);
+  {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
 """
     return Outcome(lemma and not bad, derivation, checked)
 
@@ -366,8 +388,20 @@ tight equations, cancels to zero; for `k = 2` the dual objective is
 # --- 6(e) -----------------------------------------------------------------------------------------
 
 
+def outside_threshold_family(inst: Instance, steps: tuple[tuple[Fraction, ...], ...]) -> bool:
+    """Per-step masses that no threshold schedule produces: step 1 accepts at every token of
+    ``S = supp p & supp q`` (forcing ``T_2`` below every ratio on ``S``, hence ``m_2 = (T_2 - T_3) q`` on
+    ``S``) while ``m_2`` is not proportional to ``q`` on ``S``."""
+    S = [x for x in range(inst.V) if inst.p[x] > 0 and inst.q[x] > 0]
+    return (
+        inst.k >= 2
+        and all(steps[0][x] > 0 for x in S)
+        and len({steps[1][x] / inst.q[x] for x in S}) > 1
+    )
+
+
 def check_dominates() -> Outcome:
-    bad, strict_rrs, strict_spectr = [], 0, 0
+    bad, strict_rrs, strict_spectr, outside = [], 0, 0, 0
     for inst in cases():
         sched = optimal(inst)
         bound = certificate(inst.p, inst.q, sched).objective(inst.p, inst.q)
@@ -384,6 +418,7 @@ def check_dominates() -> Outcome:
             if objective(em.steps) < sched.acceptance:
                 strict_rrs += name == "rrs"
                 strict_spectr += name == "spectr"
+            outside += name == "spectr" and outside_threshold_family(inst, em.steps)
         if objective(schedule_masses(inst.p, inst.q, sched.T)) != bound:
             bad.append(f"{inst}: resispec does not reach its certificate")
     derivation = """
@@ -393,15 +428,22 @@ i.i.d. candidates, so their per-step accepted masses are feasible points of the 
 spectr accepts `m_j = (1 - beta)^(j-1) min(q, p/rho)`, within capacity because `min(q, p/rho) <= q`, and
 within budget because its residual is non-negative. By weak duality each acceptance is at most the
 objective of any dual feasible point, in particular of resispec's certificate, which equals resispec's
-acceptance `g(T_1)`. Hence resispec >= rrs and resispec >= spectr on every instance. (spectr is *not*
-a member of resispec's threshold family for `k >= 2`: its first step already accepts at every ratio.)
+acceptance `g(T_1)`. Hence resispec >= rrs and resispec >= spectr on every instance.
+
+spectr is a feasible point of the same LP, but in general *not* a member of resispec's threshold family
+(`verifiers.md` calls it "a constant-rate special case of item 6"): with `S = supp p & supp q`, its first
+step accepts `min(q, p/rho) > 0` at every token of `S`, which a threshold schedule does only if `T_2` is
+below every ratio on `S`; then its second step accepts `(T_2 - T_3) q`, proportional to `q` on `S`,
+whereas spectr's second step accepts `(1 - beta) min(q, p/rho)`, proportional to `q` only if
+`min(1, (p/q)/rho)` is constant on `S`.
 """
     checked = f"""
 - Exact rationals on the {len(cases())} instances: the exact per-step masses of rrs and of spectr (at
   the rational upper end of the `rho*` bracket, within `2^-40`) are primal feasible, both rules are exact,
   their acceptances are at most the certificate's objective, and resispec's masses reach it;
   {len(bad)} failures.{"" if not bad else " First: " + bad[0]} resispec is strictly better than rrs on
-  {strict_rrs} and than spectr on {strict_spectr} of them.
+  {strict_rrs} and than spectr on {strict_spectr} of them. spectr's masses are outside the threshold
+  family on {outside} of the {sum(inst.k >= 2 for inst in cases())} instances with `k >= 2`.
 """
     return Outcome(not bad, derivation, checked)
 
@@ -415,7 +457,7 @@ THEOREMS = [
     ),
     Theorem(
         name="resispec.acceptance_bounds",
-        statement="0 <= a_j(x) <= (T_j - T_{j+1}) / R_j, so every a_j is a probability exactly when T_j - T_{j+1} <= R_j for all j.",
+        statement="0 <= a_j(x) <= (T_j - T_{j+1}) / R_j with equality for tokens with p/q >= T_j, so every a_j is a probability when T_j - T_{j+1} <= R_j for all j (and only then, at steps that have such a token).",
         method="case analysis + exact rational arithmetic",
         check=check_acceptance_bounds,
     ),
