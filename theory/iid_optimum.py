@@ -147,8 +147,8 @@ def transport_lp_float(p: Law, q: Law, k: int) -> float:
 
 @cache
 def cases() -> tuple[Instance, ...]:
-    generic = instances(seed=701, count=25, V_range=(2, 5), k_range=(1, 3), zeros=False)
-    sparse = instances(seed=702, count=25, V_range=(2, 5), k_range=(1, 3), zeros=True)
+    generic = instances(seed=701, count=60, V_range=(2, 5), k_range=(1, 3), zeros=False)
+    sparse = instances(seed=702, count=60, V_range=(2, 5), k_range=(1, 3), zeros=True)
     return tuple(generic + sparse)
 
 

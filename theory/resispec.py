@@ -71,8 +71,8 @@ class ResiSpec:
 @cache
 def cases() -> tuple[Instance, ...]:
     """The instances of this family: generic ones and ones with zeros in ``p`` or ``q``."""
-    generic = instances(seed=601, count=30, V_range=(2, 6), k_range=(1, 4), zeros=False)
-    sparse = instances(seed=602, count=30, V_range=(2, 6), k_range=(1, 4), zeros=True)
+    generic = instances(seed=601, count=75, V_range=(2, 6), k_range=(1, 4), zeros=False)
+    sparse = instances(seed=602, count=75, V_range=(2, 6), k_range=(1, 4), zeros=True)
     return tuple(generic + sparse)
 
 

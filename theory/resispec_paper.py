@@ -116,8 +116,8 @@ CE = Instance(
 
 @cache
 def cases() -> tuple[Instance, ...]:
-    generic = instances(seed=801, count=25, V_range=(2, 5), k_range=(1, 3), zeros=False)
-    sparse = instances(seed=802, count=25, V_range=(2, 5), k_range=(1, 3), zeros=True)
+    generic = instances(seed=801, count=60, V_range=(2, 5), k_range=(1, 3), zeros=False)
+    sparse = instances(seed=802, count=60, V_range=(2, 5), k_range=(1, 3), zeros=True)
     return tuple(generic + sparse)
 
 

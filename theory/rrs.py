@@ -33,7 +33,7 @@ def law_defect(ar, p, q):
 def check_exact() -> Outcome:
     step_ok = by_cases(STEP_LAW - R, ({R: Q + D}, {Q: R + D}))
     regions = region_search(law_defect, V=3, samples=1500, seed=202)
-    cases = instances(seed=203, count=40, V_range=(2, 6), k_range=(1, 4))
+    cases = instances(seed=203, count=120, V_range=(2, 6), k_range=(1, 4))
     bad = []
     for inst in cases:
         bad += [f"{inst}: {m}" for m in exactness_problems(emit(SPSChain(inst.p, inst.q, inst.k, Exact()), Exact()), inst.p)]

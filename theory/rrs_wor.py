@@ -67,7 +67,7 @@ def check_exact() -> Outcome:
     regions = region_search(law_defect, V=3, samples=1500, seed=302)
     cases = [
         inst
-        for inst in instances(seed=303, count=50, V_range=(2, 6), k_range=(1, 4))
+        for inst in instances(seed=303, count=120, V_range=(2, 6), k_range=(1, 4))
         if inst.k <= sum(1 for v in inst.q if v > 0)  # WOR needs k distinct draftable tokens
     ]
     bad = []

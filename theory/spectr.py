@@ -106,7 +106,7 @@ def check_exact() -> Outcome:
     high = by_cases(P - SHARE * C - (D + Q * (RHO - C)), [{P: RHO * Q + D}])
     symbolic_ok = geometric and normaliser and test_form and low and high
 
-    cases = instances(seed=401, count=40, V_range=(2, 6), k_range=(1, 4))
+    cases = instances(seed=401, count=120, V_range=(2, 6), k_range=(1, 4))
     bad, tested, degenerate = [], 0, []
     for n, inst in enumerate(cases):
         lo, hi = rho_star(inst.p, inst.q, inst.k)

@@ -77,7 +77,7 @@ def check_exact() -> Outcome:
         "total variation term": (sp.Max(P - Q, 0), TV_TERM),
     }
     failed = [name for name, (lhs, rhs) in identities.items() if not by_cases(lhs - rhs, SIGN_CASES)]
-    cases = instances(seed=101, count=60, V_range=(2, 6), k_range=(1, 1))
+    cases = instances(seed=101, count=150, V_range=(2, 6), k_range=(1, 1))
     bad = []
     for inst in cases:
         em = emit(SPSChain(inst.p, inst.q, 1, Exact()), Exact())

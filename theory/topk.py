@@ -66,7 +66,7 @@ NEXT_REACH = REACH * (1 - PJ / (1 - S))
 
 def check_exact_optimal() -> Outcome:
     symbolic_ok = vanishes(EMIT - PJ) and vanishes(NEXT_REACH - (1 - S - PJ))
-    cases = instances(seed=501, count=50, V_range=(2, 6), k_range=(1, 6), k_at_most_V=True)
+    cases = instances(seed=501, count=120, V_range=(2, 6), k_range=(1, 6), k_at_most_V=True)
     bad = []
     for inst in cases:
         rule = TopK(inst.p, inst.q, inst.k, Exact())

@@ -91,7 +91,7 @@ def check_sequence_law() -> Outcome:
     a, b, p, L, T = sp.symbols("a_y b_y p_y L T")
     step_ok = vanishes((a * L + b * T).subs({b: p - a, L: T}) - p * T)
     runs, bad, caught = 0, [], 0
-    for n, (V, depth, k) in enumerate(SHAPES * 2):
+    for n, (V, depth, k) in enumerate(SHAPES * 4):
         model = Model(V, depth, seed=900 + n)
         target = model.target((), depth + 1)
         for name, rule in NODE_RULES.items():
@@ -117,7 +117,7 @@ nothing beyond per-node exactness and subtrees drafted independently of the veri
     checked = f"""
 - Symbolic (SymPy): the inductive step `a L + b T = p T` under `b = p - a`, `L = T`: {"holds" if step_ok else "FAILS"}.
 - Exact rationals: {len(SHAPES) * 2} random draft trees (`(V, depth, k)` in {", ".join(map(str, SHAPES))}, each
-  twice, seeded target and draft conditionals at every prefix), each verified node by node with
+  four times, seeded target and draft conditionals at every prefix), each verified node by node with
   {", ".join(NODE_RULES)} ({runs} runs): the exact law of the emitted sequence, continued by the target,
   equals the target's sequential law over all `V^(depth+1)` sequences; {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
 - Negative control: with the reconstructed published rule at the nodes, the sequence law differs from
