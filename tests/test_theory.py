@@ -20,7 +20,7 @@ from theory.resispec import ResiSpec
 from theory.resispec_paper import CE, PaperRule, even, reconstruction
 from theory.schedule import Curve, from_thresholds, schedule
 from theory.seqlp import certificate_problems
-from theory.sequential import emit, exactness_problems
+from theory.sequential import audit, emit, exactness_problems
 from theory.spectr import SpecTr, rho_star
 from theory.sps import SIGN_CASES, SPSChain
 from theory.symbolic import by_cases, region_search
@@ -115,15 +115,15 @@ def test_certificate_rejects_a_perturbed_schedule():
 def test_infeasible_thresholds_break_the_acceptance_bound():
     p, q = GENERIC.p, GENERIC.q
     T = (F(5, 2), F(0))  # T_1 - T_2 = 5/2 > R_1 = 1
-    assert any("outside [0, 1]" in m for m in exactness_problems(emit(ResiSpec(p, q, T, Exact()), Exact()), p))
+    assert any("outside [0, 1]" in m for m in audit(ResiSpec(p, q, T, Exact()), p))
 
 
 def test_spectr_below_rho_star_is_caught():
     p, q, k = GENERIC.p, GENERIC.q, 3
     lo, hi = rho_star(p, q, k)
     assert lo < hi
-    assert exactness_problems(emit(SpecTr(p, q, k, lo, Exact()), Exact()), p)
-    assert not exactness_problems(emit(SpecTr(p, q, k, hi, Exact()), Exact()), p)
+    assert audit(SpecTr(p, q, k, lo, Exact()), p)
+    assert not audit(SpecTr(p, q, k, hi, Exact()), p)
 
 
 def test_tree_check_catches_a_biased_node_verifier():
@@ -145,6 +145,6 @@ def test_resispec_is_exact_and_certified_optimal(wp, wq, k):
         return
     p, q = normalise([F(w) for w in wp]), normalise([F(w) for w in wq])
     sched = schedule(p, q, k)
-    assert not exactness_problems(emit(ResiSpec(p, q, sched.T, Exact()), Exact()), p)
+    assert not audit(ResiSpec(p, q, sched.T, Exact()), p)
     assert not certificate_problems(p, q, sched)
     assert emit(SPSChain(p, q, k, Exact()), Exact()).acceptance <= sched.acceptance

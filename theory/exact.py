@@ -64,7 +64,8 @@ def instances(
         k = rng.randint(*k_range)
         if k_at_most_V:
             k = min(k, V)
-        out.append(Instance(random_distribution(rng, V, zeros=zeros), random_distribution(rng, V, zeros=zeros), k))
+        p = random_distribution(rng, V, zeros=zeros)
+        out.append(Instance(p, random_distribution(rng, V, zeros=zeros), k))
     return out
 
 

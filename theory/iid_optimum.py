@@ -18,7 +18,7 @@ from scipy.optimize import linprog
 
 from theory.arith import Exact
 from theory.exact import Instance, Law, instances
-from theory.registry import Outcome, Theorem
+from theory.registry import Outcome, Theorem, tally
 from theory.resispec import ResiSpec
 from theory.schedule import schedule
 from theory.sequential import emit
@@ -39,7 +39,8 @@ def cut_value(p: Law, q: Law, k: int, H: frozenset[int]) -> Fraction:
 def alpha_star_subsets(p: Law, q: Law, k: int) -> Fraction:
     """``min_H`` over all ``2^V`` subsets."""
     V = len(p)
-    return min(cut_value(p, q, k, frozenset(H)) for r in range(V + 1) for H in itertools.combinations(range(V), r))
+    subsets = (frozenset(H) for r in range(V + 1) for H in itertools.combinations(range(V), r))
+    return min(cut_value(p, q, k, H) for H in subsets)
 
 
 def ratio_order(p: Law, q: Law) -> list[int]:
@@ -112,7 +113,12 @@ def max_flow(net: Network) -> Network:
 
 def flow_problems(net: Network, flow: Network) -> list[str]:
     """Why ``flow`` is not a feasible flow of ``net`` (capacities and conservation), exactly."""
-    problems = [f"edge {u}->{v}: flow {f} outside [0, {net[u][v]}]" for u, e in flow.items() for v, f in e.items() if not 0 <= f <= net[u][v]]
+    problems = [
+        f"edge {u}->{v}: flow {f} outside [0, {net[u][v]}]"
+        for u, edges in flow.items()
+        for v, f in edges.items()
+        if not 0 <= f <= net[u][v]
+    ]
     for node in net:
         if node == "src":
             continue
@@ -141,7 +147,8 @@ def transport_lp_float(p: Law, q: Law, k: int) -> float:
                 row[i] = 1
         rows.append(row)
         rhs.append(float(p[y]))
-    res = linprog(-np.ones(len(variables)), A_ub=np.array(rows), b_ub=np.array(rhs), bounds=(0, None), method="highs")
+    c = -np.ones(len(variables))
+    res = linprog(c, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=(0, None), method="highs")
     return -res.fun
 
 
@@ -190,7 +197,7 @@ the sink edges of a token set `H` and the source edges of the tuples not inside 
 - Exact LP certificate on {len(cases())} seeded instances (`V` in 2..5, `k` in 1..3, half with zeros): an
   exact max-flow (Edmonds-Karp in rationals, tuples grouped by their token set), checked edge by edge
   for capacity and conservation, has value equal to `min_H [p(H) + 1 - q(H)^k]` over all `2^V` sets
-  (a feasible flow and a cut of equal value: both optimal); {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
+  (a feasible flow and a cut of equal value: both optimal); {tally(bad)}.
 - HiGHS on the tuple-level transport LP of `verifiers.md`, every second instance: largest difference
   from the exact `alpha*` {lp_gap:.1e} ({"below" if lp_ok else "ABOVE"} 1e-9).
 - The exact acceptances of rrs and resispec never exceed `alpha*`; the sequential optimum (resispec)
@@ -204,11 +211,10 @@ def check_prefixes() -> Outcome:
     k = sp.Symbol("k", integer=True, positive=True)
     second = sp.diff(a + r * s - s**k, s, 2)
     concave = sp.simplify(second + k * (k - 1) * s ** (k - 2)) == 0
-    bad = [
-        f"{inst}: prefixes give {alpha_star(inst.p, inst.q, inst.k)}, all sets {alpha_star_subsets(inst.p, inst.q, inst.k)}"
-        for inst in cases()
-        if alpha_star(inst.p, inst.q, inst.k) != alpha_star_subsets(inst.p, inst.q, inst.k)
+    pairs = [
+        (inst, alpha_star(inst.p, inst.q, inst.k), alpha_star_subsets(inst.p, inst.q, inst.k)) for inst in cases()
     ]
+    bad = [f"{inst}: prefixes give {a}, all sets {b}" for inst, a, b in pairs if a != b]
     derivation = f"""
 Relax `H` to weights `w` in `[0, 1]^V` and minimise `Phi(w) = sum_x w p - (sum_x w q)^k`. For a fixed
 `s = sum_x w q` the first term is a fractional knapsack, minimised greedily by taking tokens in
@@ -221,9 +227,10 @@ attained at a prefix of the ratio order (tokens with `q = 0 < p` last; ties in a
 evaluations after one sort: `O(V log V)`.
 """
     checked = f"""
-- Symbolic (SymPy): the second derivative of `a + rho s - s^k` is `-k (k - 1) s^(k-2) <= 0`: {"holds" if concave else "FAILS"}.
+- Symbolic (SymPy): the second derivative of `a + rho s - s^k` is `-k (k - 1) s^(k-2) <= 0`:
+  {"holds" if concave else "FAILS"}.
 - Exact rationals on the {len(cases())} instances of `iid_optimum.min_cut`: the minimum over the `V + 1`
-  ratio prefixes equals the minimum over all `2^V` subsets; {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
+  ratio prefixes equals the minimum over all `2^V` subsets; {tally(bad)}.
 """
     return Outcome(concave and not bad, derivation, checked)
 
@@ -232,7 +239,7 @@ THEOREMS = [
     Theorem(
         name="iid_optimum.min_cut",
         statement="No exact verifier of k i.i.d. candidates accepts more than alpha* = min_H [p(H) + 1 - q(H)^k], and the transport LP (max-flow) attains it: alpha* is its min-cut.",
-        method="LP certificate (exact max-flow = min-cut) + LP (HiGHS) cross-check + exact rational arithmetic",
+        method="LP certificate (exact max-flow = min-cut) + LP (HiGHS) cross-check + exact rationals",
         check=check_min_cut,
     ),
     Theorem(

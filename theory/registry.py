@@ -46,6 +46,11 @@ class Theorem:
     check: Callable[[], Outcome]
 
 
+def tally(problems: list[str]) -> str:
+    """``"0 failures"``, or the count and the first problem, for the "what was checked" text."""
+    return f"{len(problems)} failures" + (f" (first: {problems[0]})" if problems else "")
+
+
 def all_theorems() -> list[Theorem]:
     """Every registered theorem, family by family."""
     return [t for module in FAMILIES for t in importlib.import_module(module).THEOREMS]

@@ -50,7 +50,8 @@ def render(results: list[Result]) -> str:
         "| theorem | method | result |",
         "|---|---|---|",
     ]
-    out += [f"| [`{r.theorem.name}`](#{_anchor(r.theorem.name)}) | {r.theorem.method} | {r.status} |" for r in results]
+    for r in results:
+        out.append(f"| [`{r.theorem.name}`](#{_anchor(r.theorem.name)}) | {r.theorem.method} | {r.status} |")
     for r in results:
         out += [
             "",
@@ -93,7 +94,7 @@ def run_all(docs: Path | None = DOCS_PATH, echo: bool = True) -> list[Result]:
 def main(argv: list[str] | None = None) -> int:
     """``python -m theory``: exit status 0 iff every theorem passes."""
     parser = argparse.ArgumentParser(prog="python -m theory", description=__doc__)
-    parser.add_argument("--docs", type=Path, default=DOCS_PATH, help="where to write the Markdown (default: docs/theory.md)")
+    parser.add_argument("--docs", type=Path, default=DOCS_PATH, help="Markdown output (default: docs/theory.md)")
     parser.add_argument("--no-docs", action="store_true", help="do not write the Markdown")
     args = parser.parse_args(argv)
     start = time.perf_counter()

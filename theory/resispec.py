@@ -19,7 +19,7 @@ import sympy as sp
 
 from theory.arith import Exact, Number, normalise
 from theory.exact import Instance, instances
-from theory.registry import Outcome, Theorem
+from theory.registry import Outcome, Theorem, tally
 from theory.schedule import Curve, Schedule, from_thresholds, reach_one, schedule
 from theory.seqlp import (
     certificate,
@@ -128,7 +128,8 @@ def lipschitz_lemma() -> bool:
 
 
 def shaping_problems(inst: Instance, T: tuple[Fraction, ...], em: Emission) -> list[str]:
-    """After ``j`` rejections the law still to be emitted must be ``norm((p - T_1 q)+ + min(p, T_{j+1} q))``."""
+    """After ``j`` rejections the law still to be emitted must be
+    ``norm((p - T_1 q)+ + min(p, T_{j+1} q))``."""
     Tx, problems = (*T, 0), []
     for j in range(1, inst.k + 1):
         if em.reach[j] == 0:
@@ -136,7 +137,7 @@ def shaping_problems(inst: Instance, T: tuple[Fraction, ...], em: Emission) -> l
         later = [sum((row[y] for row in em.steps[j:]), Fraction(0)) + em.residual[y] for y in range(inst.V)]
         shaped = [max(a - Tx[0] * b, 0) + min(a, Tx[j] * b) for a, b in zip(inst.p, inst.q)]
         if normalise(later) != normalise(shaped):
-            problems.append(f"the target after {j} rejections is not norm((p - T_1 q)+ + min(p, T_{j + 1} q))")
+            problems.append(f"the target after {j} rejections is not the shaped residual")
     return problems
 
 
@@ -163,7 +164,7 @@ def check_telescoping() -> Outcome:
             random_n += n > 0
             em = emit(ResiSpec(inst.p, inst.q, T, Exact()), Exact())
             problems = exactness_problems(em, inst.p)
-            if em.acceptance != 1 - sched.z or list(em.reach[:-1]) != list(sched.R) or em.reach[-1] != sched.z:
+            if em.acceptance != 1 - sched.z or em.reach != (*sched.R, sched.z):
                 problems.append("acceptance or reach probabilities differ from g(T_1), R_j, z")
             problems += shaping_problems(inst, T, em)
             bad += [f"{inst}, T={T}: {m}" for m in problems]
@@ -192,7 +193,7 @@ thresholds with every `a_j` in `[0, 1]` (Theorem `resispec.acceptance_bounds`) g
   `T_j - T_{{j+1}} <= R_j` ({random_n} runs), the law equals `p`, every `a_j` is in `[0, 1]`, and the
   acceptance, reach probabilities and rejection probability equal `g(T_1)`, `R_j`, `z`, and the law
   still to be emitted after `j` rejections is `norm((p - T_1 q)+ + min(p, T_{{j+1}} q))`;
-  {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
+  {tally(bad)}.
 """
     return Outcome(symbolic_ok and not bad, derivation, checked)
 
@@ -240,7 +241,7 @@ at step `j`.
   {len(cases())} instances ({runs} reachable steps): every `a_j(x)` is in `[0, 1]` whenever
   `T_j - T_{{j+1}} <= R_j`, and every token with ratio `>= T_j` has `a_j(x) = (T_j - T_{{j+1}}) / R_j` exactly
   (so the {violated} steps that break the constraint and have such a token have an `a_j > 1`);
-  {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
+  {tally(bad)}.
 """
     return Outcome(lemma and not bad, derivation, checked)
 
@@ -293,8 +294,9 @@ thresholds need not be unique: for `p = q = (1/2, 1/2)`, `k = 2`, both `T = (1, 
 - Exact rationals on the {len(cases())} instances: the computed `z` is in `[0, 1]` and equals
   `1 - g(T_1)`; `h(T_j) = z + T_{{j+1}}` for every `j`; and `R_1(z)` evaluated exactly on the grid
   `z = 0, 1/8, ..., 1` plus the root is strictly increasing and equals 1 at the root;
-  {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
-- The `z = 0` example: both threshold vectors are tight with `z = 0`: {"confirmed" if both_tight else "NOT confirmed"}.
+  {tally(bad)}.
+- The `z = 0` example: both threshold vectors are tight with `z = 0`:
+  {"confirmed" if both_tight else "NOT confirmed"}.
 """
     return Outcome(lemma and not bad and both_tight, derivation, checked)
 
@@ -326,6 +328,13 @@ def class_aggregate_identity(k: int) -> tuple[bool, sp.Expr]:
     return vanishes(gap), dual
 
 
+X = sp.Symbol("x")
+U_RECURSION = display_eq(
+    sp.Symbol("u_{j-1}"),
+    sp.Sum(sp.Function("q")(X) * sp.Min(sp.Symbol("u_j"), sp.Function("mu")(X)), (X, 1, sp.Symbol("V"))),
+)
+
+
 def check_sequential_optimal() -> Outcome:
     identities = {k: class_aggregate_identity(k) for k in range(1, 5)}
     symbolic_ok = all(ok for ok, _ in identities.values())
@@ -333,10 +342,9 @@ def check_sequential_optimal() -> Outcome:
     for n, inst in enumerate(cases()):
         bad += [f"{inst}: {m}" for m in certificate_problems(inst.p, inst.q, optimal(inst))]
         if n % 3 == 0:
-            lp_gap = max(lp_gap, abs(sequential_lp_float(inst.p, inst.q, inst.k) - float(optimal(inst).acceptance)))
+            highs = sequential_lp_float(inst.p, inst.q, inst.k)
+            lp_gap = max(lp_gap, abs(highs - float(optimal(inst).acceptance)))
     float_ok = lp_gap < 1e-9
-    uj = sp.Symbol("u_j")
-    mu = sp.Function("mu")(sp.Symbol("x"))
     derivation = f"""
 **Why the LP is the right model.** Any sequential verifier of i.i.d. candidates -- whatever it
 remembers about earlier candidates -- gives a feasible point `m_j(x) = P(step j accepts x)`: step `j`'s
@@ -348,7 +356,7 @@ any exact sequential verifier of i.i.d. candidates (`theory.seqlp` has the prima
 **A family of dual solutions.** Substituting `R_j`, the dual has `lambda_j(x) >= 0` per capacity row
 and `mu(x) >= 0` per budget row, and one row per `(i, y)`:
 `lambda_i(y) + sum_{{j > i}} sum_x q(x) lambda_j(x) + mu(y) >= 1`. For any `mu >= 0` put `u_k = 1`,
-{display_eq(sp.Symbol("u_{j-1}"), sp.Sum(sp.Symbol("q(x)") * sp.Min(uj, mu), (sp.Symbol("x"), 1, sp.Symbol("V"))))}
+{U_RECURSION}
 and `lambda_j(x) = (u_j - mu(x))+`. Then `sum_x q lambda_j = u_j - u_{{j-1}}`, the later steps sum to
 `1 - u_j`, and every row reads `1 + (mu(y) - u_j)+ >= 1`: feasible, with objective
 `1 - u_0 + sum_x mu(x) p(x)`. (`mu` = indicator of a set `H'` gives `p(H') + 1 - q(H')^k`: the
@@ -361,8 +369,8 @@ sequential optimum is at most the i.i.d. optimum of Theorem `iid_optimum.min_cut
 class 0 and `mu = u_c` on class `c`, with `u_j = U_j / U_k`, `U_1 = 1`,
 `U_j = U_{{j-1}} + q_0 / (Q_2 ... Q_j)`. This `u` is non-decreasing and solves the recursion above
 (with `mu` of this form it reads `u_j (1 - q_j) = sum_{{c<j}} q_c u_c + u_{{j+1}} Q_{{j+1}}`, whose
-differences give `u_j - u_{{j-1}} = Q_{{j+1}} (u_{{j+1}} - u_j)` and `u_1 (q_0 + Q_2) = u_2 Q_2`). Complementary
-slackness with the schedule's masses `m_j(x) = min(p, T_j q) - min(p, T_{{j+1}} q)`:
+differences give `u_j - u_{{j-1}} = Q_{{j+1}} (u_{{j+1}} - u_j)` and `u_1 (q_0 + Q_2) = u_2 Q_2`).
+Complementary slackness with the schedule's masses `m_j(x) = min(p, T_j q) - min(p, T_{{j+1}} q)`:
 (1) `m_j(x) > 0` needs ratio `> T_{{j+1}}`, i.e. class `<= j`, so `mu(x) <= u_j` and row `(j, x)` is tight;
 (2) `lambda_j(x) > 0` means `mu(x) < u_j`, i.e. class `< j`, so ratio `>= T_j` and
 `m_j(x) = (T_j - T_{{j+1}}) q(x) = R_j q(x)` (tightness);
@@ -375,10 +383,10 @@ tight equations, cancels to zero; for `k = 2` the dual objective is
 """
     checked = f"""
 - Symbolic (SymPy): dual objective = primal objective as an identity in the class masses, for
-  `k = 1, 2, 3, 4` (any `V`): {"holds for each" if symbolic_ok else "FAILS for k = " + str([k for k, (ok, _) in identities.items() if not ok])}.
+  `k = 1, 2, 3, 4` (any `V`): {"holds for each" if symbolic_ok else "FAILS for some k"}.
 - LP certificate in exact rationals on each of the {len(cases())} instances: the schedule's masses are
   primal feasible, the closed-form dual is feasible (every multiplier `>= 0`, every dual row `>= 1`), and
-  the two objectives are equal; {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
+  the two objectives are equal; {tally(bad)}.
 - Floating cross-check: HiGHS on the sequential LP for every third instance; largest difference from the
   exact acceptance {lp_gap:.1e} ({"below" if float_ok else "ABOVE"} 1e-9).
 """
@@ -441,7 +449,7 @@ whereas spectr's second step accepts `(1 - beta) min(q, p/rho)`, proportional to
 - Exact rationals on the {len(cases())} instances: the exact per-step masses of rrs and of spectr (at
   the rational upper end of the `rho*` bracket, within `2^-40`) are primal feasible, both rules are exact,
   their acceptances are at most the certificate's objective, and resispec's masses reach it;
-  {len(bad)} failures.{"" if not bad else " First: " + bad[0]} resispec is strictly better than rrs on
+  {tally(bad)}. resispec is strictly better than rrs on
   {strict_rrs} and than spectr on {strict_spectr} of them. spectr's masses are outside the threshold
   family on {outside} of the {sum(inst.k >= 2 for inst in cases())} instances with `k >= 2`.
 """

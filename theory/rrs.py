@@ -13,8 +13,8 @@ import sympy as sp
 
 from theory.arith import Exact
 from theory.exact import instances
-from theory.registry import Outcome, Theorem
-from theory.sequential import emit, exactness_problems
+from theory.registry import Outcome, Theorem, tally
+from theory.sequential import audit, emit
 from theory.sps import SPSChain
 from theory.symbolic import by_cases, display_eq, region_search
 
@@ -36,7 +36,7 @@ def check_exact() -> Outcome:
     cases = instances(seed=203, count=120, V_range=(2, 6), k_range=(1, 4))
     bad = []
     for inst in cases:
-        bad += [f"{inst}: {m}" for m in exactness_problems(emit(SPSChain(inst.p, inst.q, inst.k, Exact()), Exact()), inst.p)]
+        bad += [f"{inst}: {m}" for m in audit(SPSChain(inst.p, inst.q, inst.k, Exact()), inst.p)]
     regions_ok = not regions.failures and regions.regions == EXPECTED_REGIONS
     derivation = f"""
 Let `L_i` be the law emitted from step `i` on, given that step `i` is reached with residual target
@@ -61,9 +61,9 @@ everywhere, impossible as both sum to one) and a C (else `r_2 <= q` on B, summin
 - Inductive step, by cases `r = q + d` and `q = r + d`: {"holds" if step_ok else "FAILS"}.
 - `V = 3`, `k = 2`, symbolic: {regions.samples} seeded points found {regions.regions} regions of the rule's
   `min`/`max` decisions (expected {EXPECTED_REGIONS}); on each, `law - p` cancels to zero symbolically
-  with the decisions resolved; {len(regions.failures)} failures.{"" if not regions.failures else " " + regions.failures[0]}
+  with the decisions resolved; {tally(regions.failures)}.
 - Exact rational law on {len(cases)} seeded instances, `V` in 2..6, `k` in 1..4, zeros allowed: the law
-  equals `p` and every acceptance probability and residual is a probability; {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
+  equals `p` and every acceptance probability and residual is a probability; {tally(bad)}.
 """
     return Outcome(step_ok and regions_ok and not bad, derivation, checked)
 
@@ -72,7 +72,7 @@ THEOREMS = [
     Theorem(
         name="rrs.exact",
         statement="rrs with k i.i.d. candidates emits exactly p for every V and k: each step is sps against the current residual, and candidates are independent of earlier rejections.",
-        method="symbolic identity (induction) + case analysis over every region (V = 3, k = 2) + exact rational arithmetic",
+        method="symbolic identity (induction) + case analysis by region (V = 3, k = 2) + exact rational arithmetic",
         check=check_exact,
     )
 ]

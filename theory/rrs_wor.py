@@ -14,8 +14,8 @@ from typing import Sequence
 
 from theory.arith import Exact, Number, normalise
 from theory.exact import instances
-from theory.registry import Outcome, Theorem
-from theory.sequential import emit, exactness_problems
+from theory.registry import Outcome, Theorem, tally
+from theory.sequential import audit, emit
 from theory.sps import accept_probability, next_residual
 from theory.symbolic import latex_block, region_search
 
@@ -72,7 +72,7 @@ def check_exact() -> Outcome:
     ]
     bad = []
     for inst in cases:
-        bad += [f"{inst}: {m}" for m in exactness_problems(emit(SPSChainWOR(inst.p, inst.q, inst.k, Exact()), Exact()), inst.p)]
+        bad += [f"{inst}: {m}" for m in audit(SPSChainWOR(inst.p, inst.q, inst.k, Exact()), inst.p)]
     derivation = f"""
 Given the set `S` of candidates rejected so far, the next candidate is drawn from `q_i`, which is `q`
 restricted to the complement of `S` and renormalised (successive sampling). Step `i` is sps of this
@@ -97,10 +97,10 @@ with `q_2 = norm(q with x_1 set to 0)`, `a_2 = min(1, r_2/q_2)`, `rho_2 = sum (q
     checked = f"""
 - `V = 3`, `k = 2`, symbolic: {regions.samples} seeded points found {regions.regions} regions (expected
   {EXPECTED_REGIONS}); on each, `law - p` cancels to zero with the decisions resolved;
-  {len(regions.failures)} failures.{"" if not regions.failures else " " + regions.failures[0]}
+  {tally(regions.failures)}.
 - Exact rational law on {len(cases)} seeded instances, `V` in 2..6, `k` in 1..4 (at most the size of the
   draft's support), zeros allowed: the law equals `p` and every acceptance probability, draft law and
-  residual is a probability; {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
+  residual is a probability; {tally(bad)}.
 """
     ok = not regions.failures and regions.regions == EXPECTED_REGIONS and not bad
     return Outcome(ok, derivation, checked)
@@ -110,7 +110,7 @@ THEOREMS = [
     Theorem(
         name="rrs_wor.exact",
         statement="rrs_wor (candidates without replacement, each step verified against the masked, renormalised draft q_i) emits exactly p for every V and k <= |supp q|.",
-        method="symbolic identity (induction) + case analysis over every region (V = 3, k = 2) + exact rational arithmetic",
+        method="symbolic identity (induction) + case analysis by region (V = 3, k = 2) + exact rational arithmetic",
         check=check_exact,
     )
 ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Protocol, Sequence
 
-from theory.arith import Number
+from theory.arith import Exact, Number
 
 
 class SequentialRule(Protocol):
@@ -125,3 +125,8 @@ def exactness_problems(em: Emission, p: Sequence[Number]) -> list[str]:
     if any(a != b for a, b in zip(law, p)):
         problems.append(f"output law {tuple(str(v) for v in law)} != p {tuple(str(v) for v in p)}")
     return problems
+
+
+def audit(rule: SequentialRule, p: Sequence[Number]) -> list[str]:
+    """The exact-law audit of a rule built on the ``Exact`` backend: why it is not exact for ``p``."""
+    return exactness_problems(emit(rule, Exact()), p)

@@ -16,8 +16,8 @@ import sympy as sp
 
 from theory.arith import Exact, Number, normalise
 from theory.exact import Instance, Law, fmt, instances
-from theory.registry import Outcome, Theorem
-from theory.sequential import emit, exactness_problems
+from theory.registry import Outcome, Theorem, tally
+from theory.sequential import audit
 from theory.symbolic import by_cases, display_eq, vanishes
 
 
@@ -118,7 +118,7 @@ def check_exact() -> Outcome:
             cond = condition(inst.p, inst.q, inst.k, rho)
             nonneg = residual_nonnegative(inst.p, inst.q, inst.k, rho)
             proviso = any(0 < a <= rho * b for a, b in zip(inst.p, inst.q))
-            problems = exactness_problems(emit(SpecTr(inst.p, inst.q, inst.k, rho, Exact()), Exact()), inst.p)
+            problems = audit(SpecTr(inst.p, inst.q, inst.k, rho, Exact()), inst.p)
             if cond and (problems or not nonneg):
                 bad.append(f"{inst}, rho={rho}: condition holds but {problems or 'residual negative'}")
             if proviso and nonneg != cond:
@@ -131,7 +131,7 @@ def check_exact() -> Outcome:
     ce_ok = (
         not condition(ce.p, ce.q, ce.k, Fraction(1))
         and residual_nonnegative(ce.p, ce.q, ce.k, Fraction(1))
-        and not exactness_problems(emit(SpecTr(ce.p, ce.q, ce.k, Fraction(1), Exact()), Exact()), ce.p)
+        and not audit(SpecTr(ce.p, ce.q, ce.k, Fraction(1), Exact()), ce.p)
     )
     derivation = f"""
 Each candidate is accepted with probability `sum_x q min(1, p/(rho q)) = beta`, independently of the
@@ -165,9 +165,10 @@ residual `p - c q = (9/50, 9/50, 0) >= 0`, and the rule is exact there.
   at {tested} values of `rho` in total (the rational bracket `[lo, hi]` of `rho*` of width `2^-40`, `rho = k`,
   and one more in `[1, k]`): whenever the test holds the exact law equals `p`; with the proviso the residual
   is non-negative exactly when the test holds; every negative residual makes the exact-law check fail;
-  {len(bad)} failures.{"" if not bad else " First: " + bad[0]} Points where the test fails but the
+  {tally(bad)}. Points where the test fails but the
   residual is non-negative (no token with `0 < p <= rho q`): {len(degenerate)}.
-- The counterexample to the unqualified "only if" above, in exact rationals: {"confirmed" if ce_ok else "NOT confirmed"}.
+- The counterexample to the unqualified "only if" above, in exact rationals:
+  {"confirmed" if ce_ok else "NOT confirmed"}.
 """
     return Outcome(symbolic_ok and not bad and ce_ok, derivation, checked)
 

@@ -15,7 +15,7 @@ import sympy as sp
 
 from theory.arith import Exact, Number, normalise
 from theory.exact import instances
-from theory.registry import Outcome, Theorem
+from theory.registry import Outcome, Theorem, tally
 from theory.sequential import emit, exactness_problems
 from theory.symbolic import by_cases, display_eq
 
@@ -105,7 +105,7 @@ Tokens with `q(x) = 0` are never drafted and contribute `min(p, 0) = 0` to the a
   {", ".join(identities)}; {"all hold" if not failed else "FAILED: " + ", ".join(failed)}.
 - Exact rational law of the rule (candidate and verification randomness integrated out) on
   {len(cases)} seeded instances, `V` in 2..6, zeros allowed in `p` and `q`: the law equals `p` and the
-  acceptance equals `1 - TV(p, q)`; {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
+  acceptance equals `1 - TV(p, q)`; {tally(bad)}.
 """
     return Outcome(not failed and not bad, derivation, checked)
 

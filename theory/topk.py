@@ -16,7 +16,7 @@ import sympy as sp
 
 from theory.arith import Exact, Number, normalise
 from theory.exact import instances
-from theory.registry import Outcome, Theorem
+from theory.registry import Outcome, Theorem, tally
 from theory.sequential import emit, exactness_problems
 from theory.symbolic import display_eq, vanishes
 
@@ -96,10 +96,11 @@ LP: maximise `sum_{{y in C}} a(y)` subject to `a(y) <= p(y)`; the dual solution 
 `a(y) <= p(y)`) certifies the bound `p(C)`, and topk attains it token by token.
 """
     checked = f"""
-- Symbolic (SymPy): the inductive step's emission and reach identities; {"both hold" if symbolic_ok else "FAILED"}.
+- Symbolic (SymPy): the inductive step's emission and reach identities;
+  {"both hold" if symbolic_ok else "FAILED"}.
 - Exact rational law on {len(cases)} seeded instances (`V` in 2..6, `k` in 1..`V`, zeros allowed): the law
   equals `p`, the acceptance equals `p(C)`, and every candidate's accepted mass equals its target mass
-  (the LP bound is attained token by token); {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
+  (the LP bound is attained token by token); {tally(bad)}.
 """
     return Outcome(symbolic_ok and not bad, derivation, checked)
 

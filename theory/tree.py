@@ -19,7 +19,7 @@ import sympy as sp
 
 from theory.arith import Exact
 from theory.exact import Law, random_distribution
-from theory.registry import Outcome, Theorem
+from theory.registry import Outcome, Theorem, tally
 from theory.resispec import ResiSpec
 from theory.resispec_paper import PaperRule, reconstruction
 from theory.rrs_wor import SPSChainWOR
@@ -85,13 +85,14 @@ def tree_law(model: Model, node_rule: NodeRule, k: int) -> SeqLaw:
 
 
 SHAPES = ((3, 2, 2), (2, 3, 2), (3, 1, 3))  # (V, depth, k)
+TREES = SHAPES * 4
 
 
 def check_sequence_law() -> Outcome:
     a, b, p, L, T = sp.symbols("a_y b_y p_y L T")
     step_ok = vanishes((a * L + b * T).subs({b: p - a, L: T}) - p * T)
     runs, bad, caught = 0, [], 0
-    for n, (V, depth, k) in enumerate(SHAPES * 4):
+    for n, (V, depth, k) in enumerate(TREES):
         model = Model(V, depth, seed=900 + n)
         target = model.target((), depth + 1)
         for name, rule in NODE_RULES.items():
@@ -115,13 +116,14 @@ is distributed as the target's sequential law, cut at a stopping time. Sequence-
 nothing beyond per-node exactness and subtrees drafted independently of the verification above them.
 """
     checked = f"""
-- Symbolic (SymPy): the inductive step `a L + b T = p T` under `b = p - a`, `L = T`: {"holds" if step_ok else "FAILS"}.
-- Exact rationals: {len(SHAPES) * 2} random draft trees (`(V, depth, k)` in {", ".join(map(str, SHAPES))}, each
+- Symbolic (SymPy): the inductive step `a L + b T = p T` under `b = p - a`, `L = T`:
+  {"holds" if step_ok else "FAILS"}.
+- Exact rationals: {len(TREES)} random draft trees (`(V, depth, k)` in {", ".join(map(str, SHAPES))}, each
   four times, seeded target and draft conditionals at every prefix), each verified node by node with
   {", ".join(NODE_RULES)} ({runs} runs): the exact law of the emitted sequence, continued by the target,
-  equals the target's sequential law over all `V^(depth+1)` sequences; {len(bad)} failures.{"" if not bad else " First: " + bad[0]}
+  equals the target's sequential law over all `V^(depth+1)` sequences; {tally(bad)}.
 - Negative control: with the reconstructed published rule at the nodes, the sequence law differs from
-  the target's on {caught} of the {len(SHAPES) * 2} trees.
+  the target's on {caught} of the {len(TREES)} trees.
 """
     return Outcome(step_ok and not bad and caught > 0, derivation, checked)
 

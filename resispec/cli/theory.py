@@ -10,7 +10,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "theory", help="check every exactness and optimality theorem; regenerate docs/theory.md"
     )
-    parser.add_argument("--docs", type=Path, default=None, help="where to write the Markdown (default: docs/theory.md)")
+    parser.add_argument("--docs", type=Path, default=None, help="Markdown output (default: docs/theory.md)")
     parser.add_argument("--no-docs", action="store_true", help="do not write the Markdown")
     parser.set_defaults(handler=run)
 
