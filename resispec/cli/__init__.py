@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 
 COMMAND_MODULES: list[str] = [
     "resispec.cli.audit",
@@ -36,5 +35,3 @@ def main(argv: list[str] | None = None) -> int:
     return int(args.handler(args) or 0)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,184 @@
+"""The ``resispec audit`` job: every verifier, on a suite of pairs, with both audits.
+
+For each verifier and k, on each suite pair the drafting rule can serve: the exact law (enumeration)
+and a sampling audit. Sampling audits are judged at a Bonferroni-corrected level:
+``alpha = FAMILY_ALPHA / (number of sampling audits of exact verifiers)``, so the chance that any
+exact verifier fails by bad luck is at most ``FAMILY_ALPHA``; controls are judged at the same level.
+
+Verdicts: an exact verifier's row passes iff every exact-law error is <= ``EXACT_TOLERANCE`` and
+every sampling audit passes. A control is *caught* iff some sampling audit rejects it; a control
+whose exact law equals p on every audited pair has nothing to catch there ("no bias here").
+The job succeeds iff every exact row passes and every control with a bias is caught somewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from resispec.audit.exact import EXACT_TOLERANCE, exact_law
+from resispec.audit.sampling import DEFAULT_SAMPLES, sample_audit
+from resispec.bounds import optimal_acceptance
+from resispec.suite import SuitePair, get_suite
+from resispec.verifiers import VERIFIERS, Verifier, get_verifier
+
+FAMILY_ALPHA = 0.01
+DEFAULT_KS = (2, 4)
+
+
+@dataclass
+class PairOutcome:
+    """One verifier, one k, one pair."""
+
+    pair: str
+    exact_error: float
+    exact_tv: float
+    sampled_tv: float
+    chi2_pvalue: float
+    rejected: bool
+    acceptance: float
+    optimum: float
+
+
+@dataclass
+class AuditRow:
+    """Aggregate over the suite for one verifier and one k."""
+
+    verifier: str
+    claims_exact: bool
+    drafting: str
+    k: int
+    outcomes: list[PairOutcome] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def max_exact_error(self) -> float:
+        return max((o.exact_error for o in self.outcomes), default=float("nan"))
+
+    @property
+    def max_sampled_tv(self) -> float:
+        return max((o.sampled_tv for o in self.outcomes), default=float("nan"))
+
+    @property
+    def min_chi2_pvalue(self) -> float:
+        return min((o.chi2_pvalue for o in self.outcomes), default=float("nan"))
+
+    @property
+    def mean_acceptance(self) -> float:
+        return float(np.mean([o.acceptance for o in self.outcomes])) if self.outcomes else float("nan")
+
+    @property
+    def mean_ratio_to_optimum(self) -> float:
+        ratios = [o.acceptance / o.optimum for o in self.outcomes if o.optimum > 0]
+        return float(np.mean(ratios)) if ratios else float("nan")
+
+    @property
+    def biased(self) -> bool:
+        return any(o.exact_error > EXACT_TOLERANCE for o in self.outcomes)
+
+    @property
+    def caught(self) -> bool:
+        return any(o.rejected for o in self.outcomes)
+
+    @property
+    def worst_pair(self) -> str:
+        """Controls: the pair with the largest exact bias; exact verifiers: the smallest chi2 p-value."""
+        if not self.outcomes:
+            return ""
+        if self.claims_exact:
+            return min(self.outcomes, key=lambda o: o.chi2_pvalue).pair
+        return max(self.outcomes, key=lambda o: o.exact_tv).pair
+
+    @property
+    def verdict(self) -> str:
+        if self.claims_exact:
+            return "FAIL" if self.biased or self.caught else "PASS"
+        if self.caught:
+            return "caught"
+        return "not caught" if self.biased else "no bias here"
+
+    def to_dict(self) -> dict:
+        record = {key: value for key, value in asdict(self).items() if key != "outcomes"}
+        record.update(
+            max_exact_error=self.max_exact_error, max_sampled_tv=self.max_sampled_tv,
+            min_chi2_pvalue=self.min_chi2_pvalue, mean_acceptance=self.mean_acceptance,
+            mean_ratio_to_iid_optimum=self.mean_ratio_to_optimum, worst_pair=self.worst_pair,
+            verdict=self.verdict, pairs=[asdict(o) for o in self.outcomes],
+        )
+        return record
+
+
+@dataclass
+class AuditReport:
+    """All rows, the significance used, and the overall verdict."""
+
+    rows: list[AuditRow]
+    alpha: float
+    samples: int
+    suite: str
+    seed: int
+
+    @property
+    def passed(self) -> bool:
+        exact_ok = all(row.verdict == "PASS" for row in self.rows if row.claims_exact)
+        by_control: dict[str, list[AuditRow]] = {}
+        for row in self.rows:
+            if not row.claims_exact:
+                by_control.setdefault(row.verifier, []).append(row)
+        controls_ok = all(
+            any(r.caught for r in rows) or not any(r.biased for r in rows) for rows in by_control.values()
+        )
+        return exact_ok and controls_ok
+
+    def to_dict(self) -> dict:
+        return {"suite": self.suite, "samples": self.samples, "seed": self.seed, "alpha": self.alpha,
+                "family_alpha": FAMILY_ALPHA, "passed": self.passed,
+                "rows": [row.to_dict() for row in self.rows]}
+
+
+def _ks_for(verifier: Verifier, ks: Sequence[int]) -> list[int]:
+    if verifier.max_k is None:
+        return list(ks)
+    allowed = [k for k in ks if k <= verifier.max_k]
+    return allowed or [verifier.max_k]
+
+
+def _plan(verifiers: Sequence[Verifier], ks: Sequence[int], pairs: Sequence[SuitePair]):
+    """(verifier, k, usable pairs, skipped pair names) for each row."""
+    plan = []
+    for verifier in verifiers:
+        for k in _ks_for(verifier, ks):
+            limit = lambda pair: verifier.scheme.max_candidates(pair.q)  # noqa: E731
+            usable = [pair for pair in pairs if limit(pair) is None or k <= limit(pair)]
+            skipped = [pair.name for pair in pairs if pair not in usable]
+            plan.append((verifier, k, usable, skipped))
+    return plan
+
+
+def run_audit(verifier_names: Sequence[str] | None = None, ks: Sequence[int] = DEFAULT_KS,
+              suite: str = "standard", samples: int = DEFAULT_SAMPLES, seed: int = 0,
+              progress: Callable[[str], None] | None = None) -> AuditReport:
+    """Audit the named verifiers (default: all) on a suite; see the module docstring."""
+    verifiers = [get_verifier(name) for name in (verifier_names or list(VERIFIERS))]
+    pairs = get_suite(suite)
+    plan = _plan(verifiers, ks, pairs)
+    exact_audits = sum(len(usable) for verifier, _, usable, _ in plan if verifier.claims_exact)
+    alpha = FAMILY_ALPHA / max(exact_audits, 1)
+    rows = []
+    for row_index, (verifier, k, usable, skipped) in enumerate(plan):
+        row = AuditRow(verifier.name, verifier.claims_exact, verifier.drafting, k, skipped=skipped)
+        for pair_index, pair in enumerate(usable):
+            law = exact_law(verifier, pair.p, pair.q, k)
+            result = sample_audit(verifier, pair.p, pair.q, k, n=samples,
+                                  seed=[seed, row_index, pair_index], alpha=alpha)
+            row.outcomes.append(PairOutcome(
+                pair=pair.name, exact_error=law.max_error, exact_tv=law.tv, sampled_tv=result.tv,
+                chi2_pvalue=result.chi2_pvalue, rejected=not result.passed, acceptance=law.acceptance,
+                optimum=optimal_acceptance(pair.p, pair.q, k),
+            ))
+        rows.append(row)
+        if progress:
+            progress(f"[{row_index + 1}/{len(plan)}] {verifier.name} k={k}: {row.verdict}")
+    return AuditReport(rows=rows, alpha=alpha, samples=samples, suite=suite, seed=seed)

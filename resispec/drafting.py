@@ -1,0 +1,187 @@
+"""The three drafting schemes: how the k candidates are drawn from the draft ``q``.
+
+- ``iid`` (with replacement): ``x_i ~ q`` independently; tuple probability ``prod_i q(x_i)``.
+- ``wor`` (without replacement, successive sampling = Gumbel-top-k): ``q_1 = q``,
+  ``q_{i+1} = norm(q_i with x_i set to 0)``; tuple probability ``prod_i q_i(x_i)``. The remaining
+  mass is always the sum of the undrawn ``q``'s, never ``1 - sum(drawn)`` (which cancels
+  catastrophically when one token holds almost all the mass).
+- ``topk`` (deterministic): the k most probable draft tokens, ties by token id; probability 1.
+
+Each scheme draws, scores and enumerates tuples, and rejects tuples it could not have produced.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from abc import ABC, abstractmethod
+from typing import Iterator
+
+import numpy as np
+
+from resispec.sampling import inverse_cdf
+
+
+class DraftingScheme(ABC):
+    """How candidate tuples are drawn from ``q`` (shape (V,), already validated)."""
+
+    name: str
+
+    def max_candidates(self, q: np.ndarray) -> int | None:
+        """Largest k the scheme can draw from ``q`` (None: unbounded)."""
+        return int(np.count_nonzero(q))
+
+    def check_count(self, q: np.ndarray, k: int) -> None:
+        """Raise ``ValueError`` if the scheme cannot draw ``k`` candidates from ``q``."""
+        limit = self.max_candidates(q)
+        if limit is not None and k > limit:
+            raise ValueError(
+                f"k: {self.name} drafting needs k <= the draft's support, but k = {k} and only "
+                f"{limit} tokens have q > 0"
+            )
+
+    @abstractmethod
+    def draft(self, q: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw k candidate ids (int64 array, in draw order)."""
+
+    @abstractmethod
+    def probability(self, q: np.ndarray, candidates: np.ndarray) -> float:
+        """Probability of the ordered tuple ``candidates`` under this scheme."""
+
+    @abstractmethod
+    def tuples(self, q: np.ndarray, k: int) -> Iterator[tuple[tuple[int, ...], float]]:
+        """Every ordered tuple of positive probability, with its probability."""
+
+    @abstractmethod
+    def tuple_count(self, q: np.ndarray, k: int) -> int:
+        """How many tuples ``tuples`` yields (to refuse enumerations that are too large)."""
+
+    def check_candidates(self, q: np.ndarray, candidates: np.ndarray) -> None:
+        """Raise ``ValueError`` if this scheme could not have produced ``candidates``."""
+        self.check_count(q, candidates.size)
+        impossible = q[candidates] <= 0
+        if impossible.any():
+            position = int(np.flatnonzero(impossible)[0])
+            raise ValueError(
+                f"candidates: token {candidates[position]} at position {position} has draft "
+                f"probability q = 0, so the {self.name} draft could not have produced it"
+            )
+
+
+class IIDDrafting(DraftingScheme):
+    """Independent draws with replacement: ``x_i ~ q``, ``P(x) = prod_i q(x_i)``."""
+
+    name = "iid"
+
+    def max_candidates(self, q: np.ndarray) -> int | None:
+        return None
+
+    def draft(self, q: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+        return inverse_cdf(q, rng.random(k))
+
+    def probability(self, q: np.ndarray, candidates: np.ndarray) -> float:
+        return float(np.prod(q[candidates]))
+
+    def tuples(self, q: np.ndarray, k: int) -> Iterator[tuple[tuple[int, ...], float]]:
+        support = np.flatnonzero(q > 0).tolist()
+        for candidates in itertools.product(support, repeat=k):
+            yield candidates, math.prod(q[x] for x in candidates)
+
+    def tuple_count(self, q: np.ndarray, k: int) -> int:
+        return int(np.count_nonzero(q)) ** k
+
+
+def undrawn_mass(q: np.ndarray, drawn: np.ndarray) -> float:
+    """``sum of q over tokens not in drawn``, summed directly (no ``1 - sum(drawn)`` cancellation)."""
+    keep = np.ones(q.size, dtype=bool)
+    keep[drawn] = False
+    return float(q[keep].sum())
+
+
+def masked_draft(q: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """The WOR proposal after ``drawn``: ``norm(q with drawn set to 0)`` (shape (V,))."""
+    masked = q.copy()
+    masked[drawn] = 0.0
+    return masked / masked.sum()
+
+
+class WORDrafting(DraftingScheme):
+    """Successive sampling without replacement (Gumbel-top-k): ``P(x) = prod_i q_i(x_i)``."""
+
+    name = "wor"
+
+    def draft(self, q: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+        self.check_count(q, k)
+        with np.errstate(divide="ignore"):
+            keys = np.log(q) + rng.gumbel(size=q.size)
+        top = np.argpartition(-keys, k - 1)[:k]
+        return top[np.argsort(-keys[top], kind="stable")].astype(np.int64)
+
+    def probability(self, q: np.ndarray, candidates: np.ndarray) -> float:
+        if np.unique(candidates).size != candidates.size:
+            return 0.0
+        probability = 1.0
+        for i, x in enumerate(candidates):
+            remaining = undrawn_mass(q, candidates[:i])
+            probability *= q[x] / remaining if remaining > 0 else 0.0
+        return probability
+
+    def tuples(self, q: np.ndarray, k: int) -> Iterator[tuple[tuple[int, ...], float]]:
+        support = np.flatnonzero(q > 0).tolist()
+        for candidates in itertools.permutations(support, k):
+            yield candidates, self.probability(q, np.array(candidates))
+
+    def tuple_count(self, q: np.ndarray, k: int) -> int:
+        return math.perm(int(np.count_nonzero(q)), k)
+
+    def check_candidates(self, q: np.ndarray, candidates: np.ndarray) -> None:
+        super().check_candidates(q, candidates)
+        values, counts = np.unique(candidates, return_counts=True)
+        if (counts > 1).any():
+            raise ValueError(
+                f"candidates: token {values[counts > 1][0]} appears more than once, which drafting "
+                f"without replacement cannot produce"
+            )
+
+
+def top_k_tokens(q: np.ndarray, k: int) -> np.ndarray:
+    """The k tokens of largest ``q``, in descending ``q``, ties broken by ascending token id."""
+    kth_largest = np.partition(q, q.size - k)[q.size - k]
+    contenders = np.flatnonzero(q >= kth_largest)
+    order = np.lexsort((contenders, -q[contenders]))
+    return contenders[order[:k]].astype(np.int64)
+
+
+class TopKDrafting(DraftingScheme):
+    """Deterministic top-k: the k largest ``q`` (ties by token id); that tuple has probability 1."""
+
+    name = "topk"
+
+    def draft(self, q: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+        self.check_count(q, k)
+        return top_k_tokens(q, k)
+
+    def probability(self, q: np.ndarray, candidates: np.ndarray) -> float:
+        if candidates.size > self.max_candidates(q):
+            return 0.0
+        return float(np.array_equal(candidates, top_k_tokens(q, candidates.size)))
+
+    def tuples(self, q: np.ndarray, k: int) -> Iterator[tuple[tuple[int, ...], float]]:
+        yield tuple(top_k_tokens(q, k).tolist()), 1.0
+
+    def tuple_count(self, q: np.ndarray, k: int) -> int:
+        return 1
+
+    def check_candidates(self, q: np.ndarray, candidates: np.ndarray) -> None:
+        super().check_candidates(q, candidates)
+        expected = top_k_tokens(q, candidates.size)
+        if not np.array_equal(candidates, expected):
+            raise ValueError(
+                f"candidates: {candidates.tolist()} are not the draft's top-{candidates.size} tokens "
+                f"{expected.tolist()} (descending q, ties by token id), the only tuple top-k drafting produces"
+            )
+
+
+DRAFTING_SCHEMES: dict[str, DraftingScheme] = {
+    scheme.name: scheme for scheme in (IIDDrafting(), WORDrafting(), TopKDrafting())
+}

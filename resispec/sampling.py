@@ -1,0 +1,58 @@
+"""Inverse-CDF sampling, the one primitive that turns a uniform into a token.
+
+Randomness convention (shared by the NumPy reference and the torch engine): a draw from a
+non-negative weight vector ``w`` with a uniform ``u in [0, 1)`` returns the smallest token id ``y``
+(ids in ascending order) with ``cumsum(w)[y] > u * sum(w)``. That token always has ``w[y] > 0``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+BLOCK = 256
+"""Tokens per block of the two-level cumulative sum used for large vocabularies."""
+
+
+def inverse_cdf(weights: np.ndarray, u: float | np.ndarray) -> int | np.ndarray:
+    """Token(s) drawn from ``weights / sum(weights)`` by the inverse CDF at ``u`` (scalar or array).
+
+    ``weights`` (shape (V,)) must be non-negative with a positive sum. For V > 4 BLOCK the
+    cumulative sum is two-level (block totals, then one block), which avoids a full sequential
+    cumsum; the intervals still tile the total mass in token order. Rounding can put ``u * sum(w)``
+    at or past the last cumulative value; the draw is then the last token of positive weight, so a
+    zero-weight token is never returned.
+    """
+    if weights.size > 4 * BLOCK and np.ndim(u) == 0:
+        return _inverse_cdf_blocked(weights, float(u))
+    cumulative = np.cumsum(weights)
+    total = cumulative[-1]
+    if not total > 0:
+        raise ValueError("inverse_cdf: the weights have no positive mass to sample from")
+    index = np.searchsorted(cumulative, np.asarray(u) * total, side="right")
+    if np.any(index >= weights.size):
+        index = np.minimum(index, np.flatnonzero(weights > 0)[-1])
+    return int(index) if index.ndim == 0 else index.astype(np.int64)
+
+
+def _inverse_cdf_blocked(weights: np.ndarray, u: float) -> int:
+    """One inverse-CDF draw with block totals: find the block, then the token inside it."""
+    full = weights.size // BLOCK
+    block_sums = np.empty(-(-weights.size // BLOCK))
+    block_sums[:full] = weights[: full * BLOCK].reshape(full, BLOCK).sum(axis=1)
+    block_sums[full:] = weights[full * BLOCK:].sum()
+    block_cumulative = np.cumsum(block_sums, out=block_sums)
+    total = block_cumulative[-1]
+    if not total > 0:
+        raise ValueError("inverse_cdf: the weights have no positive mass to sample from")
+    target = u * total
+    block = int(np.searchsorted(block_cumulative, target, side="right"))
+    if block >= block_cumulative.size:
+        return int(np.flatnonzero(weights > 0)[-1])
+    start = block * BLOCK
+    inside = np.cumsum(weights[start:start + BLOCK])
+    inside += block_cumulative[block - 1] if block else 0.0
+    offset = int(np.searchsorted(inside, target, side="right"))
+    if offset >= inside.size:  # rounding between the block total and the in-block sums
+        offset = int(np.flatnonzero(weights[start:start + BLOCK] > 0)[-1])
+    return start + offset

@@ -1,0 +1,95 @@
+"""One place that validates what users hand to the toolkit.
+
+Every public entry point calls these helpers at its boundary, so a malformed distribution, a bad
+candidate count or an impossible candidate is reported with a ``ValueError`` that names the argument
+and says what is wrong, instead of producing a silent answer.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+SUM_TOLERANCE = 1e-6
+"""A distribution may sum to ``1 +- SUM_TOLERANCE``; it is then renormalised to sum to 1."""
+
+ROUNDING_SLACK = 1e-14
+"""A sum this close to 1 is summation rounding; such a vector is used as given (no copy)."""
+
+
+def as_distribution(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
+    """Return ``values`` as a float64 probability vector ``v / sum(v)``.
+
+    Two passes in the common case (sum, min); only a failing check scans for the offending entry.
+
+    Raises ``ValueError`` (naming ``name``) unless ``values`` is a non-empty 1-D array of finite,
+    non-negative numbers whose sum is within ``SUM_TOLERANCE`` of 1.
+    """
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name}: not an array of numbers ({error})") from None
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError(f"{name}: expected a non-empty 1-D probability vector, got shape {array.shape}")
+    total = float(array.sum())
+    if not np.isfinite(total):
+        index = int(np.flatnonzero(~np.isfinite(array))[0])
+        raise ValueError(f"{name}: entry {index} is {array[index]} (NaN or inf); probabilities must be finite")
+    if array.min() < 0:
+        index = int(np.flatnonzero(array < 0)[0])
+        raise ValueError(f"{name}: entry {index} is negative ({array[index]:.3g}); probabilities must be >= 0")
+    if abs(total - 1.0) > SUM_TOLERANCE:
+        raise ValueError(
+            f"{name}: sums to {total:.12g}, off from 1 by more than the tolerance {SUM_TOLERANCE:g}"
+        )
+    return array if abs(total - 1.0) <= ROUNDING_SLACK else array / total
+
+
+def as_pair(p: Sequence[float] | np.ndarray, q: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validate the target ``p`` and the draft ``q`` and check they share one vocabulary."""
+    p_array = as_distribution(p, "p (target)")
+    q_array = as_distribution(q, "q (draft)")
+    if p_array.shape != q_array.shape:
+        raise ValueError(
+            f"p (target) and q (draft) have different vocabulary sizes: {p_array.size} != {q_array.size}"
+        )
+    return p_array, q_array
+
+
+def as_count(k: int, name: str = "k", counts: str = "candidates") -> int:
+    """Validate a count (of candidates, by default): an integer ``>= 1``."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+        raise ValueError(f"{name}: expected an integer number of {counts}, got {k!r}")
+    if k < 1:
+        raise ValueError(f"{name}: the number of {counts} must be >= 1, got {k}")
+    return int(k)
+
+
+def as_candidates(candidates: Sequence[int] | np.ndarray, vocab_size: int) -> np.ndarray:
+    """Validate candidate token ids: a non-empty 1-D integer array with ids in ``[0, vocab_size)``."""
+    array = np.asarray(candidates)
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError(f"candidates: expected a non-empty 1-D array of token ids, got shape {array.shape}")
+    if not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"candidates: token ids must be integers, got dtype {array.dtype}: {array.tolist()}")
+    array = array.astype(np.int64)
+    out_of_range = (array < 0) | (array >= vocab_size)
+    if out_of_range.any():
+        index = int(np.flatnonzero(out_of_range)[0])
+        raise ValueError(
+            f"candidates: id {array[index]} at position {index} is outside the vocabulary [0, {vocab_size})"
+        )
+    return array
+
+
+def as_uniforms(u: Sequence[float] | np.ndarray, count: int) -> np.ndarray:
+    """Validate the verification uniforms: exactly ``count`` finite numbers in ``[0, 1)``."""
+    array = np.asarray(u, dtype=np.float64)
+    if array.shape != (count,):
+        raise ValueError(f"u: expected {count} uniforms (shape ({count},)), got shape {array.shape}")
+    bad = ~(np.isfinite(array) & (array >= 0.0) & (array < 1.0))
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"u: uniform {index} is {array[index]!r}; every uniform must lie in [0, 1)")
+    return array

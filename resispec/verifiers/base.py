@@ -1,0 +1,230 @@
+"""The verifier contract shared by every verifier, the simulator, the audits and the engine.
+
+A verifier sees the target ``p`` and the draft ``q`` (shape (V,)) at one position and k candidates
+``x_1..x_k`` drawn by its drafting scheme; it emits one token: an accepted candidate, or a draw from
+a final residual. It is *exact* when the emitted token is distributed as ``p`` for every p, q, k.
+
+Randomness convention (NumPy and torch agree decision for decision): a sequential verification of k
+candidates consumes ``uniforms_needed(k) = k + 1`` uniforms; ``u[i]`` decides candidate i (accept iff
+``u[i] < a_i``), ``u[k]`` draws the final residual by inverse CDF over token ids in ascending order.
+
+Numerical convention: a rejection of the last candidate that leaves a final residual with no mass
+(possible only through rounding, when the exact probability of reaching it is 0) is overturned and
+the last candidate is emitted instead. ``conditional_law`` follows the same rule.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Generator, Sequence
+
+import numpy as np
+
+from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
+from resispec.enumeration import enumerate_law
+from resispec.sampling import inverse_cdf
+from resispec.validation import as_candidates, as_count, as_pair, as_uniforms, as_distribution
+
+StepGenerator = Generator[float, None, np.ndarray]
+"""Yields the acceptance probability ``a_i`` of candidate i given that candidates 1..i-1 were
+rejected (resumed only after a rejection); returns the final residual weights (shape (V,),
+unnormalised, non-negative) once all k candidates are rejected."""
+
+ArrayLike = Sequence[float] | np.ndarray
+
+
+class Verifier(ABC):
+    """A multi-candidate verifier: drafting rule plus accept/reject rule.
+
+    Class attributes: ``name``; ``drafting`` (``"iid"``, ``"wor"`` or ``"topk"``); ``claims_exact``
+    (False for the known-biased controls); ``max_k`` (None: any k >= 1).
+    """
+
+    name: ClassVar[str]
+    drafting: ClassVar[str]
+    claims_exact: ClassVar[bool]
+    max_k: ClassVar[int | None] = None
+
+    @property
+    def scheme(self) -> DraftingScheme:
+        """The drafting scheme object named by ``drafting``."""
+        return DRAFTING_SCHEMES[self.drafting]
+
+    def uniforms_needed(self, k: int) -> int:
+        """How many uniforms one verification of k candidates consumes."""
+        return as_count(k) + 1
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, drafting={self.drafting!r}, claims_exact={self.claims_exact})"
+
+    # --- public contract: validate at the boundary, then delegate to a bound instance -----------
+
+    def bind(self, p: ArrayLike, q: ArrayLike, k: int) -> "BoundVerifier":
+        """Validate ``(p, q, k)`` once and build the per-instance plan, reusable for many tuples."""
+        p_array, q_array = as_pair(p, q)
+        return self._bind_validated(p_array, q_array, k)
+
+    def _bind_validated(self, p: np.ndarray, q: np.ndarray, k: int) -> "BoundVerifier":
+        k = as_count(k)
+        self._check_count(q, k)
+        return BoundVerifier(self, p, q, k, self._prepare(p, q, k))
+
+    def _bind_for(self, p: ArrayLike, q: ArrayLike, candidates: Sequence[int] | np.ndarray) -> "BoundVerifier":
+        """Bind to ``(p, q)`` with k = the number of (validated) candidates."""
+        p_array, q_array = as_pair(p, q)
+        return self._bind_validated(p_array, q_array, as_candidates(candidates, p_array.size).size)
+
+    def _check_count(self, q: np.ndarray, k: int) -> None:
+        if self.max_k is not None and k > self.max_k:
+            raise ValueError(f"k: {self.name} takes at most {self.max_k} candidate(s), got k = {k}")
+        self.scheme.check_count(q, k)
+
+    def draft(self, q: ArrayLike, k: int, rng: np.random.Generator) -> np.ndarray:
+        """k candidate ids drawn from ``q`` by this verifier's drafting rule."""
+        q_array = as_distribution(q, "q (draft)")
+        k = as_count(k)
+        self._check_count(q_array, k)
+        return self.scheme.draft(q_array, k, rng)
+
+    def draft_probability(self, q: ArrayLike, candidates: Sequence[int] | np.ndarray) -> float:
+        """Probability of the ordered tuple ``candidates`` under the drafting rule."""
+        q_array = as_distribution(q, "q (draft)")
+        return self.scheme.probability(q_array, as_candidates(candidates, q_array.size))
+
+    def verify(self, p: ArrayLike, q: ArrayLike, candidates: Sequence[int] | np.ndarray,
+               u: ArrayLike) -> tuple[int, int]:
+        """Emit one token: ``(token, index)``, index = accepted position or -1 (final residual)."""
+        return self._bind_for(p, q, candidates).verify(candidates, u)
+
+    def verify_rng(self, p: ArrayLike, q: ArrayLike, candidates: Sequence[int] | np.ndarray,
+                   rng: np.random.Generator) -> tuple[int, int]:
+        """``verify`` with uniforms drawn from ``rng``."""
+        return self._bind_for(p, q, candidates).verify_rng(candidates, rng)
+
+    def conditional_law(self, p: ArrayLike, q: ArrayLike, candidates: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Exact law of the emitted token given ``candidates`` (verification randomness integrated out)."""
+        return self._bind_for(p, q, candidates).conditional_law(candidates)
+
+    def acceptance(self, p: ArrayLike, q: ArrayLike, k: int) -> float:
+        """Exact probability that one of the k drafted candidates is accepted."""
+        return self.bind(p, q, k).acceptance()
+
+    # --- hooks for concrete verifiers ------------------------------------------------------------
+
+    def _prepare(self, p: np.ndarray, q: np.ndarray, k: int) -> Any:
+        """Per-instance work shared by every candidate tuple (schedules, sorted profiles)."""
+        return None
+
+    @abstractmethod
+    def _decide(self, bound: "BoundVerifier", candidates: np.ndarray, u: np.ndarray) -> tuple[int, int]:
+        """The emitted ``(token, index)`` for validated candidates and uniforms."""
+
+    @abstractmethod
+    def _law(self, bound: "BoundVerifier", candidates: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(law, acceptance probability)`` given validated candidates."""
+
+    def _acceptance(self, bound: "BoundVerifier") -> float:
+        """Exact acceptance; default: enumeration of every candidate tuple (small V and k only)."""
+        return enumerate_law(bound).acceptance
+
+
+class SequentialVerifier(Verifier):
+    """A verifier that examines candidates one at a time, then falls back to a final residual.
+
+    Concrete classes implement ``_steps``; ``verify`` and ``conditional_law`` both run it, so the
+    sampled decision and the integrated law come from one description of the rule:
+    ``law = sum_i reach_i a_i delta(x_i) + reach_{k+1} norm(residual)``, with
+    ``reach_{i+1} = reach_i (1 - a_i)``.
+    """
+
+    @abstractmethod
+    def _steps(self, bound: "BoundVerifier", candidates: np.ndarray) -> StepGenerator:
+        """Acceptance probabilities step by step, then the final residual (see ``StepGenerator``)."""
+
+    def _decide(self, bound: "BoundVerifier", candidates: np.ndarray, u: np.ndarray) -> tuple[int, int]:
+        steps = self._steps(bound, candidates)
+        for index in range(candidates.size):
+            if u[index] < next(steps):
+                return int(candidates[index]), index
+        residual = _final_residual(steps)
+        if not residual.sum() > 0:
+            return int(candidates[-1]), candidates.size - 1
+        return inverse_cdf(residual, u[candidates.size]), -1
+
+    def _law(self, bound: "BoundVerifier", candidates: np.ndarray) -> tuple[np.ndarray, float]:
+        law = np.zeros(bound.p.size)
+        reach = 1.0
+        steps = self._steps(bound, candidates)
+        for index in range(candidates.size):
+            acceptance = next(steps)
+            law[candidates[index]] += reach * acceptance
+            reach *= 1.0 - acceptance
+            if reach == 0.0:
+                return law, 1.0
+        residual = _final_residual(steps)
+        mass = residual.sum()
+        if not mass > 0:
+            law[candidates[-1]] += reach
+            return law, 1.0
+        law += reach * (residual / mass)
+        return law, 1.0 - reach
+
+
+def _final_residual(steps: StepGenerator) -> np.ndarray:
+    """Resume the step generator after its k-th rejection to obtain its return value, the residual."""
+    try:
+        next(steps)
+    except StopIteration as stop:
+        return stop.value
+    raise RuntimeError("a verifier's step generator yielded more acceptance probabilities than candidates")
+
+
+class BoundVerifier:
+    """A verifier bound to one validated ``(p, q, k)`` and its precomputed plan.
+
+    Audits, the simulator and benchmarks use it to verify many tuples of one instance without
+    re-validating and re-planning; every method still validates its own candidates and uniforms.
+    """
+
+    def __init__(self, verifier: Verifier, p: np.ndarray, q: np.ndarray, k: int, plan: Any) -> None:
+        self.verifier = verifier
+        self.p = p
+        self.q = q
+        self.k = k
+        self.plan = plan
+
+    def _candidates(self, candidates: Sequence[int] | np.ndarray) -> np.ndarray:
+        array = as_candidates(candidates, self.p.size)
+        if array.size != self.k:
+            raise ValueError(f"candidates: expected {self.k} candidates for this instance, got {array.size}")
+        self.verifier.scheme.check_candidates(self.q, array)
+        return array
+
+    def draft(self, rng: np.random.Generator) -> np.ndarray:
+        """k candidates drawn from ``q`` by the verifier's drafting rule."""
+        return self.verifier.scheme.draft(self.q, self.k, rng)
+
+    def draft_probability(self, candidates: Sequence[int] | np.ndarray) -> float:
+        """Probability of the ordered tuple under the drafting rule."""
+        return self.verifier.scheme.probability(self.q, as_candidates(candidates, self.p.size))
+
+    def verify(self, candidates: Sequence[int] | np.ndarray, u: ArrayLike) -> tuple[int, int]:
+        """``(token, index)`` emitted for these candidates and uniforms."""
+        array = self._candidates(candidates)
+        return self.verifier._decide(self, array, as_uniforms(u, self.verifier.uniforms_needed(self.k)))
+
+    def verify_rng(self, candidates: Sequence[int] | np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+        """``verify`` with uniforms drawn from ``rng``."""
+        return self.verify(candidates, rng.random(self.verifier.uniforms_needed(self.k)))
+
+    def conditional_law(self, candidates: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Exact law of the emitted token given these candidates."""
+        return self.verifier._law(self, self._candidates(candidates))[0]
+
+    def accept_probability(self, candidates: Sequence[int] | np.ndarray) -> float:
+        """Probability that one of these candidates is accepted."""
+        return self.verifier._law(self, self._candidates(candidates))[1]
+
+    def acceptance(self) -> float:
+        """Exact acceptance probability averaged over the drafting rule."""
+        return self.verifier._acceptance(self)

@@ -1,0 +1,90 @@
+"""The sampling audits: exact verifiers pass, every control is rejected where its bias is largest."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from resispec import VERIFIERS, get_verifier
+from resispec.audit import DEFAULT_ALPHA, DEFAULT_SAMPLES, exact_law, pit_audit, sample_audit
+from resispec.audit.goodness_of_fit import merged_chi_square, min_detectable_tv
+from resispec.audit.runner import run_audit
+from resispec.suite import get_suite
+
+CONTROLS = [name for name, cls in VERIFIERS.items() if not cls.claims_exact]
+
+
+def _worst_pair_and_k(name: str):
+    verifier = get_verifier(name)
+    options = []
+    for pair in get_suite():
+        for k in (2, 4):
+            limit = verifier.scheme.max_candidates(pair.q)
+            if limit is None or k <= limit:
+                options.append((exact_law(verifier, pair.p, pair.q, k).tv, pair, k))
+    return max(options, key=lambda option: option[0])
+
+
+@pytest.mark.parametrize("name", CONTROLS)
+def test_sample_audit_rejects_each_control_where_its_bias_is_largest(name):
+    bias, pair, k = _worst_pair_and_k(name)
+    result = sample_audit(name, pair.p, pair.q, k, seed=11)
+    assert result.n == DEFAULT_SAMPLES
+    assert not result.passed, (name, pair.name, k, bias, result)
+    assert result.tv_upper >= bias - 1e-9
+
+
+@pytest.fixture(scope="module")
+def default_report():
+    return run_audit()
+
+
+def test_default_audit_job_passes(default_report):
+    assert default_report.passed
+    exact_rows = [row for row in default_report.rows if row.claims_exact]
+    assert {row.verifier for row in exact_rows} == {"sps", "rrs", "rrs_wor", "spectr", "topk", "resispec"}
+    assert all(row.verdict == "PASS" for row in exact_rows)
+    for name in CONTROLS:
+        assert any(row.caught for row in default_report.rows if row.verifier == name), name
+
+
+def test_default_audit_covers_the_suite_with_a_bonferroni_level(default_report):
+    audits = sum(len(row.outcomes) for row in default_report.rows if row.claims_exact)
+    assert default_report.alpha == pytest.approx(0.01 / audits)
+    names = {pair.name for pair in get_suite()}
+    assert {o.pair for row in default_report.rows for o in row.outcomes} == names
+
+
+def test_audit_report_fails_when_a_control_claims_exactness(monkeypatch):
+    """The job's verdict must turn red if a biased rule is marked exact."""
+    monkeypatch.setattr(VERIFIERS["ears"], "claims_exact", True)
+    report = run_audit(["ears", "rrs"], ks=(2,), suite="quick", samples=3000)
+    assert not report.passed
+    assert [row.verdict for row in report.rows if row.verifier == "ears"] == ["FAIL"]
+
+
+def test_sample_audit_passes_an_exact_verifier_and_reports_power():
+    pair = get_suite()[1]
+    result = sample_audit("resispec", pair.p, pair.q, 3, n=4000, seed=5)
+    assert result.passed and result.alpha == DEFAULT_ALPHA
+    assert 0 < result.tv <= result.tv_upper
+    assert result.min_detectable_tv == pytest.approx(min_detectable_tv(4000, result.chi2_df, DEFAULT_ALPHA))
+    assert result.acceptance_rate == pytest.approx(get_verifier("resispec").acceptance(pair.p, pair.q, 3), abs=0.03)
+
+
+def test_power_grows_with_samples():
+    assert min_detectable_tv(40000, 5, 1e-3) < min_detectable_tv(4000, 5, 1e-3) / 3
+
+
+def test_chi_square_flags_impossible_tokens_and_merges_sparse_bins():
+    expected = np.array([0.5, 0.5 - 1e-9, 1e-9, 0.0])
+    assert merged_chi_square(np.array([50, 49, 0, 1]), expected).pvalue == 0.0
+    clean = merged_chi_square(np.array([50, 50, 0, 0]), expected)
+    assert clean.df == 1 and clean.pvalue > 0.5
+
+
+def test_pit_audit_accepts_uniform_and_rejects_skew():
+    rng = np.random.default_rng(0)
+    assert pit_audit(rng.random(3000)).passed
+    skewed = pit_audit(rng.random(3000) ** 1.3)
+    assert not skewed.passed and skewed.ks_pvalue < 1e-4

@@ -1,0 +1,90 @@
+"""The ratio profile, the resispec schedule and inverse-CDF sampling at LLM-sized vocabularies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from resispec import get_verifier
+from resispec.benchmarks.verify_speed import llm_like_pair
+from resispec.ratio_profile import RatioProfile, sort_by_ratio
+from resispec.sampling import inverse_cdf
+from resispec.shaping import schedule
+
+
+def direct_g(p: np.ndarray, q: np.ndarray, s: float) -> float:
+    return float(np.minimum(p, s * q).sum())
+
+
+@pytest.mark.parametrize("size", [12, 1000, 49152, 300_000])
+def test_sort_by_ratio_is_an_exact_argsort_even_with_near_ties(size):
+    rng = np.random.default_rng(size)
+    ratio = rng.lognormal(size=size)
+    ratio[:3], ratio[3:6] = 0.0, np.inf
+    ratio[6] = np.nextafter(ratio[7], 0.0)  # a near-tie the truncated key cannot separate
+    ratio[8] = ratio[9] * (1 + 1e-13)
+    order, ordered = sort_by_ratio(ratio)
+    np.testing.assert_array_equal(ordered, np.sort(ratio))
+    np.testing.assert_array_equal(ratio[order], ordered)
+    assert np.unique(order).size == size
+
+
+@pytest.mark.parametrize("size, k", [(1024, 2), (49152, 4), (49152, 8)])
+def test_schedule_is_feasible_against_a_direct_evaluation(size, k):
+    """T non-increasing and T_j - T_{j+1} <= R_j with R from a direct O(V) sum, not the profile."""
+    _, p, q = llm_like_pair(size, np.random.default_rng(size + k))
+    plan = schedule(p, q, k)
+    thresholds = np.append(plan.T, 0.0)
+    assert np.all(np.diff(thresholds) <= 0)
+    z = 1.0 - direct_g(p, q, thresholds[0])
+    assert plan.z == pytest.approx(z, abs=1e-12)
+    for j in range(k):
+        reach = z + direct_g(p, q, thresholds[j])
+        assert plan.R[j] == pytest.approx(reach, abs=1e-12)
+        assert thresholds[j] - thresholds[j + 1] <= reach + 1e-12
+    profile = RatioProfile(p, q)
+    for s in (0.0, 0.3, 1.0, thresholds[0], 7.5):
+        assert profile.g(s) == pytest.approx(direct_g(p, q, s), abs=1e-12)
+
+
+def test_schedule_corner_cases():
+    p = np.array([0.2, 0.3, 0.5])
+    equal = schedule(p, p, 3)  # p == q: T_j = k - j + 1, everything accepted at step 1
+    np.testing.assert_allclose(equal.T, [3.0, 2.0, 1.0])
+    assert equal.z == 0.0 and equal.R[0] == 1.0
+    disjoint = schedule(np.array([1.0, 0.0]), np.array([0.0, 1.0]), 2)
+    assert disjoint.z == 1.0 and disjoint.acceptance == 0.0
+    extreme = schedule(np.array([1.0, 0.0]), np.array([1 - 3.85e-4, 3.85e-4]), 4)
+    assert extreme.acceptance == pytest.approx(get_verifier("rrs").acceptance([1.0, 0.0], [1 - 3.85e-4, 3.85e-4], 4), abs=1e-13)
+
+
+def test_resispec_at_llm_scale_accepts_more_than_rrs_and_spectr():
+    _, p, q = llm_like_pair(49152, np.random.default_rng(5))
+    accept = {name: get_verifier(name).acceptance(p, q, 4) for name in ("rrs", "spectr", "resispec")}
+    assert accept["resispec"] >= max(accept["rrs"], accept["spectr"]) - 1e-12
+
+
+def test_inverse_cdf_blocked_matches_plain_cumsum_and_avoids_zero_weights():
+    rng = np.random.default_rng(0)
+    weights = rng.random(5000) * (rng.random(5000) < 0.5)
+    cumulative = np.cumsum(weights)
+    for u in list(rng.random(500)) + [0.0, np.nextafter(1.0, 0.0)]:
+        token = inverse_cdf(weights, u)
+        assert weights[token] > 0
+        reference = min(int(np.searchsorted(cumulative, u * cumulative[-1], side="right")), np.flatnonzero(weights)[-1])
+        assert token == reference or abs(cumulative[reference] - u * cumulative[-1]) < 1e-9
+    with pytest.raises(ValueError, match="no positive mass"):
+        inverse_cdf(np.zeros(3000), 0.5)
+
+
+def test_residual_of_zero_mass_is_never_drawn():
+    """p == q up to rounding: the final residual can be empty; the last candidate is emitted."""
+    p = np.array([0.1, 0.2, 0.7])
+    q = p * (1 + 1e-16)
+    for name in ("rrs", "spectr", "resispec", "topk"):
+        verifier = get_verifier(name)
+        candidates = verifier.draft(q, 2, np.random.default_rng(0))
+        token, index = verifier.verify(p, q, candidates, [np.nextafter(1.0, 0.0)] * 3)
+        assert index in (0, 1) or p[token] > 0
+        law = verifier.conditional_law(p, q, candidates)
+        assert law.sum() == pytest.approx(1.0, abs=1e-15)
