@@ -6,6 +6,7 @@ import argparse
 from dataclasses import dataclass
 from fractions import Fraction as F
 
+import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given, settings
@@ -16,7 +17,9 @@ from theory.arith import Exact, normalise
 from theory.exact import Instance
 from theory.registry import Outcome, Theorem
 from theory.report import DOCS_PATH, render, run_all, run_one
+from theory.iid_optimum import alpha_star
 from theory.resispec import ResiSpec
+from theory.resispec import cases as resispec_cases
 from theory.resispec_paper import CE, PaperRule, even, reconstruction
 from theory.schedule import Curve, from_thresholds, schedule
 from theory.seqlp import certificate_problems
@@ -24,6 +27,8 @@ from theory.sequential import audit, emit, exactness_problems
 from theory.spectr import SpecTr, rho_star
 from theory.sps import SIGN_CASES, SPSChain
 from theory.symbolic import by_cases, region_search
+from theory.rrs_wor import SPSChainWOR
+from theory.topk import TopK
 from theory.tree import BIASED_RULE, Model, tree_law
 
 P, Q = sp.symbols("p q", positive=True)
@@ -148,3 +153,49 @@ def test_resispec_is_exact_and_certified_optimal(wp, wq, k):
     assert not audit(ResiSpec(p, q, sched.T, Exact()), p)
     assert not certificate_problems(p, q, sched)
     assert emit(SPSChain(p, q, k, Exact()), Exact()).acceptance <= sched.acceptance
+
+
+# --- cross-checks of the float implementation (resispec package) against the exact values ---------
+
+EXACT_RULES = {
+    "rrs": lambda i: SPSChain(i.p, i.q, i.k, Exact()),
+    "rrs_wor": lambda i: SPSChainWOR(i.p, i.q, i.k, Exact()),
+    "spectr": lambda i: SpecTr(i.p, i.q, i.k, rho_star(i.p, i.q, i.k)[1], Exact()),
+    "topk": lambda i: TopK(i.p, i.q, i.k, Exact()),
+    "resispec": lambda i: ResiSpec(i.p, i.q, schedule(i.p, i.q, i.k).T, Exact()),
+    "resispec_paper": lambda i: PaperRule(i.p, i.q, i.k, reconstruction),
+}
+CROSS = [
+    i for i in resispec_cases()[::3] if i.k <= sum(1 for v in i.q if v > 0) and i.k <= i.V
+]
+
+
+def floats(law):
+    return np.array([float(v) for v in law])
+
+
+@pytest.mark.parametrize("inst", CROSS, ids=str)
+def test_float_schedule_and_bounds_match_the_exact_ones(inst):
+    from resispec.bounds import optimal_acceptance, sequential_optimum_lp
+    from resispec.shaping import schedule as float_schedule
+
+    exact = schedule(inst.p, inst.q, inst.k)
+    p, q = floats(inst.p), floats(inst.q)
+    fs = float_schedule(p, q, inst.k)
+    assert fs.z == pytest.approx(float(exact.z), abs=1e-9)
+    if exact.z > 0:  # with z = 0 the thresholds need not be unique (theorem resispec.fixed_point)
+        assert np.allclose(fs.T, floats(exact.T), atol=1e-8) and np.allclose(fs.R, floats(exact.R), atol=1e-8)
+    assert sequential_optimum_lp(p, q, inst.k) == pytest.approx(float(exact.acceptance), abs=1e-8)
+    assert optimal_acceptance(p, q, inst.k) == pytest.approx(float(alpha_star(inst.p, inst.q, inst.k)), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(EXACT_RULES))
+def test_float_verifiers_have_the_exact_laws(name):
+    from resispec.enumeration import enumerate_law
+    from resispec.verifiers import get_verifier
+
+    for inst in CROSS:
+        em = emit(EXACT_RULES[name](inst), Exact())
+        law = enumerate_law(get_verifier(name).bind(floats(inst.p), floats(inst.q), inst.k))
+        assert np.allclose(law.law, floats(em.law), atol=1e-9), (name, str(inst))
+        assert law.acceptance == pytest.approx(float(em.acceptance), abs=1e-8), (name, str(inst))
