@@ -346,7 +346,8 @@ def check_sequential_optimal() -> Outcome:
             lp_gap = max(lp_gap, abs(highs - float(optimal(inst).acceptance)))
     float_ok = lp_gap < 1e-9
     derivation = f"""
-**Why the LP is the right model.** Any sequential verifier of i.i.d. candidates -- whatever it
+**Why the LP is the right model.** A sequential verifier decides on candidate `j` having seen only
+candidates `1..j` (and its own randomness). Any such verifier of i.i.d. candidates -- whatever it
 remembers about earlier candidates -- gives a feasible point `m_j(x) = P(step j accepts x)`: step `j`'s
 candidate is `q`-distributed independently of reaching step `j`, so `m_j(x) <= R_j q(x)`; and exactness
 gives `sum_j m_j(x) <= p(x)`. Conversely every feasible point is realised by the rule
