@@ -54,7 +54,7 @@ def _synchronized(run: Callable[[], object], device: torch.device) -> Callable[[
 
 
 def bench_torch_verify(verifier_names: Sequence[str] | None = None, batch: int = DEFAULT_BATCH,
-                       vocab: int = DEFAULT_VOCAB, k: int = DEFAULT_K, repeats: int = 15, seed: int = 0,
+                       vocab: int = DEFAULT_VOCAB, k: int = DEFAULT_K, repeats: int = 25, seed: int = 0,
                        device: str | torch.device = "cpu",
                        progress: Callable[[str], None] | None = None) -> list[TorchVerifyTiming]:
     """Median batched verify time / median batched softmax time, per verifier (default: all of them)."""

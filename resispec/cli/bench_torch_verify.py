@@ -17,8 +17,9 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--vocab", type=int, default=49152, help="vocabulary V (default: %(default)s)")
     parser.add_argument("--k", type=int, default=4, help="candidates per node (default: %(default)s; sps: 1)")
     parser.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default: %(default)s)")
-    parser.add_argument("--repeats", type=int, default=15, help="timed calls per verifier (default: %(default)s)")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=25, help="timed calls per verifier (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (default: %(default)s; on a shared machine a second thread makes the medians swing)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--default-allocator", action="store_true",
                         help="keep glibc's default thresholds (CPU timings then include page faults)")
