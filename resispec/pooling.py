@@ -35,7 +35,7 @@ candidate does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -71,6 +71,7 @@ class PooledPlan:
       less than its q).
     - ``pool_start``, ``pool_stop`` (V,) int64 by token id: the pools of token x are
       ``range(pool_start[x], pool_stop[x])`` (empty for a token in no pool).
+    - ``components``: memo of ``score_components`` per token (filled lazily by the exact law).
     """
 
     k: int
@@ -95,6 +96,7 @@ class PooledPlan:
     pool_cumulative: np.ndarray
     pool_start: np.ndarray
     pool_stop: np.ndarray
+    components: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def pool_count(self) -> int:
@@ -125,12 +127,20 @@ def pooled_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledPlan:
     return PooledPlan(
         k=k, q=q, order=order, rank=rank, cut=cut, inside_mass=float(profile.q_prefix[cut]), alpha=alpha,
         mu=mu, lam=lam, density=density, max_ratio_law=f, selection_law=t,
-        accept=np.where(p >= t, 1.0, p / np.where(t > 0, t, 1.0)),
+        accept=_acceptance_ratio(p, t),
         residual=residual, residual_sampler=InverseCDF(residual) if residual.sum() > 0 else None,
         pool_donor=donor, pool_receiver=receiver, pool_transfer=transfer, pool_mass=mass,
         pool_cumulative=np.concatenate(([0.0], np.cumsum(mass))),
         pool_start=start_by_rank[rank], pool_stop=stop_by_rank[rank],
     )
+
+
+def _acceptance_ratio(p: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``min(1, p/t)``: 1 where ``p >= t`` (also where ``t = 0``), ``p/t`` where ``t > p``."""
+    accept = np.ones(p.size)
+    below = p < t
+    np.divide(p, t, out=accept, where=below)
+    return accept
 
 
 def max_ratio_density(q_prefix: np.ndarray, k: int) -> np.ndarray:
@@ -219,13 +229,13 @@ def _block_pools(f: np.ndarray, t: np.ndarray, density: np.ndarray, start: int, 
 
 
 def _pool_ranges(donor: np.ndarray, receiver: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per rank, the contiguous range of its pools (as donor or as receiver; never both)."""
-    ranks = np.arange(size)
-    donor_start, donor_stop = np.searchsorted(donor, ranks, "left"), np.searchsorted(donor, ranks, "right")
-    receiver_start = np.searchsorted(receiver, ranks, "left")
-    receiver_stop = np.searchsorted(receiver, ranks, "right")
-    gives = donor_stop > donor_start
-    return np.where(gives, donor_start, receiver_start), np.where(gives, donor_stop, receiver_stop)
+    """Per rank, the contiguous range of its pools (as donor or as receiver; never both).
+
+    Both rank lists are non-decreasing, so a rank's pools start after those of every lower rank.
+    """
+    gives, takes = np.bincount(donor, minlength=size), np.bincount(receiver, minlength=size)
+    stop = np.where(gives > 0, np.cumsum(gives), np.cumsum(takes))
+    return stop - np.maximum(gives, takes), stop
 
 
 def _partner(plan: PooledPlan, pool: int, own_rank: int) -> int:
@@ -253,16 +263,26 @@ def score_components(plan: PooledPlan, token: int) -> tuple[np.ndarray, np.ndarr
     """``(interval ranks, probabilities)``: the law of ``score_interval(plan, token, U)``, U uniform.
 
     Partner j has probability ``clip((S_{j+1} - S_a) / q_x, 0, 1) - clip((S_j - S_a) / q_x, 0, 1)``;
-    the own interval the rest. Ranks are distinct.
+    the own interval (last) the rest. Ranks are distinct. Memoised per token in the plan.
     """
+    cached = plan.components.get(token)
+    if cached is not None:
+        return cached
     own, start, stop = int(plan.rank[token]), int(plan.pool_start[token]), int(plan.pool_stop[token])
-    if start == stop:
-        return np.array([own]), np.array([1.0])
-    cumulative = plan.pool_cumulative
-    reached = np.clip((cumulative[start + 1:stop + 1] - cumulative[start]) / plan.q[token], 0.0, 1.0)
-    donors, receivers = plan.pool_donor[start:stop], plan.pool_receiver[start:stop]
-    partners = np.where(donors == own, receivers, donors)
-    return np.append(partners, own), np.append(np.diff(reached, prepend=0.0), 1.0 - reached[-1])
+    count = stop - start
+    ranks, probabilities = np.empty(count + 1, dtype=np.int64), np.empty(count + 1)
+    ranks[count], probabilities[count] = own, 1.0
+    if count:
+        cumulative = plan.pool_cumulative
+        reached = (cumulative[start + 1:stop + 1] - cumulative[start]) / plan.q[token]
+        np.clip(reached, 0.0, 1.0, out=reached)
+        donors = plan.pool_donor[start:stop]
+        ranks[:count] = np.where(donors == own, plan.pool_receiver[start:stop], donors)
+        probabilities[0] = reached[0]
+        np.subtract(reached[1:], reached[:-1], out=probabilities[1:count])
+        probabilities[count] = 1.0 - reached[-1]
+    plan.components[token] = ranks, probabilities
+    return ranks, probabilities
 
 
 def select(plan: PooledPlan, candidates: np.ndarray, u_interval: np.ndarray, u_position: np.ndarray) -> int:
