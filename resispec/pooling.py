@@ -200,7 +200,8 @@ def _outside_level(profile: RatioProfile, p_sorted: np.ndarray, q_sorted: np.nda
 _NO_POOLS = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0), np.empty(0))
 
 
-def _block_pools(f: np.ndarray, t: np.ndarray, density: np.ndarray, start: int, stop: int):
+def _block_pools(f: np.ndarray, t: np.ndarray, density: np.ndarray, start: int,
+                 stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(donor ranks, receiver ranks, transfers g, score masses M)`` of the ranks ``[start, stop)``.
 
     Monotone coupling: with ``D``, ``R`` the cumulative donations and receipts, the level interval
