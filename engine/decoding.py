@@ -106,14 +106,19 @@ class Decoder:
         root = int(prompt_ids[-1])
         emitted = 0
         while emitted < max_new_tokens:
+            audited = len(self.stats.pit)
             tokens = self._speculative_round(root) if self.speculative else self._autoregressive_step(root)
-            for token in tokens[: max_new_tokens - emitted]:
+            tokens = tokens[: max_new_tokens - emitted]
+            if eos_id in tokens:
+                tokens = tokens[: tokens.index(eos_id) + 1]
+            del self.stats.pit[audited + len(tokens):]  # audit exactly the tokens that are output
+            for token in tokens:
                 emitted += 1
                 self.stats.tokens = emitted
                 self.stats.seconds = time.perf_counter() - start
                 yield token
-                if token == eos_id:
-                    return
+            if tokens[-1] == eos_id:
+                return
             root = tokens[-1]
 
     def _emit(self, p: np.ndarray, token: int) -> None:

@@ -12,6 +12,7 @@ import importlib
 BENCH_MODULES: list[str] = [
     "resispec.cli.bench_verify",
     "resispec.cli.bench_model",
+    "resispec.cli.bench_engine",
     "resispec.cli.bench_pooled",
 ]
 
