@@ -54,26 +54,28 @@ def _synchronized(run: Callable[[], object], device: torch.device) -> Callable[[
 
 
 def bench_torch_verify(verifier_names: Sequence[str] | None = None, batch: int = DEFAULT_BATCH,
-                       vocab: int = DEFAULT_VOCAB, k: int = DEFAULT_K, repeats: int = 25, seed: int = 0,
-                       device: str | torch.device = "cpu",
+                       vocabs: Sequence[int] = (DEFAULT_VOCAB,), ks: Sequence[int] = (DEFAULT_K,),
+                       repeats: int = 25, seed: int = 0, device: str | torch.device = "cpu",
                        progress: Callable[[str], None] | None = None) -> list[TorchVerifyTiming]:
-    """Median batched verify time / median batched softmax time, per verifier (default: all of them)."""
+    """Median batched verify time / median batched softmax time per V, verifier (default: all) and k."""
     device = torch.device(device)
     generator = torch.Generator(device).manual_seed(seed)
-    logits, p, q = llm_like_batch(batch, vocab, generator, device)
-    softmax = _synchronized(lambda: torch.softmax(logits, dim=-1), device)
     results = []
-    for name in verifier_names or list(TORCH_VERIFIERS):
-        verifier = get_torch_verifier(name)
-        count = min(k, verifier.max_k or k)
-        inputs = itertools.cycle([
-            (verifier.draft(q, count, generator),
-             torch.rand((batch, count + 1), dtype=torch.float64, device=device, generator=generator))
-            for _ in range(repeats + 1)
-        ])
-        verify = _synchronized(lambda: verifier.verify(p, q, *next(inputs)), device)
-        work, reference, ratio = median_ratio(verify, softmax, repeats)
-        results.append(TorchVerifyTiming(name, vocab, count, work, reference, ratio, str(device), batch))
-        if progress:
-            progress(f"{name} (k={count}, {device}): {ratio:.2f}x softmax")
+    for vocab in vocabs:
+        logits, p, q = llm_like_batch(batch, vocab, generator, device)
+        softmax = _synchronized(lambda: torch.softmax(logits, dim=-1), device)
+        for name in verifier_names or list(TORCH_VERIFIERS):
+            verifier = get_torch_verifier(name)
+            for count in dict.fromkeys(min(k, verifier.max_k or k) for k in ks):
+                inputs = itertools.cycle([
+                    (verifier.draft(q, count, generator),
+                     torch.rand((batch, verifier.uniforms_needed(count)), dtype=torch.float64, device=device,
+                                generator=generator))
+                    for _ in range(repeats + 1)
+                ])
+                verify = _synchronized(lambda: verifier.verify(p, q, *next(inputs)), device)
+                work, reference, ratio = median_ratio(verify, softmax, repeats)
+                results.append(TorchVerifyTiming(name, vocab, count, work, reference, ratio, str(device), batch))
+                if progress:
+                    progress(f"V={vocab} {name} k={count} ({device}): {ratio:.2f}x softmax")
     return results

@@ -2,7 +2,8 @@
 
 A ``TorchVerifier`` verifies B nodes at once. Shapes: target ``p`` and draft ``q`` (B, V), any
 floating dtype (float32 from a model), cast to float64 and validated as in NumPy; candidates (B, k)
-integer ids; uniforms ``u`` (B, k + 1) float64. ``verify`` returns ``(tokens (B,), index (B,))`` long,
+integer ids; uniforms ``u`` (B, uniforms_needed(k)) float64, k + 1 for a sequential verifier (a port
+of a verifier that needs more overrides ``uniforms_needed``, as its twin does). ``verify`` returns ``(tokens (B,), index (B,))`` long,
 ``index`` = the accepted candidate position or -1 (final residual). Everything runs on the inputs'
 device (CPU or CUDA).
 
@@ -62,7 +63,7 @@ class TorchVerifier(ABC):
         return TORCH_DRAFTING_SCHEMES[self.drafting]
 
     def uniforms_needed(self, k: int) -> int:
-        """How many uniforms one node's verification of k candidates consumes (k + 1)."""
+        """How many uniforms one node's verification of k candidates consumes (k + 1 unless overridden)."""
         return as_count(k) + 1
 
     def __repr__(self) -> str:
@@ -79,10 +80,10 @@ class TorchVerifier(ABC):
 
     def verify(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
                u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(tokens (B,), index (B,))`` emitted for the candidates (B, k) and uniforms (B, k + 1)."""
+        """``(tokens (B,), index (B,))`` emitted for the candidates (B, k) and uniforms (B, uniforms_needed(k))."""
         p64, q64, ids = self._validated(p, q, candidates)
         same_device(u, "u", p64.device)
-        uniforms = as_uniform_batch(u, ids.shape[0], ids.shape[1] + 1)
+        uniforms = as_uniform_batch(u, ids.shape[0], self.uniforms_needed(ids.shape[1]))
         return self._decide(p64, q64, ids, uniforms, self._prepare(p64, q64, ids.shape[1]))
 
     def verify_with(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
@@ -91,7 +92,8 @@ class TorchVerifier(ABC):
         p64, q64, ids = self._validated(p, q, candidates)
         _check_generator(generator, p64.device)
         batch, k = ids.shape
-        u = torch.rand((batch, k + 1), dtype=torch.float64, device=p64.device, generator=generator)
+        u = torch.rand((batch, self.uniforms_needed(k)), dtype=torch.float64, device=p64.device,
+                       generator=generator)
         return self._decide(p64, q64, ids, u, self._prepare(p64, q64, k))
 
     def _validated(self, p: torch.Tensor, q: torch.Tensor,

@@ -90,7 +90,7 @@ def as_uniform_batch(u: torch.Tensor, batch: int, count: int) -> torch.Tensor:
     """The verification uniforms: float64, shape (B, count), every entry finite in ``[0, 1)``."""
     u = _tensor(u, "u", 2, f"(B, {count})")
     if tuple(u.shape) != (batch, count):
-        raise ValueError(f"u: expected shape ({batch}, {count}) (B nodes, k + 1 uniforms), got {tuple(u.shape)}")
+        raise ValueError(f"u: expected shape ({batch}, {count}) (B nodes, {count} uniforms each), got {tuple(u.shape)}")
     if u.dtype != torch.float64:
         raise ValueError(f"u: expected float64 uniforms (parity with the NumPy reference), got dtype {u.dtype}")
     bad = ~((u >= 0.0) & (u < 1.0)).all(dim=-1)

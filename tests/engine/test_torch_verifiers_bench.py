@@ -28,4 +28,4 @@ def test_bench_torch_verify_json_and_table(capsys):
     assert all(r["ratio"] > 0 and r["verify_seconds"] > 0 for r in records)
     assert main(argv) == 0
     table = capsys.readouterr().out
-    assert "x softmax" in table and "resispec" in table and "B = 4 nodes at V = 512" in table
+    assert "x softmax" in table and "resispec" in table and "B = 4 nodes on cpu" in table

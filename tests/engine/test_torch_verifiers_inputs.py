@@ -39,7 +39,7 @@ BAD_VERIFY = [
     ("rrs_wor", dict(q=torch.tensor([[0.4, 0.6, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]]), candidates=torch.tensor([[0, 1], [3, 2]])),
      r"k: wor drafting needs k <= the draft's support, but k = 2 and only 1 tokens have q > 0 \(batch row 1\)"),
     ("rrs", dict(u=U.float()), r"u: expected float64 uniforms"),
-    ("rrs", dict(u=U[:, :2]), r"u: expected shape \(2, 3\) \(B nodes, k \+ 1 uniforms\), got \(2, 2\)"),
+    ("rrs", dict(u=U[:, :2]), r"u: expected shape \(2, 3\) \(B nodes, 3 uniforms each\), got \(2, 2\)"),
     ("rrs", dict(u=with_entry(U, 1, 2, 1.0)), r"u: uniform 2 is .*1.0\)?; every uniform must lie in \[0, 1\) \(batch row 1\)"),
 ]
 

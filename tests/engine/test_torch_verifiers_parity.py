@@ -45,8 +45,12 @@ def near_ties(verifier: SequentialTorchVerifier, p: torch.Tensor, q: torch.Tenso
     return near | ((cumulative - u[:, k:] * total).abs() < TIE_TOLERANCE * total).any(dim=-1)
 
 
+PENDING_PORTS = {"pooled", "resispec_wor"}
+"""NumPy verifiers whose torch ports a later issue adds; any other verifier of the zoo must have one."""
+
+
 def test_registry_mirrors_the_numpy_zoo():
-    assert list(TORCH_VERIFIERS) == list(VERIFIERS)
+    assert list(TORCH_VERIFIERS) == [name for name in VERIFIERS if name not in PENDING_PORTS]
     for name, cls in TORCH_VERIFIERS.items():
         twin = VERIFIERS[name]
         assert cls.numpy_twin is twin
