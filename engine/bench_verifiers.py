@@ -2,12 +2,12 @@
 
 Pairs are LLM-like and peaky, per row: ``p = softmax(3 z)``, ``q = softmax(3 z + eps)`` with ``z``,
 ``eps`` standard normal, float32 probabilities (taken in float64, then cast: a float32 softmax over
-49152 tokens misses 1 by up to ~2e-6, past ``SUM_TOLERANCE``, in about 40% of rows). Each verify gets fresh candidates from
-the verifier's drafting rule (drafting not timed) and fresh float64 uniforms, and includes input
-validation and the per-node plan (sort, schedule). The reference is ``torch.softmax`` of the float32
-logits (B, V) along V, timed alternately with the verifier in the same run
-(``resispec.benchmarks.timing.median_ratio``); on CUDA every timed call ends with a synchronize.
-sps takes one candidate, so it runs at k = 1.
+49152 tokens misses 1 by up to ~2e-6, past ``SUM_TOLERANCE``, in about 40% of rows). Each verify gets
+fresh candidates from the verifier's drafting rule (drafting not timed) and fresh float64 uniforms,
+and includes input validation and the per-node plan (sort, schedule). The reference is
+``torch.softmax`` of the float32 logits (B, V) along V, timed alternately with the verifier in the
+same run (``resispec.benchmarks.timing.median_ratio``); on CUDA every timed call ends with a
+synchronize. sps takes one candidate, so it runs at k = 1.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 A ``TorchVerifier`` verifies B nodes at once. Shapes: target ``p`` and draft ``q`` (B, V), any
 floating dtype (float32 from a model), cast to float64 and validated as in NumPy; candidates (B, k)
 integer ids; uniforms ``u`` (B, uniforms_needed(k)) float64, k + 1 for a sequential verifier (a port
-of a verifier that needs more overrides ``uniforms_needed``, as its twin does). ``verify`` returns ``(tokens (B,), index (B,))`` long,
-``index`` = the accepted candidate position or -1 (final residual). Everything runs on the inputs'
-device (CPU or CUDA).
+of a verifier that needs more overrides ``uniforms_needed``, as its twin does). ``verify`` returns
+``(tokens (B,), index (B,))`` long, ``index`` = the accepted candidate position or -1 (final
+residual). Everything runs on the inputs' device (CPU or CUDA).
 
 Parity with the NumPy twin (``numpy_twin``, whose ``name``, ``drafting``, ``claims_exact`` and
 ``max_k`` the port takes over): the same randomness convention, decision for decision given the same
@@ -66,8 +66,7 @@ class TorchVerifier(ABC):
         """How many uniforms one node's verification of k candidates consumes (k + 1 unless overridden)."""
         return as_count(k) + 1
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, drafting={self.drafting!r}, claims_exact={self.claims_exact})"
+    __repr__ = Verifier.__repr__
 
     # --- public contract: validate at the boundary, then delegate -------------------------------
 

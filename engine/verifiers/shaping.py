@@ -76,7 +76,8 @@ def _at(profile: TorchRatioProfile, z: torch.Tensor, k: int) -> _Points:
         below = torch.maximum(torch.maximum(inverse, _gather(profile.ratio, i - 1)), below)
         thresholds[:, j], pieces[:, j] = below, i
     m = pieces[:, k] = profile.piece_of(thresholds[:, :1].contiguous())[:, 0]
-    accepted = _gather(profile.p_prefix, m) + thresholds[:, 0] * (profile.q_prefix[:, -1] - _gather(profile.q_prefix, m))
+    slope = profile.q_prefix[:, -1] - _gather(profile.q_prefix, m)
+    accepted = _gather(profile.p_prefix, m) + thresholds[:, 0] * slope
     return _Points(z=z, T=thresholds, pieces=pieces, accepted=accepted)
 
 

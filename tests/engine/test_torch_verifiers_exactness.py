@@ -80,7 +80,8 @@ def test_each_control_is_rejected_where_its_bias_is_largest(name):
 def test_drafted_tuples_follow_the_numpy_tuple_probabilities(scheme):
     q = np.array([0.55, 0.25, 0.0, 0.15, 0.05])
     k = 2
-    drafts = TORCH_DRAFTING_SCHEMES[scheme].draft(torch.tensor(q).expand(SAMPLES, -1), k, torch.Generator().manual_seed(3))
+    generator = torch.Generator().manual_seed(3)
+    drafts = TORCH_DRAFTING_SCHEMES[scheme].draft(torch.tensor(q).expand(SAMPLES, -1), k, generator)
     tuples = dict(DRAFTING_SCHEMES[scheme].tuples(q, k))
     cells = {candidates: index for index, candidates in enumerate(tuples)}
     counts = np.zeros(len(cells) + 1, dtype=np.int64)  # the last cell: tuples the scheme cannot produce

@@ -54,7 +54,8 @@ def test_registry_mirrors_the_numpy_zoo():
     for name, cls in TORCH_VERIFIERS.items():
         twin = VERIFIERS[name]
         assert cls.numpy_twin is twin
-        assert (cls.name, cls.drafting, cls.claims_exact, cls.max_k) == (twin.name, twin.drafting, twin.claims_exact, twin.max_k)
+        attributes = ("name", "drafting", "claims_exact", "max_k")
+        assert [getattr(cls, a) for a in attributes] == [getattr(twin, a) for a in attributes]
         module = importlib.import_module(cls.__module__)
         assert module.__name__ == f"engine.verifiers.{name}"
         assert f"Torch port of ``{twin.__module__}.{twin.__name__}``" in module.__doc__
@@ -104,7 +105,8 @@ def test_inverse_cdf_matches_numpy_including_overshoot(device):
     for b in range(64):
         assert drawn[b].tolist() == [numpy_inverse_cdf(weights[b], float(x)) for x in u[b]]
         assert drawn[b, 0] == np.flatnonzero(weights[b])[-1]
-    empty = inverse_cdf(torch.zeros(2, 4, dtype=torch.float64, device=device), torch.zeros(2, dtype=torch.float64, device=device))
+    zeros = torch.zeros(2, 4, dtype=torch.float64, device=device)
+    empty = inverse_cdf(zeros, zeros[:, 0])
     assert empty.tolist() == [-1, -1]
 
 
