@@ -22,11 +22,6 @@ from resispec.benchmarks.timing import median_ratio
 from resispec.benchmarks.verify_speed import LOGIT_SCALE, VerifyTiming
 from engine.verifiers import TORCH_VERIFIERS, get_torch_verifier
 
-DEFAULT_BATCH = 64
-DEFAULT_VOCAB = 49152
-DEFAULT_K = 4
-
-
 @dataclass(frozen=True)
 class TorchVerifyTiming(VerifyTiming):
     """Median seconds of one batched verify of ``batch`` nodes on ``device`` and of one batched softmax."""
@@ -53,8 +48,7 @@ def _synchronized(run: Callable[[], object], device: torch.device) -> Callable[[
     return timed
 
 
-def bench_torch_verify(verifier_names: Sequence[str] | None = None, batch: int = DEFAULT_BATCH,
-                       vocabs: Sequence[int] = (DEFAULT_VOCAB,), ks: Sequence[int] = (DEFAULT_K,),
+def bench_torch_verify(verifier_names: Sequence[str] | None, batch: int, vocabs: Sequence[int], ks: Sequence[int],
                        repeats: int = 25, seed: int = 0, device: str | torch.device = "cpu",
                        progress: Callable[[str], None] | None = None) -> list[TorchVerifyTiming]:
     """Median batched verify time / median batched softmax time per V, verifier (default: all) and k."""

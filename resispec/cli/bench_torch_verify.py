@@ -1,4 +1,7 @@
-"""``resispec bench torch-verify``: one batched torch verify per verifier as a multiple of one softmax."""
+"""``resispec bench torch-verify``: one batched torch verify per verifier as a multiple of one softmax.
+
+Defaults: B = 64 nodes at V = 49152 with k = 4 candidates (torch is imported only by the handler).
+"""
 
 from __future__ import annotations
 
@@ -10,19 +13,17 @@ from resispec.cli.bench import add_ratio_arguments, allocator_note
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
-    from engine.bench_verifiers import DEFAULT_BATCH, DEFAULT_K, DEFAULT_VOCAB
-
     parser = bench_subparsers.add_parser(
         "torch-verify", help="median batched torch verify time / median batched softmax time, (B, V) nodes",
         description="LLM-like peaky float32 pairs; ratios of medians measured alternately in one run.",
     )
     parser.add_argument("--verifier", nargs="+", metavar="NAME", help="verifiers (default: every torch port)")
-    parser.add_argument("--batch", type=int, default=DEFAULT_BATCH, help="nodes B (default: %(default)s)")
+    parser.add_argument("--batch", type=int, default=64, help="nodes B (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads (default: %(default)s; on a shared machine a second thread "
                              "makes the medians swing)")
-    add_ratio_arguments(parser, [DEFAULT_VOCAB], [DEFAULT_K], "timed calls per verifier (sps runs at k = 1)")
+    add_ratio_arguments(parser, [49152], [4], "timed calls per verifier (sps runs at k = 1)")
     parser.set_defaults(handler=run)
 
 
