@@ -56,11 +56,11 @@ def enumeration_cases() -> tuple[tuple[str, Instance], ...]:
 
 @cache
 def plan_cases() -> tuple[Instance, ...]:
-    """Larger instances for the checks that need no enumeration: every corner at k = 1..5 and 150
-    seeded instances (V 2..8, k 1..5, half with zeros)."""
+    """Larger instances for the checks that need no enumeration: every corner at k = 1..5 and 200
+    seeded instances (V 2..10, k 1..6, half with zeros)."""
     corners = [Instance(p, q, k) for p, q in CORNERS.values() for k in range(1, 6)]
-    generic = instances(seed=903, count=75, V_range=(2, 8), k_range=(1, 5), zeros=False)
-    sparse = instances(seed=904, count=75, V_range=(2, 8), k_range=(1, 5), zeros=True)
+    generic = instances(seed=903, count=100, V_range=(2, 10), k_range=(1, 6), zeros=False)
+    sparse = instances(seed=904, count=100, V_range=(2, 10), k_range=(1, 6), zeros=True)
     return tuple(corners + generic + sparse)
 
 
@@ -143,8 +143,8 @@ through acceptances, and accepts whenever some candidate lies outside `H*`
 (`pooled.certificate` shows pooled does both).
 """
     checked = f"""
-- Exact rationals, the plans of {len(plan_cases())} instances (`V` 2..8, `k` 1..5; the {len(CORNERS)}
-  corner pairs of `pooled.certificate` at every `k` and 150 seeded pairs, half with zeros): the plan's
+- Exact rationals, the plans of {len(plan_cases())} instances: the {len(CORNERS)} corner pairs of
+  `pooled.certificate` at `k = 1..5` and 200 seeded pairs (`V` 2..10, `k` 1..6, half with zeros): the plan's
   `alpha*` equals the least cut value over all `2^V` token sets (computed by
   `iid_optimum.alpha_star_subsets`, independently of the ratio order) and the cut value of `H*`;
   `i*` is the first maximiser of `Q_i^k - P_i`; no token of `H*` has `q = 0`; {tally(plan_bad)}.
