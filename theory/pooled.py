@@ -137,8 +137,8 @@ for every `H` (Theorem `iid_optimum.min_cut`, which also shows that the least bo
 LP optimum). By Theorem `iid_optimum.prefixes` the least bound is attained at a prefix of the ratio
 order: `alpha* = 1 + P_(i*) - m^k` with `i*` a maximiser of `Q_i^k - P_i` and `m = Q_(i*)`. pooled
 takes the first maximiser (`i = 0` included, so `Q_(i*)^k - P_(i*) >= 0`); it never ends on a token with
-`q = 0` (such a token raises `P` without raising `Q`, or leaves both equal), so every token of `H*`
-has `q > 0`. The bound is attained when the verifier saturates the cut `H*`: it emits all of `p(H*)`
+`q = 0` (such a token raises `P` without raising `Q`, or leaves both equal), and those tokens rank
+last (ratio infinity), so every token of `H*` has `q > 0`. The bound is attained when the verifier saturates the cut `H*`: it emits all of `p(H*)`
 through acceptances, and accepts whenever some candidate lies outside `H*`
 (`pooled.certificate` shows pooled does both).
 """
