@@ -19,13 +19,11 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import PreTrainedModel
 
-from engine.drafts.early_exit import EarlyExitDraft, decoder_view
+from engine.drafts.early_exit import DEFAULT_EARLY_EXIT_LAYERS, EarlyExitDraft, decoder_view
 from engine.tree_lm import TreeLM
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 WEIGHTS_PATH = WEIGHTS_DIR / "draft.safetensors"
-FALLBACK_EARLY_EXIT_LAYERS = 6
-"""Layers of the early-exit draft `default_draft` falls back to when no trained weights fit the target."""
 
 
 class DraftLayers(nn.Module):
@@ -102,7 +100,7 @@ class TrainedDraft(TreeLM):
 
 def default_draft(target: PreTrainedModel, path: Path = WEIGHTS_PATH) -> TreeLM:
     """The engine's default draft: `TrainedDraft` when trained weights at `path` fit `target`, else the
-    early-exit draft over the target's first `FALLBACK_EARLY_EXIT_LAYERS` layers (or all, if fewer)."""
+    early-exit draft over the target's first `DEFAULT_EARLY_EXIT_LAYERS` layers (or all, if fewer)."""
     if path.is_file() and fits(read_draft_meta(path), target):
         return TrainedDraft(target, path)
-    return EarlyExitDraft(target, min(FALLBACK_EARLY_EXIT_LAYERS, target.config.num_hidden_layers))
+    return EarlyExitDraft(target, min(DEFAULT_EARLY_EXIT_LAYERS, target.config.num_hidden_layers))

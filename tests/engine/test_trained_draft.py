@@ -212,3 +212,41 @@ def test_real_trained_draft_beats_the_early_exit_draft(real_target):
             overlaps[name].append(kl_and_overlap(p_logits, q_logits)[1])
     trained, early = (float(torch.cat(v).mean()) for v in overlaps.values())
     assert trained > early + 0.15, overlaps
+
+
+def test_registry_names_the_trained_and_default_drafts():
+    from engine.drafts.registry import DEFAULT_DRAFT, make_draft
+
+    target = tiny_llama(seed=2, num_layers=3)
+    assert DEFAULT_DRAFT == "default"
+    assert isinstance(make_draft("default", target), EarlyExitDraft)  # committed weights are SmolLM2's
+    assert make_draft("early-exit-2", target).num_layers == 2
+    with pytest.raises(ValueError, match="do not fit"):
+        make_draft("trained", target)
+
+
+def test_held_out_pairs_acceptance_and_tokens_per_round():
+    from engine.draft_eval import draft_pairs, has_closed_form, mean_acceptance, tokens_per_round
+    from resispec import get_verifier
+
+    target = tiny_llama(seed=8, num_layers=3)
+    data = sample_continuations(target, [torch.tensor([1, 2, 3]), torch.tensor([4, 5])], 6, None,
+                                torch.Generator().manual_seed(0))
+    draft = EarlyExitDraft(target, 1)
+    p, q = draft_pairs(target, draft, data, stride=2)
+    tokens, prompt_len, hidden = data.sequence(1)
+    with torch.no_grad():
+        expected_p = torch.softmax(target(tokens[None]).logits[0, prompt_len - 1 : -1].double(), -1)[::2]
+        expected_q = torch.softmax(draft.model(tokens[None]).logits[0, prompt_len - 1 : -1].double(), -1)[::2]
+    np.testing.assert_allclose(p[-len(expected_p):], expected_p.numpy(), atol=1e-5)
+    np.testing.assert_allclose(q[-len(expected_q):], expected_q.numpy(), atol=1e-5)
+    assert len(p) == 3 + 3 and np.allclose(p.sum(-1), 1) and np.allclose(q.sum(-1), 1)
+
+    rng = np.random.default_rng(0)
+    assert has_closed_form(get_verifier("rrs")) and not has_closed_form(get_verifier("rrs_wor"))
+    exact = np.mean([get_verifier("rrs_wor").acceptance(pi, qi, 2) for pi, qi in zip(p, q)])
+    estimate, error = mean_acceptance("rrs_wor", p, q, 2, draws=4000, rng=rng)
+    assert abs(estimate - exact) < 0.03 and error > 0
+    rrs, _ = mean_acceptance("rrs", p, q, 1, draws=1, rng=rng)
+    assert rrs == pytest.approx(np.minimum(p, q).sum(-1).mean())
+    assert tokens_per_round({1: 0.5, 2: 0.8}, (2, 1, 1)) == pytest.approx(1 + 0.8 + 0.4 + 0.2)
