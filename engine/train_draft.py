@@ -146,15 +146,14 @@ def plot_curve(curve: list[dict], baselines: dict[int, float], path: Path) -> No
     axes.plot(tokens, [row["heldout_overlap"] for row in curve], "o-", label="trained draft, held-out prompts")
     axes.plot(tokens[1:], [row["train_overlap"] for row in curve[1:]], ".--", alpha=0.6,
               label="trained draft, training batches (running mean)")
-    for layers, overlap in baselines.items():
-        axes.axhline(overlap, linestyle=":", color="gray")
-        axes.annotate(f"early exit, {layers} layers", (tokens[-1], overlap), ha="right", va="bottom", fontsize=8)
+    for (layers, overlap), style in zip(baselines.items(), (":", "-.", "--")):
+        axes.axhline(overlap, linestyle=style, color="gray", label=f"early exit after {layers} layers, held-out prompts")
     axes.set_xlabel("training tokens (target-generated positions)")
     axes.set_ylabel(r"mean overlap $\sum_x \min(p(x), q(x))$ at T = 1")
     axes.set_title("Draft distilled from SmolLM2-135M-Instruct: overlap with the target")
     axes.set_ylim(0, 1)
     axes.grid(alpha=0.3)
-    axes.legend(loc="lower right")
+    axes.legend(loc="upper left")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120)
