@@ -205,8 +205,8 @@ def train(
         clock = now
         state["step"] = step + 1
         state["train_tokens"] += len(kl)
-        running = state["running"]
-        state["running"] = [running[0] + float(kl.detach().sum()), running[1] + float(overlap.sum()), running[2] + len(kl)]
+        kl_sum, overlap_sum, count = state["running"]
+        state["running"] = [kl_sum + float(kl.detach().sum()), overlap_sum + float(overlap.sum()), count + len(kl)]
         if state["step"] % log_every == 0:
             rate = state["train_tokens"] / max(state["elapsed_s"], 1e-9)
             log(f"train: step {state['step']}/{config.steps}, loss {float(loss.detach()):.4f}, "

@@ -27,7 +27,9 @@ from resispec.verifiers.base import Verifier
 
 
 @torch.no_grad()
-def draft_pairs(target: PreTrainedModel, draft: Draft, data: Sequences, stride: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def draft_pairs(
+    target: PreTrainedModel, draft: Draft, data: Sequences, stride: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
     """(p, q): float64 [n, V] at every `stride`-th target position of each sequence of `data`."""
     ps, qs = [], []
     for s in range(len(data.lengths)):

@@ -147,7 +147,8 @@ def plot_curve(curve: list[dict], baselines: dict[int, float], path: Path) -> No
     axes.plot(tokens[1:], [row["train_overlap"] for row in curve[1:]], ".--", alpha=0.6,
               label="trained draft, training batches (running mean)")
     for (layers, overlap), style in zip(baselines.items(), (":", "-.", "--")):
-        axes.axhline(overlap, linestyle=style, color="gray", label=f"early exit after {layers} layers, held-out prompts")
+        axes.axhline(overlap, linestyle=style, color="gray",
+                     label=f"early exit after {layers} layers, held-out prompts")
     axes.set_xlabel("training tokens (target-generated positions)")
     axes.set_ylabel(r"mean overlap $\sum_x \min(p(x), q(x))$ at T = 1")
     axes.set_title("Draft distilled from SmolLM2-135M-Instruct: overlap with the target")

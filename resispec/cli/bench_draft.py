@@ -14,7 +14,7 @@ from resispec.cli.table import format_table
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
-    parser = bench_subparsers.add_parser("draft", help="draft overlap / acceptance on held-out prompts")
+    parser = bench_subparsers.add_parser("draft", help="trained draft: overlap / acceptance on held-out text")
     parser.add_argument("--work", type=Path, default=None, help="distillation data folder (default: out/)")
     parser.add_argument("--stride", type=int, default=16, help="use every stride-th held-out position")
     parser.add_argument("--verifiers", nargs="+", default=["rrs", "rrs_wor", "resispec"])
@@ -42,15 +42,22 @@ def run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     trees = [tuple(int(b) for b in tree.split(",")) for tree in args.trees]
     trees = [tree for tree in trees if set(tree) <= set(args.ks)]
-    for label, draft in (("trained", TrainedDraft(target)),
-                         (f"early exit L={args.early_exit_layers}", EarlyExitDraft(target, args.early_exit_layers))):
-        p, q = draft_pairs(target, draft, heldout, args.stride)
+    pairs = {
+        "trained": draft_pairs(target, TrainedDraft(target), heldout, args.stride),
+        f"early exit L={args.early_exit_layers}": draft_pairs(
+            target, EarlyExitDraft(target, args.early_exit_layers), heldout, args.stride
+        ),
+    }
+    for label, (p, q) in pairs.items():
         print(f"{label}: mean overlap sum min(p, q) = {np.minimum(p, q).sum(-1).mean():.4f} "
               f"over {len(p)} held-out positions (every {args.stride}th)")
-        acceptance = {name: {k: mean_acceptance(name, p, q, k, args.draws, rng) for k in args.ks}
-                      for name in args.verifiers}
-        print(format_table(["verifier", *(f"k={k}" for k in args.ks), *(f"tree {','.join(map(str, t))}" for t in trees)],
-                           [[name, *(f"{a[k][0]:.3f} +- {a[k][1]:.3f}" for k in args.ks),
-                             *(f"{tokens_per_round({k: v[0] for k, v in a.items()}, tree):.2f}" for tree in trees)]
-                            for name, a in acceptance.items()]))
+    p, q = pairs["trained"]
+    acceptance = {name: {k: mean_acceptance(name, p, q, k, args.draws, rng) for k in args.ks}
+                  for name in args.verifiers}
+    headers = ["verifier", *(f"k={k}" for k in args.ks), *(f"tree {','.join(map(str, t))}" for t in trees)]
+    rows = [[name, *(f"{a[k][0]:.3f} +- {a[k][1]:.3f}" for k in args.ks),
+             *(f"{tokens_per_round({k: v[0] for k, v in a.items()}, tree):.2f}" for tree in trees)]
+            for name, a in acceptance.items()]
+    print("trained draft: acceptance alpha(k) (mean +- standard error) and estimated tokens per target forward")
+    print(format_table(headers, rows))
     return 0
