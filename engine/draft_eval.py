@@ -28,16 +28,22 @@ from resispec.verifiers.base import Verifier
 
 @torch.no_grad()
 def draft_pairs(
-    target: PreTrainedModel, draft: Draft, data: Sequences, stride: int = 1
+    target: PreTrainedModel, draft: Draft, data: Sequences, rows: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(p, q): float64 [n, V] at every `stride`-th target position of each sequence of `data`."""
-    ps, qs = [], []
+    """(p, q): float64 [n, V] at the target positions `rows` of `data` (indices into its stacked target
+    rows, ascending; default: all)."""
+    rows = np.arange(data.num_targets) if rows is None else np.asarray(rows)
+    ps, qs, start = [], [], 0
     for s in range(len(data.lengths)):
         tokens, prompt_len, hidden = data.sequence(s)
+        keep = rows[(rows >= start) & (rows < start + len(hidden))] - start
+        start += len(hidden)
+        if len(keep) == 0:
+            continue
         draft.prefill(tokens[:prompt_len])
         chain = torch.arange(-1, len(tokens) - prompt_len)
         q_logits = draft.grow(tokens[prompt_len - 1 :], chain)[:-1]
-        keep = slice(0, len(hidden), stride)
+        keep = torch.as_tensor(keep)
         ps.append(torch.softmax(target.lm_head(hidden[keep]).double(), -1))
         qs.append(torch.softmax(q_logits[keep].double(), -1))
     return torch.cat(ps).numpy(), torch.cat(qs).numpy()

@@ -16,7 +16,7 @@ from resispec.cli.table import format_table
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser = bench_subparsers.add_parser("draft", help="trained draft: overlap / acceptance on held-out text")
     parser.add_argument("--work", type=Path, default=None, help="distillation data folder (default: out/)")
-    parser.add_argument("--stride", type=int, default=16, help="use every stride-th held-out position")
+    parser.add_argument("--positions", type=int, default=150, help="held-out positions drawn (seeded)")
     parser.add_argument("--verifiers", nargs="+", default=["rrs", "rrs_wor", "resispec"])
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4], help="candidates per node")
     parser.add_argument("--draws", type=int, default=64, help="Monte Carlo draws per position (no closed form)")
@@ -42,15 +42,16 @@ def run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     trees = [tuple(int(b) for b in tree.split(",")) for tree in args.trees]
     trees = [tree for tree in trees if set(tree) <= set(args.ks)]
+    rows = np.sort(rng.choice(heldout.num_targets, size=min(args.positions, heldout.num_targets), replace=False))
     pairs = {
-        "trained": draft_pairs(target, TrainedDraft(target), heldout, args.stride),
+        "trained": draft_pairs(target, TrainedDraft(target), heldout, rows),
         f"early exit L={args.early_exit_layers}": draft_pairs(
-            target, EarlyExitDraft(target, args.early_exit_layers), heldout, args.stride
+            target, EarlyExitDraft(target, args.early_exit_layers), heldout, rows
         ),
     }
     for label, (p, q) in pairs.items():
         print(f"{label}: mean overlap sum min(p, q) = {np.minimum(p, q).sum(-1).mean():.4f} "
-              f"over {len(p)} held-out positions (every {args.stride}th)")
+              f"over {len(p)} held-out positions drawn from {heldout.num_targets}")
     p, q = pairs["trained"]
     acceptance = {name: {k: mean_acceptance(name, p, q, k, args.draws, rng) for k in args.ks}
                   for name in args.verifiers}

@@ -233,14 +233,17 @@ def test_held_out_pairs_acceptance_and_tokens_per_round():
     data = sample_continuations(target, [torch.tensor([1, 2, 3]), torch.tensor([4, 5])], 6, None,
                                 torch.Generator().manual_seed(0))
     draft = EarlyExitDraft(target, 1)
-    p, q = draft_pairs(target, draft, data, stride=2)
+    first = len(data.sequence(0)[2])  # target rows of sequence 0; sequence 1's follow
+    rows = np.array([1, first, first + 2, first + 5])
+    p, q = draft_pairs(target, draft, data, rows)
     tokens, prompt_len, hidden = data.sequence(1)
     with torch.no_grad():
-        expected_p = torch.softmax(target(tokens[None]).logits[0, prompt_len - 1 : -1].double(), -1)[::2]
-        expected_q = torch.softmax(draft.model(tokens[None]).logits[0, prompt_len - 1 : -1].double(), -1)[::2]
-    np.testing.assert_allclose(p[-len(expected_p):], expected_p.numpy(), atol=1e-5)
-    np.testing.assert_allclose(q[-len(expected_q):], expected_q.numpy(), atol=1e-5)
-    assert len(p) == 3 + 3 and np.allclose(p.sum(-1), 1) and np.allclose(q.sum(-1), 1)
+        expected_p = torch.softmax(target(tokens[None]).logits[0, prompt_len - 1 : -1].double(), -1)[[0, 2, 5]]
+        expected_q = torch.softmax(draft.model(tokens[None]).logits[0, prompt_len - 1 : -1].double(), -1)[[0, 2, 5]]
+    np.testing.assert_allclose(p[1:], expected_p.numpy(), atol=1e-5)
+    np.testing.assert_allclose(q[1:], expected_q.numpy(), atol=1e-5)
+    assert len(p) == 4 and np.allclose(p.sum(-1), 1) and np.allclose(q.sum(-1), 1)
+    assert len(draft_pairs(target, draft, data)[0]) == data.num_targets
 
     rng = np.random.default_rng(0)
     assert has_closed_form(get_verifier("rrs")) and not has_closed_form(get_verifier("rrs_wor"))
