@@ -19,23 +19,28 @@ float64 formulas (docs/pooled.md has the math):
 Batching the coupling. The distinct levels are the breakpoints ("events") of ``D`` and of ``R``
 (ranks where the sum strictly increases) plus one 0 per block. Both blocks' events share one row:
 a level's sort key is its float64 bit pattern (order-preserving for values in ``[0, 2)``; every sum
-here is at most 1 + rounding) plus ``2^62`` off ``H*``, so the whole row is one sorted list and its
-merge is two batched ``searchsorted`` of the events of one kind among those of the other. An event's
-position in the merged list is its index among its own kind plus the number of the other kind's
-events at or below it; equal levels of both kinds land on one slot (with the same donor and
-receiver), the slot they leave free stays empty. The level after each slot is the next filled slot
-of the same block (a reversed ``cummin``), or the block's total. Slots that are not pools keep mass
-0, so the row's cumulative score mass ``S = [0, cumsum(M)]`` over the slots has the same values at
-every pool as NumPy's over its compact pool list (adding 0 is exact), and token x's pools are the
-slots from its first to its last pool (any slot in between that is not x's has zero width).
+here is at most 1 + rounding) plus ``2^62`` off ``H*``, so the row's levels form one sorted list and
+merging them takes two batched ``searchsorted`` of the events of one kind among those of the other.
+An event's slot in the merged list is its index among its own kind plus the number of the other
+kind's events at or below it (plus the 0 levels below it); equal levels of both kinds share a slot
+(with the same donor and receiver) and leave the slot below it empty, so an empty slot is always
+followed by a filled one, and the level after a slot is the next or second-next slot's, if in the
+same block, else the block's total. Slots that are no pools get mass 0, so the row's cumulative
+score mass ``S = cumsum(M)`` over the slots has NumPy's values at every pool (adding 0 is exact),
+and token x's pools are the slots from its first to its last pool (a slot in between that is not
+x's has zero width).
 
-Every sum is a sequential ``cumsum`` as in NumPy, except the two block targets ``sum f`` (NumPy sums
-pairwise) and ``Q^k`` (each library's ``pow`` may differ by an ulp): the plans agree to rounding, and
-a decision can differ only where a uniform lies within rounding of a threshold.
+Parity. On CPU the plan is NumPy's bit for bit: the same ratio order (``sort_by_ratio``), the same
+sequential cumulative sums, the two block targets ``sum f`` by NumPy's pairwise sums, the same
+elementwise formulas. Only ``Q^k`` goes through torch's ``pow``, which can differ from NumPy's by an
+ulp: the cut could then differ where two prefixes' gains tie within an ulp (never seen in the
+tests). On other devices sums are taken in another order, so plans agree to rounding.
 
-Cost: one ratio sort per row, about twenty passes over (B, V) and three batched ``searchsorted`` of
-about V values per row (O(V log V) per node, like NumPy), one host sync (the widest event list).
-Per tuple (``score_intervals``): one ``searchsorted`` per candidate over its row's pools, O(k log V).
+Cost: per row one ratio sort, a few dozen passes over (rows, V), two batched ``searchsorted`` of
+about V values in all (the merge; O(V log V) per node, like NumPy), and two host syncs per chunk of
+rows (the widest event lists). On CPU the rows go in chunks of about ``CPU_CHUNK_ELEMENTS`` entries, which keeps
+those passes in cache. Per tuple (``score_intervals``): one ``searchsorted`` per candidate over its
+row's pools, O(k log V).
 """
 
 from __future__ import annotations
@@ -133,12 +138,26 @@ def _ranked_plan(p: torch.Tensor, q: torch.Tensor, k: int) -> dict[str, torch.Te
     p_sorted, q_sorted = p.gather(1, order), q.gather(1, order)
     density = max_ratio_density(profile.q_prefix, k)
     f = q_sorted * density
-    mu = _inside_level(profile, cut, inside, torch.where(inside, f, 0.0).sum(dim=-1, keepdim=True))
-    lam = _outside_level(profile, p_sorted, q_sorted, cut, inside,
-                         torch.where(inside, 0.0, f).sum(dim=-1, keepdim=True))
+    inside_target, outside_target = _block_sums(f, cut, inside)
+    mu = _inside_level(profile, cut, inside, inside_target)
+    lam = _outside_level(profile, p_sorted, q_sorted, cut, inside, outside_target)
     t_sorted = torch.where(inside, torch.maximum(p_sorted, mu * q_sorted), torch.minimum(p_sorted, lam * q_sorted))
     return dict(rank=rank, cut=cut[:, 0], selection_law=torch.empty_like(t_sorted).scatter_(1, order, t_sorted),
                 **_pools(f, t_sorted, density, cut, inside))
+
+
+def _block_sums(f: torch.Tensor, cut: torch.Tensor, inside: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``f(H*)`` and ``f(off H*)`` per row ((B, 1) each), the two levels' targets.
+
+    On CPU NumPy's pairwise sums of the two slices, as ``resispec.pooling`` takes them (``mu`` is
+    the root of ``target - P_cut``, a cancellation that turns an ulp of the target into a relative
+    1e-10 of a tiny ``mu q``); elsewhere torch's sums, which may differ by an ulp.
+    """
+    if f.device.type != "cpu":
+        return torch.where(inside, f, 0.0).sum(dim=-1, keepdim=True), torch.where(inside, 0.0, f).sum(dim=-1, keepdim=True)
+    rows = f.numpy()
+    sums = torch.tensor([[row[:c].sum(), row[c:].sum()] for row, c in zip(rows, cut[:, 0].tolist())], dtype=f.dtype)
+    return sums[:, :1].contiguous(), sums[:, 1:].contiguous()
 
 
 def _acceptance_ratio(p: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
