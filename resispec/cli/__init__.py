@@ -13,6 +13,7 @@ import importlib
 COMMAND_MODULES: list[str] = [
     "resispec.cli.audit",
     "resispec.cli.bench",
+    "resispec.cli.sim",
 ]
 
 

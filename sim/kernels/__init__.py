@@ -32,7 +32,7 @@ class MonteCarlo:
     ``enumeration_limit``, else draw ``samples`` tuples."""
 
     samples: int = 128
-    enumeration_limit: int = 256
+    enumeration_limit: int = 1024
 
     def __post_init__(self) -> None:
         as_count(self.samples, "samples", "tuples")
