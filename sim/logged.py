@@ -237,7 +237,7 @@ class _Checker:
         if bad.any():
             row, column = (int(index[0]) for index in np.nonzero(bad.reshape(values.shape[0], -1)))
             entry = values.reshape(values.shape[0], -1)[row, column]
-            self.fail(name, f"entry {column} is {entry!r}; probabilities must be finite and >= 0", row)
+            self.fail(name, f"entry {column} is {float(entry)}; probabilities must be finite and >= 0", row)
 
     def tail(self, name: str, rows: int) -> np.ndarray:
         tail = self.require(name)
@@ -247,7 +247,7 @@ class _Checker:
         bad = ~np.isfinite(tail) | (tail < 0)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            self.fail(name, f"tail mass {tail[row]!r} must be finite and >= 0", row)
+            self.fail(name, f"tail mass {float(tail[row])} must be finite and >= 0", row)
         return tail
 
     def sums(self, name: str, values: np.ndarray, tail: np.ndarray | None) -> None:

@@ -15,7 +15,9 @@ from resispec import get_verifier
 from resispec.drafting import DRAFTING_SCHEMES, masked_draft, top_k_tokens
 from resispec.verifiers.rejection import rejection_step
 from resispec.verifiers.resispec_paper import paper_residual
+from resispec.ratio_profile import RatioProfile
 from sim.batch import PairBatch
+from sim.kernels.closed_form import shaped_residual_drift
 from sim.kernels import SUPPORTED, MonteCarlo, step_stats
 from sim.kernels.tuple_chains import candidate_tuples, draw_tuples, paper_chain, rrs_wor_chain
 from strategies import instances
@@ -108,6 +110,20 @@ def test_tuple_chains_follow_the_core_rules_tuple_by_tuple(instance):
                 if expected[i] >= 1.0:
                     break
                 target = rejection_step(target, proposal, x)[1] if name == "rrs_wor" else paper_residual(target, q, x)
+
+
+def test_shaped_residual_drift_reads_the_profile_for_any_thresholds():
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        p, q = rng.dirichlet(np.full(7, 0.5)), rng.dirichlet(np.full(7, 0.5))
+        p[rng.integers(7)], q[rng.integers(7)] = 0.0, 0.0
+        p, q = p / p.sum(), q / q.sum()
+        T = np.sort(rng.exponential(2.0, size=4))[::-1]
+        R = rng.uniform(0.0, 3.0, size=4)  # any R: both branches of the cut
+        profile = RatioProfile(p, q)
+        expected = [np.maximum(np.minimum(p, t * q) + np.maximum(p - T[0] * q, 0.0) - r * q, 0.0).sum()
+                    for t, r in zip(T, R)]
+        assert np.allclose(shaped_residual_drift(profile, T, R, profile.g(T)), expected, atol=1e-12, rtol=0)
 
 
 def test_kernels_are_vectorised_row_by_row():

@@ -11,6 +11,7 @@ import importlib
 
 BENCH_MODULES: list[str] = [
     "resispec.cli.bench_verify",
+    "resispec.cli.bench_sim",
 ]
 
 

@@ -89,15 +89,29 @@ def topk_stats(batch: PairBatch, k: int) -> StepStats:
 def resispec_stats(batch: PairBatch, k: int) -> StepStats:
     """resispec from the core's optimal schedule: accepted mass ``g(T_j) - g(T_{j+1})``, reach ``R_j``."""
     size = len(batch)
-    accepted, reached, thresholds = np.zeros((size, k)), np.zeros((size, k)), np.zeros((size, k))
+    accepted, reached, drift = np.zeros((size, k)), np.zeros((size, k)), np.zeros((size, k))
     for n, (p, q) in enumerate(zip(batch.p, batch.q)):
         profile = RatioProfile(p, q)
         plan = schedule_from_profile(profile, k)
         g = profile.g(np.append(plan.T, 0.0))
-        accepted[n], reached[n], thresholds[n] = g[:-1] - g[1:], plan.R, plan.T
-    final = np.maximum(batch.p - thresholds[:, :1] * batch.q, 0.0)
-    drift = np.empty((size, k))
-    for j in range(k):
-        kept = np.minimum(batch.p, thresholds[:, j, None] * batch.q)
-        drift[:, j] = reached[:, j] * total_variation(final + kept, batch.q)
+        accepted[n], reached[n] = g[:-1] - g[1:], plan.R
+        drift[n] = shaped_residual_drift(profile, plan.T, plan.R, g[:-1])
     return StepStats("resispec", k, accepted, reached, drift, exact=True)
+
+
+def shaped_residual_drift(profile: RatioProfile, T: np.ndarray, R: np.ndarray, g_T: np.ndarray) -> np.ndarray:
+    """``sum_x (m_j(x) - R_j q(x))+`` for every step j from the ratio profile, O(k log V), where
+    ``m_j = min(p, T_j q) + (p - T_1 q)+`` is the mass left after j - 1 rejections; it equals
+    ``R_j TV(r_j, q)`` because ``m_j`` has mass ``R_j``.
+
+    ``m_j(x) = q(x) phi_j(rho(x))`` with ``phi_j(rho) = min(rho, T_j) + (rho - T_1)+``, non-decreasing,
+    so ``m_j > R_j q`` exactly on the tokens with ratio above ``rho* = R_j`` if ``R_j < T_j``, else
+    ``T_1 + R_j - T_j``. Over that suffix the sum is ``sum min(p, T_j q) + sum (p - T_1 q)+ - R_j q(suffix)``,
+    each term read off the prefix sums P, Q in ratio order (tokens with ``q = 0`` sort last).
+    """
+    P, Q = profile.p_prefix, profile.q_prefix
+    cut = np.where(R < T, R, T[0] + R - T)
+    a, b, c = (profile.piece_of(s) for s in (np.minimum(cut, T), cut, np.maximum(cut, T[0])))
+    kept = g_T - (P[a] + T * (Q[b] - Q[a]))
+    tail = (P[-1] - P[c]) - T[0] * (Q[-1] - Q[c])
+    return np.maximum(kept + tail - R * (Q[-1] - Q[b]), 0.0)
