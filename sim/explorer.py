@@ -4,7 +4,8 @@
 batched kernel at every k needed, compute the optima, and return results that turn into JSON
 records, CSV rows and plots (``sim.report``). Randomness: a source's pairs depend only on its spec,
 ``pairs`` and ``seed``; each verifier's Monte Carlo stream only on ``seed``, its name and k, so
-adding a verifier to a run does not change another's numbers.
+adding a verifier to a run does not change another's numbers. Verifiers whose rule does not depend
+on k run once at the largest k; smaller k are its first steps (the same candidate tuples).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from resispec.validation import as_count
 from resispec.verifiers import VERIFIERS
 from sim.batch import PairBatch
-from sim.kernels import SUPPORTED, MonteCarlo, check_verifiers, step_stats
+from sim.kernels import K_INDEPENDENT, SUPPORTED, MonteCarlo, check_verifiers, step_stats
 from sim.optima import Optima, WorSettings, optima
 from sim.sources import parse_source
 from sim.steps import StepStats
@@ -81,6 +82,11 @@ class Evaluation:
         return self.optima[k].for_drafting(VERIFIERS[verifier].drafting) - self.stats[verifier][k].acceptance
 
 
+def _stream(settings: "Settings", verifier: str, k: int) -> np.random.Generator:
+    """The Monte Carlo stream of one verifier at k (independent of which other verifiers run)."""
+    return np.random.default_rng([settings.seed, 1 + SUPPORTED.index(verifier), k])
+
+
 def _ratio(value: float, optimum: float) -> float:
     return value / optimum if optimum > 0 else float("nan")
 
@@ -92,9 +98,11 @@ def evaluate(spec: str, verifiers: list[str], ks: list[int], settings: Settings,
     measured = sorted(set(verifiers) | {"resispec"}, key=SUPPORTED.index)  # resispec = sequential optimum
     stats: dict[str, dict[int, StepStats]] = {name: {} for name in measured}
     for name in measured:
+        nested = step_stats(name, batch, max(ks), _stream(settings, name, max(ks)), settings.monte_carlo) \
+            if name in K_INDEPENDENT else None
         for k in ks:
-            rng = np.random.default_rng([settings.seed, 1 + SUPPORTED.index(name), k])
-            stats[name][k] = step_stats(name, batch, k, rng, settings.monte_carlo)
+            stats[name][k] = nested.truncated(k) if nested else step_stats(
+                name, batch, k, _stream(settings, name, k), settings.monte_carlo)
             if progress:
                 progress(f"{batch.source}: {name} k={k}: acceptance {stats[name][k].acceptance.mean():.4f} "
                          f"over {len(batch)} pairs ({stats[name][k].method})")

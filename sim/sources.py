@@ -177,8 +177,13 @@ class LogitFamily(SyntheticFamily):
             raise ValueError(f"scale: must be >= 0, got {self.scale}")
 
     @abstractmethod
+    def draft_logits(self, target: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The draft's logits given the target's (shape (count, V))."""
+
     def logits(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """``(target logits, draft logits)``, shape (count, V) each."""
+        """``(target logits, draft logits)``, shape (count, V) each; target logits ``scale z``."""
+        target = self.scale * rng.standard_normal((count, self.V))
+        return target, self.draft_logits(target, rng)
 
     def raw_pairs(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         target, draft = self.logits(count, rng)
@@ -196,9 +201,8 @@ class Temperature(LogitFamily):
         super().__post_init__()
         _positive("tau", self.tau)
 
-    def logits(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        target = self.scale * rng.standard_normal((count, self.V))
-        return target, target / self.tau
+    def draft_logits(self, target: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return target / self.tau
 
 
 @dataclass(frozen=True)
@@ -213,9 +217,8 @@ class LLMLike(LogitFamily):
         if self.sigma < 0:
             raise ValueError(f"sigma: must be >= 0, got {self.sigma}")
 
-    def logits(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        target = self.scale * rng.standard_normal((count, self.V))
-        return target, target + self.sigma * rng.standard_normal((count, self.V))
+    def draft_logits(self, target: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return target + self.sigma * rng.standard_normal(target.shape)
 
 
 @dataclass(frozen=True)

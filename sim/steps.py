@@ -57,6 +57,13 @@ class StepStats:
     def mean_acceptance(self) -> Estimate:
         return mean_estimate(self.acceptance)
 
+    def truncated(self, k: int) -> "StepStats":
+        """The first k steps: the statistics at k of a verifier whose rule does not depend on k."""
+        if not 1 <= k <= self.k:
+            raise ValueError(f"k: can only truncate to 1..{self.k}, got {k}")
+        return StepStats(self.verifier, k, self.accepted[:, :k], self.reached[:, :k], self.drift[:, :k],
+                         self.exact, self.samples)
+
 
 def concatenate(parts: list[StepStats]) -> StepStats:
     """Statistics of consecutive row chunks joined into one (same verifier and k)."""

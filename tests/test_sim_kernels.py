@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.stats import chisquare
 from hypothesis import given, settings
 
 from resispec import get_verifier
@@ -18,7 +19,7 @@ from resispec.verifiers.resispec_paper import paper_residual
 from resispec.ratio_profile import RatioProfile
 from sim.batch import PairBatch
 from sim.kernels.closed_form import shaped_residual_drift
-from sim.kernels import SUPPORTED, MonteCarlo, step_stats
+from sim.kernels import K_INDEPENDENT, SUPPORTED, MonteCarlo, step_stats
 from sim.kernels.tuple_chains import candidate_tuples, draw_tuples, paper_chain, rrs_wor_chain
 from strategies import instances
 
@@ -68,7 +69,7 @@ def single(p, q):
 
 
 @given(instances(max_v=5, max_k=3))
-@settings(max_examples=40)
+@settings(max_examples=120)
 def test_step_statistics_equal_the_core_reference(instance):
     p, q, k = instance
     for name in SUPPORTED:
@@ -89,13 +90,13 @@ def test_step_statistics_equal_the_core_reference(instance):
 
 
 @given(instances(max_v=5, max_k=3))
-@settings(max_examples=30)
+@settings(max_examples=60)
 def test_tuple_chains_follow_the_core_rules_tuple_by_tuple(instance):
     p, q, k = instance
     batch = single(p, q)
     for name, chain, drafting in (("rrs_wor", rrs_wor_chain, "wor"), ("resispec_paper", paper_chain, "iid")):
         tuples = candidate_tuples(batch, k, drafting, 8, 10**6, np.random.default_rng(0))
-        accept, tv = chain(batch.p[tuples.pair], batch.q[tuples.pair], tuples.candidates, tuples.steps)
+        accept, tv = chain(batch.p, batch.q, tuples.pair, tuples.candidates, tuples.steps)
         verifier = get_verifier(name)
         count = int(tuples.steps[0])
         bound = verifier.bind(p, q, count)
@@ -126,6 +127,18 @@ def test_shaped_residual_drift_reads_the_profile_for_any_thresholds():
         assert np.allclose(shaped_residual_drift(profile, T, R, profile.g(T)), expected, atol=1e-12, rtol=0)
 
 
+def test_k_independent_verifiers_truncate_to_smaller_k():
+    rng = np.random.default_rng(6)
+    batch = PairBatch.from_arrays(rng.dirichlet(np.ones(5), size=4), rng.dirichlet(np.full(5, 0.4), size=4))
+    for name in SUPPORTED:
+        deep, shallow = (step_stats(name, batch, k, np.random.default_rng(0), EXACT) for k in (4, 2))
+        same = all(np.allclose(getattr(deep.truncated(2), field), getattr(shallow, field), atol=1e-14)
+                   for field in ("accepted", "reached", "drift"))
+        assert same == (name in K_INDEPENDENT), name
+    with pytest.raises(ValueError, match="truncate"):
+        deep.truncated(5)
+
+
 def test_kernels_are_vectorised_row_by_row():
     rng = np.random.default_rng(3)
     p, q = rng.dirichlet(np.ones(6), size=5), rng.dirichlet(np.full(6, 0.5), size=5)
@@ -138,13 +151,23 @@ def test_kernels_are_vectorised_row_by_row():
             assert np.allclose(together.drift[n], alone.drift[0], atol=1e-14), name
 
 
-@pytest.mark.parametrize("drafting", ["iid", "wor"])
-def test_batched_draws_are_the_core_draws(drafting):
+def test_batched_iid_draws_are_the_core_draws():
     q = np.random.default_rng(1).dirichlet(np.full(300, 0.3))
-    batched = draw_tuples(q, 4, drafting, 50, np.random.default_rng(7))
+    batched = draw_tuples(q, 4, "iid", 50, np.random.default_rng(7))
     rng = np.random.default_rng(7)
-    one_by_one = np.array([DRAFTING_SCHEMES[drafting].draft(q, 4, rng) for _ in range(50)])
-    assert np.array_equal(batched, one_by_one)
+    assert np.array_equal(batched, [DRAFTING_SCHEMES["iid"].draft(q, 4, rng) for _ in range(50)])
+
+
+def test_batched_wor_draws_follow_the_core_tuple_probabilities():
+    q = np.array([0.5, 0.3, 0.15, 0.05, 0.0])
+    scheme = DRAFTING_SCHEMES["wor"]
+    draws = draw_tuples(q, 3, "wor", 100_000, np.random.default_rng(3))
+    tuples, counts = np.unique(draws, axis=0, return_counts=True)
+    expected = np.array([scheme.probability(q, t) for t in tuples]) * draws.shape[0]
+    assert len(tuples) == scheme.tuple_count(q, 3) == 24  # never the token with q = 0, never a repeat
+    assert chisquare(counts, expected).pvalue > 1e-3
+    distinct_iid = np.prod(q[tuples], axis=1)  # a plausible wrong law: i.i.d. tuples without repeats
+    assert chisquare(counts, distinct_iid * counts.sum() / distinct_iid.sum()).pvalue < 1e-6  # the test has power
 
 
 def test_monte_carlo_covers_the_exact_value():

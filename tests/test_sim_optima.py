@@ -23,7 +23,7 @@ def measured(batch, k, wor=WorSettings()):
 
 
 @given(instances(max_v=5, max_k=3))
-@settings(max_examples=25)
+@settings(max_examples=40)
 def test_optima_are_the_core_optima_and_order_the_verifiers(instance):
     p, q, k = instance
     stats, best = measured(PairBatch.from_arrays(p[None], q[None]), k)

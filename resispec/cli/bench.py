@@ -15,6 +15,14 @@ BENCH_MODULES: list[str] = [
 ]
 
 
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Options every benchmark takes: ``--seed``, ``--default-allocator``, ``--json``."""
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--default-allocator", action="store_true",
+                        help="keep glibc's default thresholds (timings then include page faults)")
+    parser.add_argument("--json", action="store_true", help="print JSON records instead of the table")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("bench", help="benchmarks (medians and ratios from one run)")
     bench_subparsers = parser.add_subparsers(dest="bench", required=True, metavar="BENCH")

@@ -8,6 +8,7 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from resispec.cli.bench import add_run_options
     from sim.bench import DEFAULT_CHUNK, DEFAULT_K, DEFAULT_PAIRS, DEFAULT_VERIFIERS, DEFAULT_VOCAB
     from sim.kernels import SUPPORTED
 
@@ -22,10 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--k", type=int, default=DEFAULT_K, help="candidates (default: %(default)s)")
     parser.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, help="pairs per timed chunk (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per chunk (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--default-allocator", action="store_true",
-                        help="keep glibc's default thresholds (timings then include page faults)")
-    parser.add_argument("--json", action="store_true", help="print JSON records instead of the table")
+    add_run_options(parser)
     parser.set_defaults(handler=run)
 
 

@@ -9,6 +9,7 @@ import sys
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from resispec.benchmarks.verify_speed import DEFAULT_KS, DEFAULT_VOCABS
+    from resispec.cli.bench import add_run_options
 
     parser = subparsers.add_parser(
         "verify", help="median verify time / median softmax time over the same vocabulary",
@@ -18,10 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--vocab", nargs="+", type=int, default=list(DEFAULT_VOCABS), metavar="V")
     parser.add_argument("--k", nargs="+", type=int, default=list(DEFAULT_KS), metavar="K")
     parser.add_argument("--repeats", type=int, default=25, help="timed calls per cell (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--default-allocator", action="store_true",
-                        help="keep glibc's default thresholds (timings then include page faults)")
-    parser.add_argument("--json", action="store_true", help="print JSON records instead of the table")
+    add_run_options(parser)
     parser.set_defaults(handler=run)
 
 

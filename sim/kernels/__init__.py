@@ -24,6 +24,9 @@ TUPLE_CHAINS = {"rrs_wor": rrs_wor_chain, "resispec_paper": paper_chain}
 SUPPORTED = ("rrs", "rrs_wor", "spectr", "topk", "resispec", "resispec_paper")
 """Verifiers the simulator runs (the core's exact verifiers with more than one candidate, and the
 published rule as the biased control)."""
+K_INDEPENDENT = frozenset({"rrs", "rrs_wor", "topk", "resispec_paper"})
+"""Verifiers whose rule does not depend on k: their statistics at k' < k are the first k' steps of
+those at k (``StepStats.truncated``). spectr's rate and resispec's schedule depend on k."""
 
 
 @dataclass(frozen=True)

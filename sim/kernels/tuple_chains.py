@@ -45,16 +45,20 @@ class CandidateTuples:
 
 
 def draw_tuples(q: np.ndarray, k: int, drafting: str, count: int, rng: np.random.Generator) -> np.ndarray:
-    """``count`` tuples of k candidates (shape (count, k)) drawn from ``q`` by ``drafting``
-    (``"iid"`` or ``"wor"``); the same draws, from the same generator state, as ``count`` successive
-    calls of the core's ``DRAFTING_SCHEMES[drafting].draft(q, k, rng)``."""
+    """``count`` tuples of k candidates (shape (count, k)) drawn from ``q`` by ``drafting``.
+
+    ``"iid"``: the same draws, from the same generator state, as ``count`` successive calls of the
+    core's ``DRAFTING_SCHEMES["iid"].draft(q, k, rng)``. ``"wor"``: successive sampling by the
+    exponential race, the k smallest ``E_x / q(x)`` with ``E_x ~ Exp(1)`` in ascending order; it is
+    the core's Gumbel-top-k (``-log E`` is Gumbel) with a generator ~9x cheaper than Gumbel draws.
+    """
     if drafting == "iid":
         return inverse_cdf(q, rng.random((count, k)))
     with np.errstate(divide="ignore"):
-        keys = np.log(q) + rng.gumbel(size=(count, q.size))
-    top = np.argpartition(-keys, k - 1, axis=1)[:, :k]
-    order = np.argsort(-np.take_along_axis(keys, top, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(top, order, axis=1).astype(np.int64)
+        arrival = rng.standard_exponential((count, q.size)) / q
+    first = np.argpartition(arrival, k - 1, axis=1)[:, :k]
+    order = np.argsort(np.take_along_axis(arrival, first, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(first, order, axis=1).astype(np.int64)
 
 
 def candidate_tuples(batch: PairBatch, k: int, drafting: str, samples: int, enumeration_limit: int,
@@ -84,17 +88,20 @@ def candidate_tuples(batch: PairBatch, k: int, drafting: str, samples: int, enum
                            np.concatenate(steps), exact)
 
 
-Chain = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-"""``(p_rows, q_rows, candidates, steps) -> (a, tv)``: per-row acceptance probability of each step
-given it is reached, and ``TV(r_i, s_i)`` (shape (R, k) each; only steps < ``steps`` are meaningful)."""
+Chain = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""``(p, q, pair, candidates, steps) -> (a, tv)``: pairs p, q (shape (U, V)), each row's pair index
+``pair`` (R,), its candidates (R, k) and number of steps (R,); returns the per-row acceptance
+probability of each step given it is reached, and ``TV(r_i, s_i)`` (shape (R, k) each; only steps
+< ``steps`` are meaningful)."""
 
 
-def rrs_wor_chain(p: np.ndarray, q: np.ndarray, candidates: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def rrs_wor_chain(p: np.ndarray, q: np.ndarray, pair: np.ndarray, candidates: np.ndarray,
+                  steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """rrs_wor on each row (see the module docstring)."""
     rows, k = candidates.shape
     index = np.arange(rows)
     accept, tv = np.ones((rows, k)), np.zeros((rows, k))
-    target, undrawn = p.copy(), q.copy()
+    target, undrawn = p[pair], q[pair]
     for i in range(k):
         x = candidates[:, i]
         left = undrawn.sum(axis=1, keepdims=True)
@@ -110,13 +117,14 @@ def rrs_wor_chain(p: np.ndarray, q: np.ndarray, candidates: np.ndarray, steps: n
     return accept, tv
 
 
-def paper_chain(p: np.ndarray, q: np.ndarray, candidates: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def paper_chain(p: np.ndarray, q: np.ndarray, pair: np.ndarray, candidates: np.ndarray,
+                steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """resispec_paper on each row (see the module docstring)."""
     rows, k = candidates.shape
     index = np.arange(rows)
-    pour_order = np.argsort(-q, axis=1, kind="stable")  # descending q, ties by token id
+    pour_order = np.argsort(-q, axis=1, kind="stable")[pair]  # descending q, ties by token id
     accept, tv = np.ones((rows, k)), np.zeros((rows, k))
-    target = p.copy()
+    target, q = p[pair], q[pair]
     for i in range(k):
         x = candidates[:, i]
         target_x, q_x = target[index, x], q[index, x]
@@ -158,7 +166,8 @@ def chain_stats(name: str, chain: Chain, batch: PairBatch, tuples: CandidateTupl
     for start in range(0, tuples.pair.size, chunk):
         rows = slice(start, start + chunk)
         pair, steps, weight = tuples.pair[rows], tuples.steps[rows], tuples.weight[rows]
-        accept, tv = chain(batch.p[pair], batch.q[pair], tuples.candidates[rows], steps)
+        unique, local = np.unique(pair, return_inverse=True)
+        accept, tv = chain(batch.p[unique], batch.q[unique], local, tuples.candidates[rows], steps)
         exists = np.arange(k)[None, :] < steps[:, None]
         reach = np.cumprod(np.hstack([np.ones((accept.shape[0], 1)), 1.0 - accept[:, :-1]]), axis=1) * exists
         for i in range(k):
