@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
+from resispec import get_verifier
 from resispec.bounds import optimal_acceptance_lp, sequential_optimum_lp
 from sim.batch import PairBatch
 from sim.kernels import MonteCarlo, step_stats
@@ -27,13 +28,22 @@ def measured(batch, k, wor=WorSettings()):
 def test_optima_are_the_core_optima_and_order_the_verifiers(instance):
     p, q, k = instance
     stats, best = measured(PairBatch.from_arrays(p[None], q[None]), k)
-    assert best.sequential[0] == pytest.approx(sequential_optimum_lp(p, q, k), abs=1e-7)
+    assert best.sequential[0] == pytest.approx(get_verifier("resispec").acceptance(p, q, k), abs=1e-12)
     assert best.wor_exact and best.wor[0] == pytest.approx(optimal_acceptance_lp(p, q, min(k, np.count_nonzero(q)), "wor"))
     for name in ("rrs", "spectr", "resispec"):
         assert stats[name].acceptance[0] <= best.iid[0] + 1e-9, name
     assert stats["resispec"].acceptance[0] >= max(stats["rrs"].acceptance[0], stats["spectr"].acceptance[0]) - 1e-9
     assert stats["rrs_wor"].acceptance[0] <= best.wor[0] + 1e-7
     assert stats["topk"].acceptance[0] == pytest.approx(best.topk[0], abs=1e-12)
+
+
+def test_the_sequential_optimum_is_the_sequential_lp():
+    rng = np.random.default_rng(2)
+    for _ in range(10):
+        p, q = rng.dirichlet(np.full(6, 0.6)), rng.dirichlet(np.full(6, 0.6))
+        k = int(rng.integers(1, 5))
+        _, best = measured(PairBatch.from_arrays(p[None], q[None]), k)
+        assert best.sequential[0] == pytest.approx(sequential_optimum_lp(p, q, k), abs=1e-7)
 
 
 def test_prefix_cut_estimate_brackets_the_transport_lp():
