@@ -27,6 +27,7 @@ DEFAULT_VOCAB = 32_768
 DEFAULT_K = 8
 DEFAULT_VERIFIERS = ("rrs", "resispec")
 DEFAULT_CHUNK = 500
+DEFAULT_REPEATS = 3
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class SimTiming:
 
 
 def bench_sim(verifiers: Sequence[str] = DEFAULT_VERIFIERS, pairs: int = DEFAULT_PAIRS, vocab: int = DEFAULT_VOCAB,
-              k: int = DEFAULT_K, chunk: int = DEFAULT_CHUNK, repeats: int = 3, seed: int = 0,
+              k: int = DEFAULT_K, chunk: int = DEFAULT_CHUNK, repeats: int = DEFAULT_REPEATS, seed: int = 0,
               progress: Callable[[str], None] | None = None) -> list[SimTiming]:
     """Summed median times of each verifier's kernel and of the softmax, chunk by chunk."""
     verifiers = check_verifiers(list(verifiers))

@@ -2,8 +2,8 @@
 
 - i.i.d. optimum ``alpha* = 1 - max_i (Q_i^k - P_i)`` over ratio prefixes (``resispec.bounds``): no
   exact verifier of i.i.d. candidates accepts more.
-- sequential optimum: the best sequential verifier of i.i.d. candidates. resispec's acceptance
-  ``g(T_1)`` (equal to ``resispec.bounds.sequential_optimum_lp`` on every instance tried).
+- sequential optimum: the best sequential verifier of i.i.d. candidates, resispec's acceptance
+  ``g(T_1)`` (the optimum of ``resispec.bounds.sequential_optimum_lp``; proven in theory/).
 - top-k optimum: ``p(top-k of q)`` (``resispec.bounds``), reached by the topk verifier.
 - WOR optimum ``min_H [p(H) + 1 - P(all k WOR draws fall in H)]``:
   exact by the transport LP (``resispec.bounds.optimal_acceptance_lp``) when there are at most

@@ -12,7 +12,7 @@ from resispec import VERIFIERS, get_verifier
 from resispec.audit import exact_law
 from resispec.bounds import optimal_acceptance, optimal_acceptance_lp, sequential_optimum_lp
 from resispec.shaping import schedule
-from strategies import instances
+from tests.strategies import instances
 
 LP_TOLERANCE = 1e-7
 

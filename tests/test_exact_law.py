@@ -8,7 +8,7 @@ from hypothesis import given
 
 from resispec import VERIFIERS, get_verifier
 from resispec.audit import EXACT_TOLERANCE, exact_law
-from strategies import instances
+from tests.strategies import instances
 
 EXACT = [name for name, cls in VERIFIERS.items() if cls.claims_exact]
 CONTROLS = [name for name, cls in VERIFIERS.items() if not cls.claims_exact]

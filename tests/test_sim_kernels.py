@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import chisquare
 from hypothesis import given, settings
+from scipy.stats import chisquare
 
 from resispec import get_verifier
 from resispec.drafting import DRAFTING_SCHEMES, masked_draft, top_k_tokens
+from resispec.ratio_profile import RatioProfile
 from resispec.verifiers.rejection import rejection_step
 from resispec.verifiers.resispec_paper import paper_residual
-from resispec.ratio_profile import RatioProfile
 from sim.batch import PairBatch
-from sim.kernels.closed_form import shaped_residual_drift
 from sim.kernels import K_INDEPENDENT, SUPPORTED, MonteCarlo, step_stats
+from sim.kernels.closed_form import shaped_residual_drift
 from sim.kernels.tuple_chains import candidate_tuples, draw_tuples, paper_chain, rrs_wor_chain
-from strategies import instances
+from tests.strategies import instances
 
 TOLERANCE = 1e-12
 EXACT = MonteCarlo(samples=8, enumeration_limit=10**6)

@@ -11,7 +11,7 @@ from resispec.bounds import optimal_acceptance_lp, sequential_optimum_lp
 from sim.batch import PairBatch
 from sim.kernels import MonteCarlo, step_stats
 from sim.optima import WorSettings, optima, prefix_cut_samples
-from strategies import instances
+from tests.strategies import instances
 
 EXACT = MonteCarlo(enumeration_limit=10**6)
 

@@ -6,10 +6,11 @@ import argparse
 import json
 import sys
 
+from resispec.cli.bench import add_ratio_arguments, allocator_note
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from resispec.cli.bench import add_run_options
-    from sim.bench import DEFAULT_CHUNK, DEFAULT_K, DEFAULT_PAIRS, DEFAULT_VERIFIERS, DEFAULT_VOCAB
+    from sim.bench import DEFAULT_CHUNK, DEFAULT_K, DEFAULT_PAIRS, DEFAULT_REPEATS, DEFAULT_VERIFIERS, DEFAULT_VOCAB
     from sim.kernels import SUPPORTED
 
     parser = subparsers.add_parser(
@@ -19,25 +20,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--verifiers", nargs="+", default=list(DEFAULT_VERIFIERS), choices=SUPPORTED, metavar="NAME",
                         help="verifiers (default: %(default)s)")
     parser.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, help="pairs (default: %(default)s)")
-    parser.add_argument("--vocab", type=int, default=DEFAULT_VOCAB, metavar="V", help="vocabulary (default: %(default)s)")
-    parser.add_argument("--k", type=int, default=DEFAULT_K, help="candidates (default: %(default)s)")
     parser.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, help="pairs per timed chunk (default: %(default)s)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per chunk (default: %(default)s)")
-    add_run_options(parser)
-    parser.set_defaults(handler=run)
+    add_ratio_arguments(parser, [DEFAULT_VOCAB], [DEFAULT_K], "timed runs per chunk")
+    parser.set_defaults(handler=run, repeats=DEFAULT_REPEATS)
 
 
 def run(args: argparse.Namespace) -> int:
-    from resispec.benchmarks.allocator import steady_allocator
     from resispec.cli.table import format_table
     from sim.bench import bench_sim
 
-    if min(args.pairs, args.vocab - 1, args.k, args.chunk, args.repeats) < 1:
+    if min(args.pairs, args.chunk, args.repeats, *args.k) < 1 or min(args.vocab) < 2:
         print("resispec bench sim: --pairs, --k, --chunk, --repeats must be >= 1 and --vocab >= 2", file=sys.stderr)
         return 2
-    steady = not args.default_allocator and steady_allocator()
-    results = bench_sim(args.verifiers, args.pairs, args.vocab, args.k, args.chunk, args.repeats, args.seed,
-                        progress=lambda line: print(line, file=sys.stderr, flush=True))
+    allocator = allocator_note(args)
+    results = [timing for vocab in args.vocab for k in args.k
+               for timing in bench_sim(args.verifiers, args.pairs, vocab, k, args.chunk, args.repeats, args.seed,
+                                       progress=lambda line: print(line, file=sys.stderr, flush=True))]
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0
@@ -46,6 +44,5 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(["verifier", "pairs", "V", "k", "seconds", "softmax s", "ratio", "pairs/s"], rows))
     print("\nseconds: summed median time of the batched kernel (drift curve, residual drift and acceptance at "
           "every step; row validation included) over chunks of pairs; softmax s: summed median time of "
-          "scipy.special.softmax over the same chunks' target logits, timed alternately in this run. Allocator: "
-          + ("steady (glibc trim/mmap thresholds raised)." if steady else "default (timings include page faults)."))
+          "scipy.special.softmax over the same chunks' target logits, timed alternately in this run. " + allocator)
     return 0

@@ -1,0 +1,28 @@
+"""The `Draft` interface: what the decoding loop asks of a draft model q."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import torch
+
+
+@runtime_checkable
+class Draft(Protocol):
+    """A draft q that keeps its own KV cache of the accepted prefix and grows a candidate tree on top.
+
+    `engine.tree_lm.TreeLM` implements it for any transformers causal LM (the tiny random draft is
+    ``TreeLM(tiny_llama(seed))``); `EarlyExitDraft` is a `TreeLM` over the target's first layers. Node
+    numbering and the round protocol are those of `TreeLM`: node 0 is the last accepted token.
+    """
+
+    vocab_size: int
+
+    def prefill(self, input_ids: torch.Tensor) -> None:
+        """Start over on the prompt, long [T]; its last token is the root of the first tree."""
+
+    def grow(self, tokens: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
+        """Add nodes (tokens, parents: long [M]) to the tree; return q's logits after each, float [M, V]."""
+
+    def commit(self, accepted: torch.Tensor) -> None:
+        """Accept tokens (long [m], the root's first) after the prefix; drop the rest of the tree."""

@@ -1,0 +1,122 @@
+"""Timing the model side of the engine: target load (first and cached), tree forwards, draft cost.
+
+Every forward figure is the median over `repeats` runs of one `TreeLM.grow` on top of a cached prompt;
+between runs the tree is dropped (``commit`` of nothing), so each run sees the same cache.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from engine.drafts import EarlyExitDraft
+from engine.models import load_target
+from engine.tree import CandidateTree
+from engine.tree_lm import TreeLM
+
+
+@dataclass(frozen=True)
+class LoadTimes:
+    """Seconds for `load_target`: from the GGUF (dequantize + write the cache) and from the cache."""
+
+    first_s: float
+    cached_s: float
+
+
+@dataclass(frozen=True)
+class ForwardTimes:
+    """Median seconds per forward on top of a cached prompt of `prompt_len` tokens.
+
+    Attributes:
+        target_token_s: the target p on one token (the root).
+        target_tree_s: the target p on the whole tree (`tree_nodes` nodes, root included) in one pass.
+        draft_token_s: early-exit draft q (first `draft_layers` layers) on one token, per layer count.
+        draft_levels_s: the draft growing the tree level by level (leaves not fed), per layer count.
+    """
+
+    prompt_len: int
+    tree_nodes: int
+    target_token_s: float
+    target_tree_s: float
+    draft_token_s: dict[int, float]
+    draft_levels_s: dict[int, float]
+
+
+def median_seconds(run: Callable[[], object], repeats: int) -> float:
+    """Median wall time of `run()` over `repeats` calls, after one warm-up call."""
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def time_loads() -> LoadTimes:
+    """Load the target twice through a fresh temporary cache folder ($RESISPEC_CACHE is restored after)."""
+    saved = os.environ.get("RESISPEC_CACHE")
+    with tempfile.TemporaryDirectory(prefix="resispec-cache-") as folder:
+        os.environ["RESISPEC_CACHE"] = folder
+        try:
+            start = time.perf_counter()
+            load_target()
+            middle = time.perf_counter()
+            load_target()
+            end = time.perf_counter()
+        finally:
+            if saved is None:
+                del os.environ["RESISPEC_CACHE"]
+            else:
+                os.environ["RESISPEC_CACHE"] = saved
+    return LoadTimes(first_s=middle - start, cached_s=end - middle)
+
+
+def _grow_and_drop(lm: TreeLM, levels: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], None]:
+    """A run: grow each (tokens, parents) level in turn, then drop the whole tree."""
+
+    def run() -> None:
+        for tokens, parents in levels:
+            lm.grow(tokens, parents)
+        lm.commit(tokens[:0])
+
+    return run
+
+
+def time_forwards(
+    prompt_len: int = 64,
+    branching: Sequence[int] = (4, 2, 2, 1),
+    draft_layers: Sequence[int] = (2, 4, 6, 10),
+    repeats: int = 20,
+    seed: int = 0,
+) -> ForwardTimes:
+    """Forward timings of the target and of early-exit drafts on random tokens (seeded by `seed`)."""
+    model, _ = load_target()
+    generator = torch.Generator().manual_seed(seed)
+    vocab = model.config.vocab_size
+    prompt = torch.randint(0, vocab, (prompt_len,), generator=generator)
+    tree = CandidateTree.from_branching(branching)
+    tokens = torch.cat([prompt[-1:], torch.randint(0, vocab, (tree.num_nodes - 1,), generator=generator)])
+    root = [(tokens[:1], tree.parents[:1])]
+    draft_levels = [(tokens[tree.level(d)], tree.parents[tree.level(d)]) for d in range(tree.depth)]
+
+    def median_for(lm: TreeLM, levels: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> float:
+        lm.prefill(prompt)
+        return median_seconds(_grow_and_drop(lm, levels), repeats)
+
+    target = TreeLM(model)
+    drafts = {layers: EarlyExitDraft(model, layers) for layers in draft_layers}
+    return ForwardTimes(
+        prompt_len=prompt_len,
+        tree_nodes=tree.num_nodes,
+        target_token_s=median_for(target, root),
+        target_tree_s=median_for(target, [(tokens, tree.parents)]),
+        draft_token_s={layers: median_for(draft, root) for layers, draft in drafts.items()},
+        draft_levels_s={layers: median_for(draft, draft_levels) for layers, draft in drafts.items()},
+    )

@@ -1,0 +1,37 @@
+"""``resispec bench model``: target load times, tree forward times and the early-exit draft's cost."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(bench_subparsers: argparse._SubParsersAction) -> None:
+    parser = bench_subparsers.add_parser("model", help="target load / tree forward / early-exit draft timings")
+    parser.add_argument("--prompt-len", type=int, default=64, help="cached prompt length (tokens)")
+    parser.add_argument("--branching", type=int, nargs="+", default=[4, 2, 2, 1], help="children per depth")
+    parser.add_argument("--draft-layers", type=int, nargs="+", default=[2, 4, 6, 10], help="early-exit depths")
+    parser.add_argument("--repeats", type=int, default=20, help="timed runs per figure (median)")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--skip-load", action="store_true", help="skip the (slow) first-load timing")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from engine.timing import time_forwards, time_loads
+
+    torch.set_num_threads(args.threads)
+    if not args.skip_load:
+        loads = time_loads()
+        print(f"load_target: first (GGUF -> cache) {loads.first_s:.2f} s, cached {loads.cached_s:.2f} s")
+    times = time_forwards(args.prompt_len, args.branching, args.draft_layers, args.repeats)
+    print(f"on a cached prompt of {times.prompt_len} tokens, {args.threads} threads, median of {args.repeats}:")
+    print(f"  target, 1 token:            {1e3 * times.target_token_s:7.1f} ms")
+    print(f"  target, tree of {times.tree_nodes} nodes:    {1e3 * times.target_tree_s:7.1f} ms"
+          f"  ({times.target_tree_s / times.target_token_s:.2f} x one token)")
+    for layers, seconds in times.draft_token_s.items():
+        levels = times.draft_levels_s[layers]
+        print(f"  early-exit L={layers:2d}, 1 token:  {1e3 * seconds:7.1f} ms"
+              f"  ({seconds / times.target_token_s:.2f} x target); levels of the tree: {1e3 * levels:7.1f} ms")
+    return 0

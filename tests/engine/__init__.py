@@ -1,0 +1,1 @@
+"""Tests of the torch decoding engine (engine/)."""

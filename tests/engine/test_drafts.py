@@ -1,0 +1,68 @@
+"""Drafts: the early-exit draft against an explicit first-L-layers computation; level-by-level expansion."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine.drafts import Draft, EarlyExitDraft
+from engine.expand import expand_tree
+from engine.tiny import tiny_llama
+from engine.tree import CandidateTree
+from engine.tree_lm import TreeLM
+from tests.engine.reference import explicit_early_exit_logits, last_logits
+
+ATOL = 1e-4
+
+
+@pytest.mark.parametrize("num_layers", [1, 2, 3])
+def test_early_exit_equals_first_layers(num_layers):
+    target = tiny_llama(seed=5, num_layers=3)
+    draft = EarlyExitDraft(target, num_layers)
+    sequence = torch.tensor([3, 1, 4, 1, 5, 7])
+    draft.prefill(sequence[:3])
+    tree = CandidateTree.from_branching((1, 1, 1))  # a chain: the rest of the sequence
+    logits = draft.grow(sequence[2:], tree.parents)
+    torch.testing.assert_close(logits, explicit_early_exit_logits(target, num_layers, sequence)[2:], rtol=0, atol=ATOL)
+
+
+def test_early_exit_shares_weights_and_layer_count():
+    target = tiny_llama(seed=5, num_layers=3)
+    draft = EarlyExitDraft(target, 2)
+    target_storage = {p.data_ptr() for p in target.parameters()}
+    assert {p.data_ptr() for p in draft.model.parameters()} <= target_storage
+    assert draft.model.config.num_hidden_layers == 2 and target.config.num_hidden_layers == 3
+    assert isinstance(draft, Draft) and draft.vocab_size == target.config.vocab_size
+    with pytest.raises(ValueError, match=r"num_layers must be in \[1, 3\]"):
+        EarlyExitDraft(target, 4)
+
+
+def test_full_depth_early_exit_is_the_target():
+    target = tiny_llama(seed=5, num_layers=3)
+    draft, full = EarlyExitDraft(target, 3), TreeLM(target)
+    prompt, tree = torch.tensor([1, 2, 3]), CandidateTree.from_branching((2, 2))
+    tokens = torch.tensor([3, 0, 1, 2, 3, 4, 5])
+    draft.prefill(prompt)
+    full.prefill(prompt)
+    torch.testing.assert_close(draft.grow(tokens, tree.parents), full.grow(tokens, tree.parents), rtol=0, atol=0)
+
+
+def test_expand_tree_follows_choose_and_returns_q_at_internal_nodes(tiny_models):
+    _, q_model = tiny_models
+    draft = TreeLM(q_model)
+    prompt = torch.tensor([2, 7, 1])
+    draft.prefill(prompt)
+    tree = CandidateTree.from_branching((3, 2, 1))
+
+    def top_k(q_logits: torch.Tensor, k: int) -> torch.Tensor:
+        return q_logits.topk(k, dim=-1).indices
+
+    tokens, q_logits = expand_tree(draft, tree, root_token=1, choose=top_k)
+    internal = tree.level(tree.depth).start
+    assert tokens.shape == (tree.num_nodes,) and q_logits.shape == (internal, q_model.config.vocab_size)
+    assert tokens[0] == 1 and draft.tree_size == internal
+    for node in range(internal):
+        expected = last_logits(q_model, torch.cat([prompt[:-1], tokens[tree.path(node)]]))
+        torch.testing.assert_close(q_logits[node], expected, rtol=0, atol=ATOL)
+        children = (tree.parents == node).nonzero().flatten()
+        assert tokens[children].tolist() == top_k(q_logits[node], len(children)).tolist()
