@@ -48,8 +48,15 @@ def _panel_title(evaluation: Evaluation) -> str:
     return f"{source}\n({len(evaluation.batch)} pairs)"
 
 
-def _finish(figure, path: Path) -> Path:
-    figure.tight_layout()
+def _finish(figure, path: Path, shared_legend=None) -> Path:
+    """Save; ``shared_legend``: an axis whose legend entries serve every panel, drawn once below them."""
+    bottom = 0.0
+    if shared_legend is not None:
+        handles, labels = shared_legend.get_legend_handles_labels()
+        columns = min(len(labels), 4)
+        figure.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False)
+        bottom = (0.15 + 0.22 * -(-len(labels) // columns)) / figure.get_figheight()
+    figure.tight_layout(rect=(0, bottom, 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
@@ -76,8 +83,7 @@ def plot_drift(result: DriftResult, path: Path, residual: bool = False) -> Path:
         axis.set(title=_panel_title(evaluation), xlabel="candidate index i", ylabel=ylabel, xticks=steps)
         axis.set_ylim(bottom=0)
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=8)
-    return _finish(figure, path)
+    return _finish(figure, path, shared_legend=panels[0][0])
 
 
 def plot_acceptance_vs_k(result: CompareResult, path: Path) -> Path:
@@ -103,8 +109,7 @@ def plot_acceptance_vs_k(result: CompareResult, path: Path) -> Path:
         axis.set(title=_panel_title(evaluation), xlabel="candidates k", ylabel="mean acceptance probability",
                  xticks=ks, xticklabels=[str(k) for k in ks])
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=7)
-    return _finish(figure, path)
+    return _finish(figure, path, shared_legend=panels[0][0])
 
 
 def plot_gaps(evaluations: list[Evaluation], verifiers: list[str], k: int, path: Path) -> Path:

@@ -61,6 +61,14 @@ def test_drift_runs_with_no_arguments_but_the_output_directory(tmp_path, capsys,
     assert (tmp_path / "out" / "sim" / "drift_curves.png").exists()
 
 
+def test_json_is_strict_when_no_pair_reaches_a_step(tmp_path, capsys):
+    assert main(["sim", "drift", "--source", "llm:sigma=0,V=16", "--pairs", "4", "--k", "2", "--verifiers", "rrs",
+                 "--out", str(tmp_path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out, parse_constant=lambda name: pytest.fail(f"non-strict {name}"))
+    (record,) = report["records"]
+    assert record["acceptance"] == 1.0 and record["curve"][1]["conditional_acceptance"] is None
+
+
 def test_compare_table(tmp_path, capsys):
     assert main(["sim", "compare", "--source", "dirichlet:V=8", "--pairs", "6", "--k", "2",
                  "--tree", "2", "--out", str(tmp_path)]) == 0
@@ -76,6 +84,12 @@ def test_compare_table(tmp_path, capsys):
 def test_bad_arguments_exit_2_with_a_message(argv, message, tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path)]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_an_output_path_that_is_a_file_is_reported(tmp_path, capsys):
+    (tmp_path / "taken").write_text("")
+    assert main(["sim", "drift", "--pairs", "3", "--k", "2", "--verifiers", "rrs", "--out", str(tmp_path / "taken")]) == 2
+    assert "cannot write to --out" in capsys.readouterr().err
 
 
 def test_bench_sim_prints_ratios(capsys):

@@ -80,6 +80,20 @@ def _summary_table(records: list[dict]) -> str:
                          "iid opt", "seq opt", "WOR opt [95% CI]", "method"], rows)
 
 
+def _json(report: dict) -> str:
+    """Strict JSON: NaN (an undefined curve point, e.g. a step no pair reaches) becomes null."""
+    def clean(value):
+        if isinstance(value, float) and value != value:
+            return None
+        if isinstance(value, dict):
+            return {key: clean(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [clean(item) for item in value]
+        return value
+
+    return json.dumps(clean(report), indent=2, allow_nan=False)
+
+
 def _files(files: dict) -> dict[str, str]:
     return {name: str(path) for name, path in files.items()}
 
@@ -96,10 +110,14 @@ def run_drift(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"resispec sim drift: {error}", file=sys.stderr)
         return 2
-    files = _files(write_drift(result, Path(args.out)))
+    try:
+        files = _files(write_drift(result, Path(args.out)))
+    except OSError as error:
+        print(f"resispec sim drift: cannot write to --out {args.out}: {error}", file=sys.stderr)
+        return 2
     records = result.records()
     if args.json:
-        print(json.dumps({"command": "drift", "records": records, "files": files}, indent=2))
+        print(_json({"command": "drift", "records": records, "files": files}))
         return 0
     print(_summary_table(records))
     steps = [f"i={i}" for i in range(1, result.k + 1)]
@@ -129,10 +147,14 @@ def run_compare(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"resispec sim compare: {error}", file=sys.stderr)
         return 2
-    files = _files(write_compare(result, Path(args.out)))
+    try:
+        files = _files(write_compare(result, Path(args.out)))
+    except OSError as error:
+        print(f"resispec sim compare: cannot write to --out {args.out}: {error}", file=sys.stderr)
+        return 2
     records, tree = result.records(), result.tree_records()
     if args.json:
-        print(json.dumps({"command": "compare", "records": records, "tree": tree, "files": files}, indent=2))
+        print(_json({"command": "compare", "records": records, "tree": tree, "files": files}))
         return 0
     print(_summary_table(records))
     rows = [[t["source"], t["verifier"] + (" (biased)" if t["biased"] else ""), f"{t['accepted_analytic']:.3f}",
