@@ -31,8 +31,8 @@ from engine.node_verification import NodeVerifier
 from engine.processing import Sampling, draft_probs, target_probs
 from engine.tree import CandidateTree
 from engine.tree_lm import TreeLM
+from engine.verifiers.sampling import inverse_cdf
 from resispec.audit import randomized_pit
-from resispec.sampling import inverse_cdf
 
 AUTOREGRESSIVE = "ar"
 
@@ -49,6 +49,8 @@ class DecodeStats:
     accepted_by_depth: list[int] = field(default_factory=list)
     reached_by_depth: list[int] = field(default_factory=list)
     pit: list[float] = field(default_factory=list)
+    parity_checked: int = 0
+    parity_mismatches: int = 0
 
     @property
     def tokens_per_second(self) -> float:
@@ -73,24 +75,27 @@ class Decoder:
         verifier: a verifier name of the zoo, or ``"ar"`` for plain sampling from the target.
         branching: children per node at each depth, e.g. ``(4, 2, 2, 1)``.
         sampling: temperature / top-k / top-p, applied identically to p and q.
-        seed: all randomness (drafting, verification, PIT) flows from ``numpy.random.default_rng(seed)``.
+        seed: all randomness flows from it: verification and PIT uniforms from
+            ``numpy.random.default_rng(seed)``, drafting from a ``torch.Generator`` seeded with it.
         audit: record a randomized-PIT value per emitted token.
+        parity_fraction: re-decide this fraction of verified nodes with the NumPy reference.
     """
 
     def __init__(self, target_model: torch.nn.Module, draft: Draft | None, verifier: str,
                  branching: tuple[int, ...] = (4, 2, 2, 1), sampling: Sampling = Sampling(),
-                 seed: int = 0, audit: bool = False) -> None:
+                 seed: int = 0, audit: bool = False, parity_fraction: float = 0.0) -> None:
         self.target = TreeLM(target_model)
         self.speculative = verifier != AUTOREGRESSIVE
         if self.speculative:
             if draft is None:
                 raise ValueError("draft: speculative decoding needs a draft model")
-            self.node_verifier = NodeVerifier(verifier)
+            self.node_verifier = NodeVerifier(verifier, parity_fraction)
             self.tree = CandidateTree.from_branching(branching)
             self.node_verifier.check_branching(self.tree.branching)
         self.draft = draft
         self.sampling = sampling
         self.rng = np.random.default_rng(seed)
+        self.generator = torch.Generator(device=target_model.device).manual_seed(seed)
         self.audit = audit
         self.stats = DecodeStats()
 
@@ -121,41 +126,45 @@ class Decoder:
                 return
             root = tokens[-1]
 
-    def _emit(self, p: np.ndarray, token: int) -> None:
+    def _emit(self, p: torch.Tensor, token: int) -> None:
+        """Record the randomized PIT of ``token`` against ``p`` (V,) when auditing."""
         if self.audit:
-            self.stats.pit.append(randomized_pit(p, token, float(self.rng.random())))
+            self.stats.pit.append(randomized_pit(p.cpu().numpy(), token, float(self.rng.random())))
+
+    def _sample(self, p: torch.Tensor) -> int:
+        """One token from p (V,) by inverse CDF at a uniform of the loop's generator."""
+        u = torch.tensor([self.rng.random()], dtype=torch.float64, device=p.device)
+        token = int(inverse_cdf(p[None], u)[0])
+        self._emit(p, token)
+        return token
 
     def _autoregressive_step(self, root: int) -> list[int]:
         logits = self.target.grow(torch.tensor([root]), torch.tensor([-1]))
         self.stats.target_forwards += 1
-        p = target_probs(logits, self.sampling)[0].numpy()
-        token = inverse_cdf(p, float(self.rng.random()))
-        self._emit(p, token)
+        token = self._sample(target_probs(logits, self.sampling)[0])
         self.target.commit(torch.tensor([root]))
         return [token]
 
     def _choose(self, q_logits: torch.Tensor, k: int) -> torch.Tensor:
-        return self.node_verifier.draft_batch(draft_probs(q_logits, self.sampling), k, self.rng)
+        return self.node_verifier.draft(draft_probs(q_logits, self.sampling), k, self.generator)
 
     def _speculative_round(self, root: int) -> list[int]:
         tree = self.tree
         tokens, q_logits = expand_tree(self.draft, tree, root, self._choose)
         self.stats.draft_forwards += tree.depth
-        p_all = target_probs(self.target.grow(tokens, tree.parents), self.sampling).numpy()
+        p_all = target_probs(self.target.grow(tokens, tree.parents), self.sampling)
         self.stats.target_forwards += 1
-        q_all = draft_probs(q_logits, self.sampling).numpy()
+        q_all = draft_probs(q_logits, self.sampling)
         token_list = tokens.tolist()
         node, emitted = 0, []
         while True:
             depth = int(tree.depths[node])
             if depth == tree.depth:  # a leaf was accepted: one token from p at the leaf
-                token = inverse_cdf(p_all[node], float(self.rng.random()))
-                self._emit(p_all[node], token)
-                emitted.append(token)
+                emitted.append(self._sample(p_all[node]))
                 break
             self._count(depth, accepted=False)
             children = tree.children(node)
-            token, index = self.node_verifier.verify(p_all[node], q_all[node], tokens[children].numpy(), self.rng)
+            token, index = self.node_verifier.verify(p_all[node], q_all[node], tokens[children], self.rng)
             self._emit(p_all[node], token)
             emitted.append(token)
             if index < 0:
@@ -165,6 +174,8 @@ class Decoder:
         accepted = torch.tensor([token_list[n] for n in tree.path(node)])
         self.target.commit(accepted)
         self.draft.commit(accepted)
+        self.stats.parity_checked = self.node_verifier.parity.checked
+        self.stats.parity_mismatches = self.node_verifier.parity.mismatches
         return emitted
 
     def _count(self, depth: int, accepted: bool) -> None:

@@ -26,6 +26,7 @@ class GenerationRequest:
     seed: int = 0
     audit: bool = False
     chat: bool = True
+    parity_fraction: float = 0.0
 
 
 def prompt_ids(tokenizer, prompt: str, chat: bool) -> torch.Tensor:
@@ -43,7 +44,7 @@ def generate(model, tokenizer, request: GenerationRequest,
     """Run one generation; ``on_text`` receives the newly decoded text after every token."""
     draft = None if request.verifier == AUTOREGRESSIVE else make_draft(request.draft, model)
     decoder = Decoder(model, draft, request.verifier, request.branching, request.sampling,
-                      request.seed, request.audit)
+                      request.seed, request.audit, request.parity_fraction)
     tokens: list[int] = []
     shown = ""
     for token in decoder.generate(prompt_ids(tokenizer, request.prompt, request.chat), request.max_new_tokens,
@@ -65,6 +66,7 @@ def summary(tokenizer, tokens: list[int], stats: DecodeStats, audit: bool) -> di
         "accepted_per_forward": stats.accepted_per_forward,
         "target_forwards": stats.target_forwards,
         "acceptance_by_depth": stats.acceptance_by_depth,
+        "parity": {"checked": stats.parity_checked, "mismatches": stats.parity_mismatches},
     }
     if audit:
         result = pit_audit(stats.pit) if len(stats.pit) >= 2 else None

@@ -1,27 +1,50 @@
-"""Drafting and verifying the children of one tree node with a verifier of the zoo.
+"""Drafting and verifying the children of tree nodes with the torch verifiers of the zoo.
 
 The decoding loop asks two things of a verifier: draw each internal node's children from q by the
-verifier's drafting rule, and verify one node's children against p. Drafting without replacement or
-top-k needs ``k <= support(q)``; after top-k/top-p processing a node may have fewer draft tokens than
-the tree's branching, so such a node gets ``support`` real children and the remaining child slots
-repeat the last one as padding, which verification never sees (``real_children``).
+verifier's drafting rule (batched over a level's nodes), and verify one node's children against p.
+Drafting without replacement or top-k needs ``k <= support(q)``; after top-k/top-p processing a node
+may have fewer draft tokens than the tree's branching, so such a node gets ``support`` real children
+and the remaining child slots repeat the last one as padding, which verification never sees
+(``real_children``).
+
+Parity check (optional): on a random fraction of verified nodes the NumPy reference decides the same
+node with the same uniforms; every disagreement is counted (expected: none, see the torch ports).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
+from engine.verifiers import get_torch_verifier
+from engine.verifiers.base import TorchVerifier
 from resispec import get_verifier
-from resispec.verifiers.base import Verifier
+
+
+@dataclass
+class ParityCounts:
+    checked: int = 0
+    mismatches: int = 0
 
 
 class NodeVerifier:
-    """A verifier of the zoo applied node by node (NumPy reference; float64 probabilities)."""
+    """A verifier of the zoo applied to tree nodes (torch port; NumPy twin for parity checks).
 
-    def __init__(self, name: str) -> None:
-        self.verifier: Verifier = get_verifier(name)
+    Args:
+        name: the verifier's name.
+        parity_fraction: probability that a verified node is re-decided by the NumPy reference.
+    """
+
+    def __init__(self, name: str, parity_fraction: float = 0.0) -> None:
+        if not 0.0 <= parity_fraction <= 1.0:
+            raise ValueError(f"parity_fraction: must lie in [0, 1], got {parity_fraction}")
+        self.verifier: TorchVerifier = get_torch_verifier(name)
+        self.reference = get_verifier(name)
         self.name = name
+        self.parity_fraction = parity_fraction
+        self.parity = ParityCounts()
 
     def check_branching(self, branching: tuple[int, ...]) -> None:
         """Reject tree shapes the verifier cannot take (e.g. sps with more than one child)."""
@@ -30,24 +53,33 @@ class NodeVerifier:
             raise ValueError(f"tree: {self.name} verifies at most {limit} candidate(s) per node, "
                              f"but the branching is {','.join(map(str, branching))}")
 
-    def real_children(self, q: np.ndarray, k: int) -> int:
-        """How many of the k child slots hold real candidates (the rest are padding)."""
-        limit = self.verifier.scheme.max_candidates(q)
-        return k if limit is None else min(k, limit)
+    def real_children(self, q: torch.Tensor, k: int) -> torch.Tensor:
+        """How many of the k child slots of each node hold real candidates (q (M, V) -> long (M,))."""
+        if not self.verifier.scheme.bounded:
+            return torch.full(q.shape[:1], k, dtype=torch.long, device=q.device)
+        return torch.clamp(torch.count_nonzero(q, dim=-1), max=k)
 
-    def draft(self, q: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-        """k child tokens of a node with draft q (shape (V,)); padded as described in the module doc."""
+    def draft(self, q: torch.Tensor, k: int, generator: torch.Generator) -> torch.Tensor:
+        """Children of M nodes with draft q (float64 (M, V)) -> long (M, k), padded (module doc)."""
         real = self.real_children(q, k)
-        children = self.verifier.draft(q, real, rng)
-        return np.concatenate([children, np.repeat(children[-1:], k - real)])
+        if bool((real == k).all()):
+            return self.verifier.draft(q, k, generator)
+        rows = []
+        for row, count in zip(q, real.tolist()):
+            drawn = self.verifier.draft(row[None], count, generator)[0]
+            rows.append(torch.cat([drawn, drawn[-1:].expand(k - count)]))
+        return torch.stack(rows)
 
-    def draft_batch(self, q: torch.Tensor, k: int, rng: np.random.Generator) -> torch.Tensor:
-        """Children of M nodes (q float64 [M, V]) -> long [M, k]."""
-        rows = q.cpu().numpy()
-        return torch.from_numpy(np.stack([self.draft(row, k, rng) for row in rows]))
-
-    def verify(self, p: np.ndarray, q: np.ndarray, children: np.ndarray,
+    def verify(self, p: torch.Tensor, q: torch.Tensor, children: torch.Tensor,
                rng: np.random.Generator) -> tuple[int, int]:
-        """``(token, index)`` for one node; index is the accepted child slot or -1 (residual)."""
-        candidates = children[: self.real_children(q, children.size)]
-        return self.verifier.verify_rng(p, q, candidates, rng)
+        """``(token, index)`` for one node (p, q (V,), children (k,)); index = child slot or -1."""
+        candidates = children[: int(self.real_children(q[None], children.numel())[0])]
+        u = rng.random(self.verifier.uniforms_needed(candidates.numel()))
+        tokens, index = self.verifier.verify(p[None], q[None], candidates[None].to(p.device),
+                                             torch.from_numpy(u)[None].to(p.device))
+        decision = int(tokens[0]), int(index[0])
+        if self.parity_fraction and rng.random() < self.parity_fraction:
+            expected = self.reference.verify(p.cpu().numpy(), q.cpu().numpy(), candidates.cpu().numpy(), u)
+            self.parity.checked += 1
+            self.parity.mismatches += expected != decision
+        return decision

@@ -56,7 +56,8 @@ class PooledPlan:
     - ``order`` (V,): token ids by rank (``p/q`` ascending, ``q = 0`` as ``inf``, ties by id);
       ``rank`` (V,): rank of each token id (``rank[order] = arange(V)``).
     - ``cut``: ``i*``; ``H* = order[:cut]``. ``inside_mass``: ``m = q(H*)``. ``alpha``: ``alpha*``.
-    - ``mu``, ``lam``: the levels of ``t`` on and off ``H*`` (``nan`` for an empty block).
+    - ``mu``, ``lam``: the levels of ``t`` on and off ``H*`` (``mu`` is ``nan`` when ``H*`` is empty;
+      ``lam`` is 0 when nothing off ``H*`` has q > 0).
     - ``density`` (V,) by rank: ``phi_c = f_c / q_c``, mean of ``k s^(k-1)`` over ``I_c``.
     - ``max_ratio_law`` (V,) by token id: ``f``. ``selection_law`` (V,) by token id: ``t``.
     - ``accept`` (V,) by token id: ``min(1, p/t)`` (1 where ``p >= t``, including ``t = 0``).

@@ -18,6 +18,7 @@ FAMILIES: list[str] = [
     "theory.topk",
     "theory.resispec",
     "theory.iid_optimum",
+    "theory.pooled",
     "theory.resispec_paper",
     "theory.tree",
 ]

@@ -30,6 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--audit", action="store_true", help="randomized-PIT audit of every emitted token")
+    parser.add_argument("--parity", type=float, default=0.0, metavar="FRACTION",
+                        help="re-decide this fraction of nodes with the NumPy reference and count disagreements")
     parser.add_argument("--raw", action="store_true", help="use the prompt as raw text, no chat template")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     request = GenerationRequest(
         prompt=args.prompt, verifier=args.verifier, draft=args.draft or DEFAULT_DRAFT, branching=args.tree,
         sampling=Sampling(args.temperature, args.top_k, args.top_p), max_new_tokens=args.max_new_tokens,
-        seed=args.seed, audit=args.audit, chat=not args.raw,
+        seed=args.seed, audit=args.audit, chat=not args.raw, parity_fraction=args.parity,
     )
     model, tokenizer = load_target(device=args.device)
     stream = None if args.json else (lambda text: print(text, end="", flush=True))
@@ -63,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
           f"{record['accepted_per_forward']:.3f} tokens per target forward ({record['target_forwards']} forwards)")
     if record["acceptance_by_depth"]:
         print("acceptance by depth: " + ", ".join(f"d{d + 1} {a:.3f}" for d, a in enumerate(record["acceptance_by_depth"])))
+    if args.parity:
+        print(f"parity: {record['parity']['checked']} nodes re-decided by the NumPy reference, "
+              f"{record['parity']['mismatches']} disagreements")
     if args.audit:
         audit = record["audit"]
         print("audit: too few tokens" if audit is None else

@@ -11,11 +11,12 @@ import torch
 from engine.decoding import Decoder
 from engine.processing import Sampling, draft_probs, target_probs
 from engine.tree_lm import TreeLM
+from engine.verifiers import TORCH_VERIFIERS
 from resispec import VERIFIERS
 from resispec.audit import pit_audit
 from resispec.cli import main
 
-EXACT = [name for name, cls in VERIFIERS.items() if cls.claims_exact]
+EXACT = [name for name, cls in TORCH_VERIFIERS.items() if cls.claims_exact]  # the engine decodes with the torch ports
 
 
 def _branching(verifier: str) -> tuple[int, ...]:
@@ -75,7 +76,7 @@ def test_decoder_rejects_bad_configuration(tiny_models):
         Decoder(target, TreeLM(draft), "sps", (2, 1))
     with pytest.raises(ValueError, match="draft"):
         Decoder(target, None, "rrs")
-    with pytest.raises(ValueError, match="unknown verifier"):
+    with pytest.raises(ValueError, match="unknown torch verifier"):
         Decoder(target, TreeLM(draft), "nope")
     with pytest.raises(ValueError, match="max_new_tokens"):
         list(Decoder(target, None, "ar").generate(torch.tensor([1]), 0))
@@ -84,10 +85,11 @@ def test_decoder_rejects_bad_configuration(tiny_models):
 @pytest.mark.real_model
 def test_generate_cli_json_on_the_real_model(real_target, capsys):
     status = main(["generate", "--prompt", "Say hello.", "--max-new-tokens", "6", "--tree", "2,1",
-                   "--verifier", "resispec", "--audit", "--json", "--threads", "1"])
+                   "--verifier", "resispec", "--audit", "--parity", "1", "--json", "--threads", "1"])
     record = json.loads(capsys.readouterr().out)
     assert status == 0 and record["tokens"] == 6 and record["target_forwards"] >= 1
     assert record["accepted_per_forward"] >= 1.0 and record["audit"]["verdict"] in ("PASS", "FAIL")
+    assert record["parity"]["checked"] >= 1 and record["parity"]["mismatches"] == 0
 
 
 @pytest.mark.real_model
@@ -98,3 +100,13 @@ def test_greedy_on_the_real_model_equals_autoregressive(real_target, capsys):
               "--verifier", verifier, "--temperature", "0", "--json", "--threads", "1"])
         outputs[verifier] = json.loads(capsys.readouterr().out)["text"]
     assert outputs["ar"] == outputs["rrs_wor"]
+
+
+@pytest.mark.parametrize("verifier", ["resispec", "rrs_wor", "spectr"])
+def test_parity_check_of_torch_against_numpy_during_decoding(tiny_models, verifier):
+    target, draft = tiny_models
+    decoder = Decoder(target, TreeLM(draft), verifier, (3, 2), Sampling(1.0), seed=6, parity_fraction=1.0)
+    list(decoder.generate(torch.tensor([2, 5]), 40))
+    assert decoder.stats.parity_checked >= 20 and decoder.stats.parity_mismatches == 0
+    with pytest.raises(ValueError, match="parity_fraction"):
+        Decoder(target, TreeLM(draft), verifier, (2,), parity_fraction=1.5)

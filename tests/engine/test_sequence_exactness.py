@@ -19,13 +19,14 @@ from engine.decoding import Decoder
 from engine.processing import Sampling
 from engine.tiny import tiny_llama
 from engine.tree_lm import TreeLM
+from engine.verifiers import TORCH_VERIFIERS
 from resispec import VERIFIERS
 from resispec.audit.goodness_of_fit import merged_chi_square
 
 PROMPT = torch.tensor([3])
 VOCAB, LENGTH, SAMPLES = 8, 3, 1500
-EXACT = [name for name, cls in VERIFIERS.items() if cls.claims_exact]
-CONTROLS = [name for name, cls in VERIFIERS.items() if not cls.claims_exact]
+EXACT = [name for name, cls in TORCH_VERIFIERS.items() if cls.claims_exact]  # the engine decodes with the torch ports
+CONTROLS = [name for name, cls in TORCH_VERIFIERS.items() if not cls.claims_exact]
 LEVEL = 0.01 / len(EXACT)
 
 
