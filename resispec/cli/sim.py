@@ -12,6 +12,9 @@ SOURCE_HELP = (
     "takes top_k=K and/or top_p=P; logged:FILE[,draft=NAME] or logged:sample (default: {default})"
 )
 
+NOTE = ("\nacceptance intervals: 95% over the pairs (pair sampling and Monte Carlo); WOR optimum intervals: "
+        "Monte Carlo only. ratio = mean acceptance / mean optimum of the verifier's drafting scheme.")
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from sim.explorer import DEFAULT_DRIFT_K, DEFAULT_KS, DEFAULT_PAIRS, DEFAULT_SOURCES, DEFAULT_TREE, DEFAULT_VERIFIERS
@@ -98,23 +101,33 @@ def _files(files: dict) -> dict[str, str]:
     return {name: str(path) for name, path in files.items()}
 
 
-def run_drift(args: argparse.Namespace) -> int:
+def _explore(command: str, explore, write, out: str):
+    """``(result, files)`` from running ``explore()`` and writing its files to ``out``; None after an
+    error, reported on stderr (bad arguments: ValueError; an unwritable ``--out``: OSError)."""
     from pathlib import Path
 
+    try:
+        result = explore()
+    except ValueError as error:
+        print(f"resispec sim {command}: {error}", file=sys.stderr)
+        return None
+    try:
+        return result, _files(write(result, Path(out)))
+    except OSError as error:
+        print(f"resispec sim {command}: cannot write to --out {out}: {error}", file=sys.stderr)
+        return None
+
+
+def run_drift(args: argparse.Namespace) -> int:
     from resispec.cli.table import format_table
-    from sim.explorer import DEFAULT_SOURCES, run_drift as explore
+    from sim.explorer import DEFAULT_SOURCES, run_drift
     from sim.report import write_drift
 
-    try:
-        result = explore(args.source or list(DEFAULT_SOURCES), args.verifiers, args.k, _settings(args), _progress)
-    except ValueError as error:
-        print(f"resispec sim drift: {error}", file=sys.stderr)
+    done = _explore("drift", lambda: run_drift(args.source or list(DEFAULT_SOURCES), args.verifiers, args.k,
+                                               _settings(args), _progress), write_drift, args.out)
+    if done is None:
         return 2
-    try:
-        files = _files(write_drift(result, Path(args.out)))
-    except OSError as error:
-        print(f"resispec sim drift: cannot write to --out {args.out}: {error}", file=sys.stderr)
-        return 2
+    result, files = done
     records = result.records()
     if args.json:
         print(_json({"command": "drift", "records": records, "files": files}))
@@ -127,31 +140,23 @@ def run_drift(args: argparse.Namespace) -> int:
                  *(f"{step[key]:.3f}" for step in r["curve"])] for r in records]
         print(f"\n{what}:")
         print(format_table(["source", "verifier", *steps], rows))
-    print("\nacceptance intervals: 95% over the pairs (pair sampling and Monte Carlo); WOR optimum intervals: "
-          "Monte Carlo only. ratio = mean acceptance / mean optimum of the verifier's drafting scheme.")
+    print(NOTE)
     print("wrote: " + ", ".join(files.values()))
     return 0
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from resispec.cli.table import format_table
-    from sim.explorer import DEFAULT_SOURCES, run_compare as explore
+    from sim.explorer import DEFAULT_SOURCES, run_compare
     from sim.report import write_compare
     from sim.tree import parse_shape
 
-    try:
-        result = explore(args.source or list(DEFAULT_SOURCES), args.verifiers, args.k, parse_shape(args.tree),
-                         _settings(args), _progress)
-    except ValueError as error:
-        print(f"resispec sim compare: {error}", file=sys.stderr)
+    done = _explore("compare", lambda: run_compare(args.source or list(DEFAULT_SOURCES), args.verifiers, args.k,
+                                                   parse_shape(args.tree), _settings(args), _progress),
+                    write_compare, args.out)
+    if done is None:
         return 2
-    try:
-        files = _files(write_compare(result, Path(args.out)))
-    except OSError as error:
-        print(f"resispec sim compare: cannot write to --out {args.out}: {error}", file=sys.stderr)
-        return 2
+    result, files = done
     records, tree = result.records(), result.tree_records()
     if args.json:
         print(_json({"command": "compare", "records": records, "tree": tree, "files": files}))
@@ -162,7 +167,6 @@ def run_compare(args: argparse.Namespace) -> int:
     print(f"\naccepted tokens per target forward, tree {args.tree} ({tree[0]['nodes']} drafted nodes; "
           "tokens per forward = accepted + 1):")
     print(format_table(["source", "verifier", "analytic (stationary)", "replay over chains [95% CI]", "starts"], rows))
-    print("\nacceptance intervals: 95% over the pairs (pair sampling and Monte Carlo); WOR optimum intervals: "
-          "Monte Carlo only. ratio = mean acceptance / mean optimum of the verifier's drafting scheme.")
+    print(NOTE)
     print("wrote: " + ", ".join(files.values()))
     return 0
