@@ -88,3 +88,14 @@ def test_residual_of_zero_mass_is_never_drawn():
         assert index in (0, 1) or p[token] > 0
         law = verifier.conditional_law(p, q, candidates)
         assert law.sum() == pytest.approx(1.0, abs=1e-15)
+
+
+def test_sort_by_ratio_with_rounding_scattered_ties():
+    """Exact ties broken by rounding into thousands of key runs (ratios ``r/q + 1/(1 - q)``, tiny q)."""
+    rng = np.random.default_rng(4)
+    q = rng.dirichlet(np.full(49152, 0.05))
+    ratio = (q / q) + 1.0 / (1.0 - q)
+    ratio[rng.integers(0, ratio.size, 1000)] = rng.lognormal(size=1000)
+    order, ordered = sort_by_ratio(ratio)
+    np.testing.assert_array_equal(ordered, np.sort(ratio))
+    np.testing.assert_array_equal(order, np.argsort(ratio, kind="stable"))
