@@ -64,12 +64,12 @@ def _step_two_reach(draft: np.ndarray, rejected: np.ndarray, rest: np.ndarray) -
     ``1 - q_d`` is subnormal, where ``q_y sum_x s_x / (1 - q_x)`` would overflow.
     """
     heaviest = int(draft.argmax())
-    rate = rejected / rest
-    rate[heaviest] = 0.0
-    reach = draft * _others(rate)
-    with np.errstate(over="ignore"):
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # only at the heaviest token
+        rate = rejected / rest
         share = draft / rest[heaviest]
+    rate[heaviest] = 0.0
     share[heaviest] = 0.0
+    reach = draft * _others(rate)
     reach += rejected[heaviest] * share
     return reach
 
@@ -125,7 +125,7 @@ class LatestFirstPlan:
         law = proposal * self.second
         residual_mass = self.residual.sum()
         if residual_mass > 0:
-            law += (np.sum(proposal * (1.0 - self.second)) / residual_mass) * self.residual
+            law += np.sum(proposal * (1.0 - self.second)) * (self.residual / residual_mass)
         return law / law.sum()
 
 

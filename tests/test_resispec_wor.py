@@ -84,8 +84,12 @@ def test_plan_is_the_latest_first_fixed_point(instance):
     if not _drafts(q, 2):
         return
     plan = latest_first_plan(p, q)
-    rejected = (q - plan.accepted) / np.array([q[np.arange(q.size) != x].sum() for x in range(q.size)])
-    reach = q * np.array([rejected[np.arange(q.size) != y].sum() for y in range(q.size)])
+    if not np.isfinite(plan.total):  # 1 - q_x underflowed: the documented rrs_wor-like fallback
+        np.testing.assert_array_equal(plan.accepted, np.minimum(p, plan.draft))
+        return
+    q = plan.draft
+    reach = np.array([sum((q[x] - plan.accepted[x]) * (q[y] / q[np.arange(q.size) != x].sum())
+                          for x in range(q.size) if x != y) for y in range(q.size)])
     np.testing.assert_allclose(plan.reach, reach, atol=1e-12)
     np.testing.assert_allclose(plan.accepted, np.clip(p - reach, 0.0, q), atol=1e-12)
     assert np.all(plan.accepted <= np.minimum(p, plan.draft))
@@ -109,6 +113,9 @@ def test_k2_equals_the_sequential_wor_optimum(instance):
     ("q near one-hot", [0.3, 0.3, 0.4], [1.0 - 2e-15, 1e-15, 1e-15]),
     ("zeros in q", [0.2, 0.2, 0.2, 0.4], [0.5, 0.0, 0.5, 0.0]),
     ("tiny masses", [0.5, 0.5 - 1e-12, 1e-12], [1e-12, 0.5, 0.5 - 1e-12]),
+    ("subnormal q", [1.0, 0.0], [5e-324, 1.0]),
+    ("subnormal q, k = 4", [0.0, 0.0, 0.5, 0.5], [1 / 3, 5e-324, 2 / 3, 5e-324]),
+    ("1 - q subnormal", [0.3, 0.3, 0.4], [1.0, 1e-310, 1e-310]),
 ])
 def test_corner_cases(name, p, q):
     p, q = np.array(p), np.array(q)
