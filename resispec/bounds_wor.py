@@ -39,7 +39,7 @@
   the same sum on every other node (step 2h) differs from the step-h sum by about the step-2h error,
   which geometric convergence makes far larger than the step-h error; the reported ``error`` is that
   difference plus both tail bounds. Prefixes share one DP over tokens in ratio order (O(V k N) for N
-  nodes, N ~ 400).
+  nodes, N ~ 800).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from resispec.validation import as_count, as_distribution, as_pair, as_token_set
 SEQUENTIAL_LP_MAX_NODES = 200_000
 """Largest draft tree (number of (history, candidate) nodes) the sequential WOR LP builds."""
 
-STEP = 0.2
+STEP = 0.1
 """Trapezoid step in ``u = ln t``."""
 
 TAIL = 1e-17

@@ -80,8 +80,9 @@ class LatestFirstPlan:
 
     ``accepted`` is A (step-1 accepted mass), ``reach`` is C (probability of reaching step 2 with each
     token), ``second`` is ``a_2 = min(r - A, C) / C`` (1 where C = 0), ``residual`` is the unnormalised
-    final residual ``(r - A - C)+`` and ``total`` the fixed point S. ``acceptance`` is the plan's
-    two-candidate acceptance ``sum A + sum min(r - A, C)``.
+    final residual ``(r - A - C)+`` and ``total`` the fixed point S (inf when ``1 - q_x`` underflowed
+    and the plan fell back to ``A = min(r, q)``). ``acceptance`` is the plan's two-candidate
+    acceptance ``sum A + sum min(r - A, C)``.
     """
 
     target: np.ndarray
@@ -99,20 +100,16 @@ class LatestFirstPlan:
     def first_acceptance(self, candidate: int) -> float:
         """Step 1's acceptance probability ``A_x / q_x`` for the first candidate x.
 
-        1 when rejecting x would leave ``r_x`` without mass (no other token with ``a_2 > 0`` and no
-        final residual): then ``s_x = 0`` in exact arithmetic, and only rounding made ``A_x < q_x``.
+        1 when rejecting x would leave ``r_x`` without mass (no final residual and no other drafted
+        token with ``a_2 > 0``): then ``s_x = 0`` in exact arithmetic and only rounding made ``A_x < q_x``.
         """
         acceptance = min(float(self.accepted[candidate] / self.draft[candidate]), 1.0)
         if acceptance < 1.0 and not self.residual.sum() > 0:
-            others = self.second_positive - (self.draft[candidate] > 0 and self.second[candidate] > 0)
-            if others == 0:
+            reachable = (self.draft > 0) & (self.second > 0)
+            reachable[candidate] = False
+            if not reachable.any():
                 return 1.0
         return acceptance
-
-    @property
-    def second_positive(self) -> int:
-        """How many drafted tokens step 2 would accept with positive probability."""
-        return int(np.count_nonzero((self.draft > 0) & (self.second > 0)))
 
     def rejection_target(self, candidate: int) -> np.ndarray:
         """The law the plan emits once x is rejected: ``r_x = q_{-x} a_2 + (1 - <q_{-x}, a_2>) norm(f)``.

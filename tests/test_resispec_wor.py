@@ -106,6 +106,37 @@ def test_k2_equals_the_sequential_wor_optimum(instance):
     assert acceptance == pytest.approx(sequential_optimum_wor_lp(p, q, 2), abs=LP_TOLERANCE)
 
 
+def latest_first_dual(plan) -> tuple[float, float]:
+    """``(dual objective, worst dual violation)`` of the optimal-stopping certificate (docs/resispec_wor.md)
+    for the aggregated k = 2 LP, in the generic case (no token exactly on a boundary).
+
+    mu_y = 1 where the final residual keeps mass (A = q, f > 0), 0 where step 2's capacity is slack
+    (A = 0, r < C), M on interior tokens (0 < A < q), with M = q(f > 0) / (1 - q(interior));
+    lambda = 1 - mu; nu_x = (mu_x - M)+ / (1 - q_x) where A = q.
+    """
+    q, r, accepted = plan.draft, plan.target, plan.accepted
+    interior = (accepted > 1e-13) & (accepted < q - 1e-13)
+    residual = plan.residual > 1e-13
+    level = q[residual].sum() / q[~interior].sum()
+    mu = np.where(residual, 1.0, np.where(interior, level, 0.0))
+    rest = 1.0 - q
+    nu = np.where(accepted >= q - 1e-13, np.maximum(mu - level, 0.0) / rest, 0.0)
+    cap = q / rest
+    objective = (1.0 - mu) @ r + (mu * q) @ (cap.sum() - cap) + nu @ q
+    continuation = ((mu * q).sum() - mu * q) / rest
+    violation = min(0.0, float(np.min(1.0 - mu + nu + continuation - 1.0)))
+    return float(objective), violation
+
+
+def test_optimal_stopping_certificate_on_generic_pairs():
+    """Weak duality makes a feasible dual with the plan's value a proof that the plan is optimal."""
+    for family, p, q in family_pairs(60, 7, seed=9):
+        plan = latest_first_plan(p, q)
+        objective, violation = latest_first_dual(plan)
+        assert violation >= -1e-12, (family, p, q)
+        assert objective == pytest.approx(plan.acceptance, abs=1e-12), (family, p, q)
+
+
 @pytest.mark.parametrize("name, p, q", [
     ("p == q", [0.5, 0.3, 0.2], [0.5, 0.3, 0.2]),
     ("one-hot p", [0.0, 1.0, 0.0, 0.0], [0.4, 0.3, 0.2, 0.1]),
