@@ -32,8 +32,11 @@ candidates (see docs/resispec_wor.md; checked against ``bounds_wor.sequential_op
 
 Numerics: ``1 - q_x`` and ``S - t_x`` are sums over the other tokens (``_others``): a difference
 ``total - v_x`` cancels catastrophically only for an entry above half the total, which is summed
-directly. Tokens with ``q_x = 0`` (drawn, or outside the draft) take no part: ``A = C = 0`` there and
-their target mass goes to the final residual.
+directly. C adds the heaviest token's term as ``s_d (q_y / (1 - q_d))`` (``_step_two_reach``), so it
+cannot overflow. If ``q / (1 - q)`` itself overflows (``1 - q_x`` below ~1e-308), S is not
+representable and the plan falls back to ``A = min(r, q)`` (exact, not optimal). Tokens with
+``q_x = 0`` (drawn, or outside the draft) take no part: ``A = C = 0`` there and their target mass goes
+to the final residual.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ Exact, by induction on n: if every state emits its own target, the state ``(r, q
 to the residual, ``sum_x s_x r_x = min(r - A, C) + (r - A - C)+ = r - A`` (``s_x = q'_x - A_x``).
 For k = 2 the rule is the latest-first plan itself (the n = 1 step reproduces ``a_2`` and f), optimal
 among sequential verifiers of two WOR candidates; for k >= 3 near-optimal (observed; docs/resispec_wor.md).
-Per step O(V) expected (the plan's fixed point is a scalar monotone equation). Acceptance: exact
-enumeration of WOR tuples (small V); the k = 2 plan also gives it in closed form.
+Per step O(V log V): the plan's fixed point is a scalar monotone equation solved on two sorted
+ratio profiles. Acceptance: exact enumeration of WOR tuples (small V); for k = 2 the plan's closed form.
 """
 
 from __future__ import annotations
