@@ -57,9 +57,18 @@ def optimal_acceptance(p: np.ndarray, q: np.ndarray, k: int, drafting: str = "ii
         if DRAFTING_SCHEMES["wor"].tuple_count(q_array, k) <= LP_MAX_TUPLES:
             return optimal_acceptance_lp(p_array, q_array, k, "wor")
         return wor_prefix_bound(p_array, q_array, k).value
-    profile = RatioProfile(p_array, q_array)
-    gain = np.max(profile.q_prefix ** k - profile.p_prefix)
-    return float(1.0 - max(gain, 0.0))
+    return optimal_cut(RatioProfile(p_array, q_array), k)[1]
+
+
+def optimal_cut(profile: RatioProfile, k: int) -> tuple[int, float]:
+    """``(i*, alpha*)``: the first ratio prefix maximising ``Q_i^k - P_i`` and ``alpha* = 1 - max``.
+
+    ``H* =`` the ``i*`` tokens of smallest ratio (``profile.order[:i*]``); ``i* = 0`` (``H*`` empty,
+    gain 0) is a candidate, so the maximum is ``>= 0`` and ``alpha* <= 1``.
+    """
+    gain = profile.q_prefix ** k - profile.p_prefix
+    cut = int(np.argmax(gain))
+    return cut, float(1.0 - max(gain[cut], 0.0))
 
 
 def _set_probabilities(q: np.ndarray, k: int, drafting: str) -> dict[frozenset[int], float]:

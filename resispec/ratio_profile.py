@@ -24,7 +24,7 @@ import numpy as np
 class RatioProfile:
     """Tokens of ``(p, q)`` (validated, shape (V,)) sorted by ratio, with prefix sums.
 
-    Attributes: ``order`` (token ids by ratio), ``ratio`` (sorted ratios), ``p_prefix`` and
+    Attributes: ``order`` (token ids by ratio, equal ratios by ascending id), ``ratio`` (sorted ratios), ``p_prefix`` and
     ``q_prefix`` (length V + 1, starting at 0), ``h_at_ratio`` (h at each finite breakpoint).
     """
 
@@ -88,15 +88,17 @@ def _token_ids(size: int) -> np.ndarray:
 
 
 def sort_by_ratio(ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(order, ratio[order])``: token ids sorted by ratio (non-negative, no NaN; shape (V,)).
+    """``(order, ratio[order])``: token ids sorted by ratio (non-negative, no NaN; shape (V,)), equal
+    ratios by ascending token id.
 
     For V < 2^18: a non-negative float64's bit pattern orders like the float, so the pattern with
     its 18 low mantissa bits replaced by the token id is a uint64 key whose plain sort (much faster
     than an argsort) orders the tokens by ratio to within 2^-34 relative. The exact order is then
-    checked, and the rare near-ties it got wrong are re-sorted locally.
+    checked, and the rare near-ties it got wrong are re-sorted locally (stably, so equal ratios keep
+    their token-id order). Larger vocabularies use a stable argsort.
     """
     if ratio.size >= 1 << _INDEX_BITS:
-        order = np.argsort(ratio)
+        order = np.argsort(ratio, kind="stable")
         return order, ratio[order]
     key = ratio.view(np.uint64) >> np.uint64(_INDEX_BITS)
     key <<= np.uint64(_INDEX_BITS)

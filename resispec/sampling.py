@@ -25,14 +25,29 @@ def inverse_cdf(weights: np.ndarray, u: float | np.ndarray) -> int | np.ndarray:
     """
     if weights.size > 4 * BLOCK and np.ndim(u) == 0:
         return _inverse_cdf_blocked(weights, float(u))
-    cumulative = np.cumsum(weights)
-    total = cumulative[-1]
-    if not total > 0:
-        raise ValueError("inverse_cdf: the weights have no positive mass to sample from")
-    index = np.searchsorted(cumulative, np.asarray(u) * total, side="right")
-    if np.any(index >= weights.size):
-        index = np.minimum(index, np.flatnonzero(weights > 0)[-1])
-    return int(index) if index.ndim == 0 else index.astype(np.int64)
+    return InverseCDF(weights)(u)
+
+
+class InverseCDF:
+    """``inverse_cdf`` with the cumulative sum of ``weights`` (shape (V,)) computed once.
+
+    For many draws from one weight vector: each draw is then one ``searchsorted``, O(log V). The rule
+    is ``inverse_cdf``'s (smallest id with ``cumsum(w)[y] > u * sum(w)``, rounding past the end goes to
+    the last token of positive weight) over a plain sequential cumulative sum.
+    """
+
+    def __init__(self, weights: np.ndarray) -> None:
+        self.weights = weights
+        self.cumulative = np.cumsum(weights)
+        self.total = self.cumulative[-1]
+        if not self.total > 0:
+            raise ValueError("inverse_cdf: the weights have no positive mass to sample from")
+
+    def __call__(self, u: float | np.ndarray) -> int | np.ndarray:
+        index = np.searchsorted(self.cumulative, np.asarray(u) * self.total, side="right")
+        if np.any(index >= self.weights.size):
+            index = np.minimum(index, np.flatnonzero(self.weights > 0)[-1])
+        return int(index) if index.ndim == 0 else index.astype(np.int64)
 
 
 def _inverse_cdf_blocked(weights: np.ndarray, u: float) -> int:

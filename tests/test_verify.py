@@ -40,17 +40,18 @@ def test_verify_samples_follow_conditional_law(name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_uniform_convention(name):
-    """u[i] decides candidate i: all-zero uniforms accept the first candidate with a_1 > 0; u = 1-eps
-    everywhere rejects every candidate with a_i < 1 and draws the residual at its upper end."""
+    """Sequential verifiers: u[i] decides candidate i, so all-zero uniforms accept the first candidate
+    with a_1 > 0; u = 1-eps everywhere rejects every candidate with a_i < 1 and draws the residual at
+    its upper end. Every verifier takes ``uniforms_needed(k)`` of them (pooled: see its layout)."""
     verifier = get_verifier(name)
     p, q = np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.4, 0.3, 0.2, 0.1])
     k = 1 if verifier.max_k == 1 else 2
     candidates = verifier.draft(q, k, np.random.default_rng(0))
     bound = verifier.bind(p, q, k)
-    token, index = bound.verify(candidates, np.zeros(k + 1))
+    token, index = bound.verify(candidates, np.zeros(verifier.uniforms_needed(k)))
     assert index >= 0 and token == candidates[index]
     law = bound.conditional_law(candidates)
-    token, index = bound.verify(candidates, np.full(k + 1, np.nextafter(1.0, 0.0)))
+    token, index = bound.verify(candidates, np.full(verifier.uniforms_needed(k), np.nextafter(1.0, 0.0)))
     assert law[token] > 0
 
 

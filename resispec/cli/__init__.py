@@ -13,6 +13,8 @@ import importlib
 COMMAND_MODULES: list[str] = [
     "resispec.cli.audit",
     "resispec.cli.bench",
+    "resispec.cli.generate",
+    "resispec.cli.theory",
 ]
 
 

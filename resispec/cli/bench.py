@@ -12,6 +12,9 @@ import importlib
 BENCH_MODULES: list[str] = [
     "resispec.cli.bench_verify",
     "resispec.cli.bench_model",
+    "resispec.cli.bench_engine",
+    "resispec.cli.bench_pooled",
+    "resispec.cli.bench_torch_verify",
 ]
 
 
@@ -20,3 +23,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench_subparsers = parser.add_subparsers(dest="bench", required=True, metavar="BENCH")
     for module_name in BENCH_MODULES:
         importlib.import_module(module_name).register(bench_subparsers)
+
+
+def add_ratio_arguments(parser: argparse.ArgumentParser, vocabs: list[int], ks: list[int], repeats_help: str) -> None:
+    """Options shared by the ratio benchmarks: --vocab, --k, --repeats, --seed, --default-allocator, --json."""
+    parser.add_argument("--vocab", nargs="+", type=int, default=vocabs, metavar="V")
+    parser.add_argument("--k", nargs="+", type=int, default=ks, metavar="K")
+    parser.add_argument("--repeats", type=int, default=25, help=f"{repeats_help} (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--default-allocator", action="store_true",
+                        help="keep glibc's default thresholds (timings then include page faults)")
+    parser.add_argument("--json", action="store_true", help="print JSON records instead of the table")
+
+
+def allocator_note(args: argparse.Namespace) -> str:
+    """Switch to the steady allocator unless ``--default-allocator``; the sentence that says which ran."""
+    from resispec.benchmarks.allocator import steady_allocator
+
+    if not args.default_allocator and steady_allocator():
+        return "Allocator: steady (glibc trim/mmap thresholds raised: no page faults on either side)."
+    return "Allocator: default (timings include page faults from freed blocks returned to the OS)."

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from resispec.cli.bench import add_ratio_arguments, allocator_note
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from resispec.benchmarks.verify_speed import DEFAULT_KS, DEFAULT_VOCABS
@@ -15,22 +17,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="LLM-like peaky pairs; ratios of medians measured alternately in one run.",
     )
     parser.add_argument("--verifier", nargs="+", metavar="NAME", help="verifiers (default: every exact one)")
-    parser.add_argument("--vocab", nargs="+", type=int, default=list(DEFAULT_VOCABS), metavar="V")
-    parser.add_argument("--k", nargs="+", type=int, default=list(DEFAULT_KS), metavar="K")
-    parser.add_argument("--repeats", type=int, default=25, help="timed calls per cell (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--default-allocator", action="store_true",
-                        help="keep glibc's default thresholds (timings then include page faults)")
-    parser.add_argument("--json", action="store_true", help="print JSON records instead of the table")
+    add_ratio_arguments(parser, list(DEFAULT_VOCABS), list(DEFAULT_KS), "timed calls per cell")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from resispec.benchmarks.allocator import steady_allocator
     from resispec.benchmarks.verify_speed import bench_verify
     from resispec.cli.table import format_table
 
-    steady = not args.default_allocator and steady_allocator()
+    allocator = allocator_note(args)
     results = bench_verify(args.verifier, args.vocab, args.k, args.repeats, args.seed,
                            progress=lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:
@@ -46,7 +41,5 @@ def run(args: argparse.Namespace) -> int:
             rows.append([vocab, name, *ratios, f"{softmax_us:.0f}"])
     print(format_table(["V", "verifier", *[f"k={k}" for k in ks], "softmax us"], rows))
     print("\ncells: median time of one verify (validation and schedule included) / median time of "
-          "scipy.special.softmax on a length-V vector, timed alternately in this run. Allocator: "
-          + ("steady (glibc trim/mmap thresholds raised: no page faults on either side)." if steady
-             else "default (timings include page faults from freed blocks returned to the OS)."))
+          "scipy.special.softmax on a length-V vector, timed alternately in this run. " + allocator)
     return 0

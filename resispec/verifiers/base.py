@@ -4,9 +4,11 @@ A verifier sees the target ``p`` and the draft ``q`` (shape (V,)) at one positio
 ``x_1..x_k`` drawn by its drafting scheme; it emits one token: an accepted candidate, or a draw from
 a final residual. It is *exact* when the emitted token is distributed as ``p`` for every p, q, k.
 
-Randomness convention (NumPy and torch agree decision for decision): a sequential verification of k
-candidates consumes ``uniforms_needed(k) = k + 1`` uniforms; ``u[i]`` decides candidate i (accept iff
-``u[i] < a_i``), ``u[k]`` draws the final residual by inverse CDF over token ids in ascending order.
+Randomness convention (NumPy and torch agree decision for decision): a verification of k candidates
+consumes ``uniforms_needed(k)`` uniforms. A sequential verifier takes ``k + 1``: ``u[i]`` decides
+candidate i (accept iff ``u[i] < a_i``), ``u[k]`` draws the final residual by inverse CDF over token
+ids in ascending order. A verifier that needs more overrides ``uniforms_needed`` and documents its
+layout (``pooled``: ``2k + 2``).
 
 Numerical convention: a rejection of the last candidate that leaves a final residual with no mass
 (possible only through rounding, when the exact probability of reaching it is 0) is overturned and
@@ -51,7 +53,7 @@ class Verifier(ABC):
         return DRAFTING_SCHEMES[self.drafting]
 
     def uniforms_needed(self, k: int) -> int:
-        """How many uniforms one verification of k candidates consumes."""
+        """How many uniforms one verification of k candidates consumes (``k + 1`` unless overridden)."""
         return as_count(k) + 1
 
     def __repr__(self) -> str:

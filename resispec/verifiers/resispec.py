@@ -5,9 +5,10 @@ With the schedule ``T_1 >= ... >= T_k >= T_{k+1} = 0``, ``R_j = 1 - g(T_1) + g(T
 ``a_j(x) = [min(p(x), T_j q(x)) - min(p(x), T_{j+1} q(x))] / (R_j q(x))``; all rejected (probability
 ``z = 1 - g(T_1)``): emit from ``norm((p - T_1 q)+)``. The residual after j rejections is
 proportional to ``(p - T_1 q)+ + min(p, T_{j+1} q)``: draft-shaped mass kept for later candidates.
-Exact for any thresholds with ``T_j - T_{j+1} <= R_j``; the schedule makes them tight, which
-equals the sequential optimum (observed on every instance; see theory/). Acceptance (closed form)
-``g(T_1) = 1 - z``, at least rrs's and spectr's, at most the i.i.d. optimum.
+Exact for any thresholds with ``T_j - T_{j+1} <= R_j``; the schedule makes them tight, and its
+acceptance equals the optimum of the sequential LP for every V and k (an LP-duality proof with an
+explicit dual built from the schedule: theory/resispec.py, docs/theory.md). Acceptance (closed
+form) ``g(T_1) = 1 - z``, at least rrs's and spectr's, at most the i.i.d. optimum.
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@
 ``[1, k]`` with ``1 - (1 - beta)^k <= rho beta`` (the predicate is monotone: its left side falls
 and ``rho beta = g(rho)`` rises with rho). Every candidate is accepted with probability
 ``min(1, p(x)/(rho* q(x)))``; all rejected: emit from
-``norm(p - min(q, p/rho*) (1 - (1 - beta)^k) / beta)``, non-negative exactly when the predicate
-holds. Exact; a constant-rate special case of resispec. Acceptance (closed form)
-``1 - (1 - beta)^k``.
+``norm(p - min(q, p/rho*) (1 - (1 - beta)^k) / beta)``, non-negative when the predicate holds (and
+only then, provided some token has ``0 < p <= rho q``; theory/spectr.py). Exact. For k >= 2 it is a
+feasible point of the sequential LP but not a resispec threshold schedule, so resispec accepts at
+least as much. Acceptance (closed form) ``1 - (1 - beta)^k``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,185 @@
+"""The decoding loop: speculative decoding over a candidate tree, or plain autoregressive sampling.
+
+One speculative round (node 0 = the last emitted token):
+
+1. the draft grows the tree level by level; each internal node's children are drawn from its
+   processed q by the verifier's drafting rule (``engine.expand.expand_tree``);
+2. the target scores every node in one forward over its KV cache (``TreeLM.grow``);
+3. verification walks down from the root: at node n the verifier sees p_n, q_n and n's children;
+   an accepted child becomes the next node, a rejection emits a residual token and stops; reaching a
+   leaf emits one token drawn from p at the leaf;
+4. both models keep the accepted path's KV entries (``commit``); the last emitted token is the next root.
+
+Each emitted token is distributed as p at the node where it was emitted, given everything before it,
+so the emitted sequence follows the target's sequential law (per-node exactness, induction on depth).
+With ``audit`` on, each emitted token y also yields a randomized PIT value
+``P_p(Y < y) + U p(y)`` against that p; under exactness they are i.i.d. Uniform(0, 1).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from engine.drafts.base import Draft
+from engine.expand import expand_tree
+from engine.node_verification import NodeVerifier
+from engine.processing import Sampling, draft_probs, target_probs
+from engine.tree import CandidateTree
+from engine.tree_lm import TreeLM
+from engine.verifiers.sampling import inverse_cdf
+from resispec.audit import randomized_pit
+
+AUTOREGRESSIVE = "ar"
+
+
+@dataclass
+class DecodeStats:
+    """Counters of one generation. ``accepted_by_depth[d]`` / ``reached_by_depth[d]``: how often a
+    candidate at depth d + 1 was accepted / verification reached a node at depth d."""
+
+    tokens: int = 0
+    target_forwards: int = 0
+    draft_forwards: int = 0
+    seconds: float = 0.0
+    accepted_by_depth: list[int] = field(default_factory=list)
+    reached_by_depth: list[int] = field(default_factory=list)
+    pit: list[float] = field(default_factory=list)
+    parity_checked: int = 0
+    parity_mismatches: int = 0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else float("nan")
+
+    @property
+    def accepted_per_forward(self) -> float:
+        """Emitted tokens per target forward: accepted candidates plus the target's own token."""
+        return self.tokens / self.target_forwards if self.target_forwards else float("nan")
+
+    @property
+    def acceptance_by_depth(self) -> list[float]:
+        return [a / r if r else float("nan") for a, r in zip(self.accepted_by_depth, self.reached_by_depth)]
+
+
+class Decoder:
+    """Generates from a target model, speculatively (a verifier name and a draft) or autoregressively.
+
+    Args:
+        target_model: the target p (a transformers causal LM).
+        draft: the draft q (``engine.drafts.Draft``); ignored for ``verifier="ar"``.
+        verifier: a verifier name of the zoo, or ``"ar"`` for plain sampling from the target.
+        branching: children per node at each depth, e.g. ``(4, 2, 2, 1)``.
+        sampling: temperature / top-k / top-p, applied identically to p and q.
+        seed: all randomness flows from it: verification and PIT uniforms from
+            ``numpy.random.default_rng(seed)``, drafting from a ``torch.Generator`` seeded with it.
+        audit: record a randomized-PIT value per emitted token.
+        parity_fraction: re-decide this fraction of verified nodes with the NumPy reference.
+    """
+
+    def __init__(self, target_model: torch.nn.Module, draft: Draft | None, verifier: str,
+                 branching: tuple[int, ...] = (4, 2, 2, 1), sampling: Sampling = Sampling(),
+                 seed: int = 0, audit: bool = False, parity_fraction: float = 0.0) -> None:
+        self.target = TreeLM(target_model)
+        self.speculative = verifier != AUTOREGRESSIVE
+        if self.speculative:
+            if draft is None:
+                raise ValueError("draft: speculative decoding needs a draft model")
+            self.node_verifier = NodeVerifier(verifier, parity_fraction)
+            self.tree = CandidateTree.from_branching(branching)
+            self.node_verifier.check_branching(self.tree.branching)
+        self.draft = draft
+        self.sampling = sampling
+        self.rng = np.random.default_rng(seed)
+        self.generator = torch.Generator(device=target_model.device).manual_seed(seed)
+        self.audit = audit
+        self.stats = DecodeStats()
+
+    def generate(self, prompt_ids: torch.Tensor, max_new_tokens: int, eos_id: int | None = None) -> Iterator[int]:
+        """Yield up to ``max_new_tokens`` tokens after ``prompt_ids`` (long [T]); stop after ``eos_id``."""
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens: must be >= 1, got {max_new_tokens}")
+        self.stats = DecodeStats()
+        start = time.perf_counter()
+        self.target.prefill(prompt_ids)
+        if self.speculative:
+            self.draft.prefill(prompt_ids)
+        root = int(prompt_ids[-1])
+        emitted = 0
+        while emitted < max_new_tokens:
+            audited = len(self.stats.pit)
+            tokens = self._speculative_round(root) if self.speculative else self._autoregressive_step(root)
+            tokens = tokens[: max_new_tokens - emitted]
+            if eos_id in tokens:
+                tokens = tokens[: tokens.index(eos_id) + 1]
+            del self.stats.pit[audited + len(tokens):]  # audit exactly the tokens that are output
+            for token in tokens:
+                emitted += 1
+                self.stats.tokens = emitted
+                self.stats.seconds = time.perf_counter() - start
+                yield token
+            if tokens[-1] == eos_id:
+                return
+            root = tokens[-1]
+
+    def _emit(self, p: torch.Tensor, token: int) -> None:
+        """Record the randomized PIT of ``token`` against ``p`` (V,) when auditing."""
+        if self.audit:
+            self.stats.pit.append(randomized_pit(p.cpu().numpy(), token, float(self.rng.random())))
+
+    def _sample(self, p: torch.Tensor) -> int:
+        """One token from p (V,) by inverse CDF at a uniform of the loop's generator."""
+        u = torch.tensor([self.rng.random()], dtype=torch.float64, device=p.device)
+        token = int(inverse_cdf(p[None], u)[0])
+        self._emit(p, token)
+        return token
+
+    def _autoregressive_step(self, root: int) -> list[int]:
+        logits = self.target.grow(torch.tensor([root]), torch.tensor([-1]))
+        self.stats.target_forwards += 1
+        token = self._sample(target_probs(logits, self.sampling)[0])
+        self.target.commit(torch.tensor([root]))
+        return [token]
+
+    def _choose(self, q_logits: torch.Tensor, k: int) -> torch.Tensor:
+        return self.node_verifier.draft(draft_probs(q_logits, self.sampling), k, self.generator)
+
+    def _speculative_round(self, root: int) -> list[int]:
+        tree = self.tree
+        tokens, q_logits = expand_tree(self.draft, tree, root, self._choose)
+        self.stats.draft_forwards += tree.depth
+        p_all = target_probs(self.target.grow(tokens, tree.parents), self.sampling)
+        self.stats.target_forwards += 1
+        q_all = draft_probs(q_logits, self.sampling)
+        token_list = tokens.tolist()
+        node, emitted = 0, []
+        while True:
+            depth = int(tree.depths[node])
+            if depth == tree.depth:  # a leaf was accepted: one token from p at the leaf
+                emitted.append(self._sample(p_all[node]))
+                break
+            self._count(depth, accepted=False)
+            children = tree.children(node)
+            token, index = self.node_verifier.verify(p_all[node], q_all[node], tokens[children], self.rng)
+            self._emit(p_all[node], token)
+            emitted.append(token)
+            if index < 0:
+                break
+            self._count(depth, accepted=True)
+            node = children.start + index
+        accepted = torch.tensor([token_list[n] for n in tree.path(node)])
+        self.target.commit(accepted)
+        self.draft.commit(accepted)
+        self.stats.parity_checked = self.node_verifier.parity.checked
+        self.stats.parity_mismatches = self.node_verifier.parity.mismatches
+        return emitted
+
+    def _count(self, depth: int, accepted: bool) -> None:
+        counters = self.stats.accepted_by_depth if accepted else self.stats.reached_by_depth
+        while len(counters) <= depth:
+            counters.append(0)
+        counters[depth] += 1

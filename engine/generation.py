@@ -1,0 +1,78 @@
+"""Text generation with the real target: prompt formatting, streaming, and a JSON-ready summary."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from engine.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
+from engine.drafts.registry import make_draft
+from engine.processing import Sampling
+from resispec.audit import pit_audit
+
+
+@dataclass
+class GenerationRequest:
+    """What to generate and how; ``verifier = "ar"`` is plain autoregressive sampling."""
+
+    prompt: str
+    verifier: str = "resispec"
+    draft: str = "early-exit"
+    branching: tuple[int, ...] = (4, 2, 2, 1)
+    sampling: Sampling = Sampling()
+    max_new_tokens: int = 64
+    seed: int = 0
+    audit: bool = False
+    chat: bool = True
+    parity_fraction: float = 0.0
+
+
+def prompt_ids(tokenizer, prompt: str, chat: bool) -> torch.Tensor:
+    """long [T]: the prompt in the instruct model's chat template (or raw text)."""
+    if chat:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                             add_generation_prompt=True)
+    else:
+        text = prompt
+    return tokenizer(text, return_tensors="pt").input_ids[0]
+
+
+def generate(model, tokenizer, request: GenerationRequest,
+             on_text: Callable[[str], None] | None = None) -> tuple[list[int], DecodeStats]:
+    """Run one generation; ``on_text`` receives the newly decoded text after every token."""
+    draft = None if request.verifier == AUTOREGRESSIVE else make_draft(request.draft, model)
+    decoder = Decoder(model, draft, request.verifier, request.branching, request.sampling,
+                      request.seed, request.audit, request.parity_fraction)
+    tokens: list[int] = []
+    shown = ""
+    for token in decoder.generate(prompt_ids(tokenizer, request.prompt, request.chat), request.max_new_tokens,
+                                  tokenizer.eos_token_id):
+        tokens.append(token)
+        if on_text:
+            text = tokenizer.decode(tokens, skip_special_tokens=True)
+            on_text(text[len(shown):])
+            shown = text
+    return tokens, decoder.stats
+
+
+def summary(tokenizer, tokens: list[int], stats: DecodeStats, audit: bool) -> dict:
+    """The JSON record of one generation."""
+    record = {
+        "text": tokenizer.decode(tokens, skip_special_tokens=True),
+        "tokens": len(tokens),
+        "tokens_per_second": stats.tokens_per_second,
+        "accepted_per_forward": stats.accepted_per_forward,
+        "target_forwards": stats.target_forwards,
+        "acceptance_by_depth": stats.acceptance_by_depth,
+        "parity": {"checked": stats.parity_checked, "mismatches": stats.parity_mismatches},
+    }
+    if audit:
+        result = pit_audit(stats.pit) if len(stats.pit) >= 2 else None
+        record["audit"] = None if result is None else {
+            "n": result.n, "ks_pvalue": result.ks_pvalue, "chi2_pvalue": result.chi2_pvalue,
+            "alpha": result.alpha, "passed": result.passed, "min_detectable_tv": result.min_detectable_tv,
+            "verdict": "PASS" if result.passed else "FAIL",
+        }
+    return record

@@ -1,0 +1,85 @@
+"""Drafting and verifying the children of tree nodes with the torch verifiers of the zoo.
+
+The decoding loop asks two things of a verifier: draw each internal node's children from q by the
+verifier's drafting rule (batched over a level's nodes), and verify one node's children against p.
+Drafting without replacement or top-k needs ``k <= support(q)``; after top-k/top-p processing a node
+may have fewer draft tokens than the tree's branching, so such a node gets ``support`` real children
+and the remaining child slots repeat the last one as padding, which verification never sees
+(``real_children``).
+
+Parity check (optional): on a random fraction of verified nodes the NumPy reference decides the same
+node with the same uniforms; every disagreement is counted (expected: none, see the torch ports).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from engine.verifiers import get_torch_verifier
+from engine.verifiers.base import TorchVerifier
+from resispec import get_verifier
+
+
+@dataclass
+class ParityCounts:
+    checked: int = 0
+    mismatches: int = 0
+
+
+class NodeVerifier:
+    """A verifier of the zoo applied to tree nodes (torch port; NumPy twin for parity checks).
+
+    Args:
+        name: the verifier's name.
+        parity_fraction: probability that a verified node is re-decided by the NumPy reference.
+    """
+
+    def __init__(self, name: str, parity_fraction: float = 0.0) -> None:
+        if not 0.0 <= parity_fraction <= 1.0:
+            raise ValueError(f"parity_fraction: must lie in [0, 1], got {parity_fraction}")
+        self.verifier: TorchVerifier = get_torch_verifier(name)
+        self.reference = get_verifier(name)
+        self.name = name
+        self.parity_fraction = parity_fraction
+        self.parity = ParityCounts()
+
+    def check_branching(self, branching: tuple[int, ...]) -> None:
+        """Reject tree shapes the verifier cannot take (e.g. sps with more than one child)."""
+        limit = self.verifier.max_k
+        if limit is not None and max(branching) > limit:
+            raise ValueError(f"tree: {self.name} verifies at most {limit} candidate(s) per node, "
+                             f"but the branching is {','.join(map(str, branching))}")
+
+    def real_children(self, q: torch.Tensor, k: int) -> torch.Tensor:
+        """How many of the k child slots of each node hold real candidates (q (M, V) -> long (M,))."""
+        if not self.verifier.scheme.bounded:
+            return torch.full(q.shape[:1], k, dtype=torch.long, device=q.device)
+        return torch.clamp(torch.count_nonzero(q, dim=-1), max=k)
+
+    def draft(self, q: torch.Tensor, k: int, generator: torch.Generator) -> torch.Tensor:
+        """Children of M nodes with draft q (float64 (M, V)) -> long (M, k), padded (module doc)."""
+        real = self.real_children(q, k)
+        if bool((real == k).all()):
+            return self.verifier.draft(q, k, generator)
+        rows = []
+        for row, count in zip(q, real.tolist()):
+            drawn = self.verifier.draft(row[None], count, generator)[0]
+            rows.append(torch.cat([drawn, drawn[-1:].expand(k - count)]))
+        return torch.stack(rows)
+
+    def verify(self, p: torch.Tensor, q: torch.Tensor, children: torch.Tensor,
+               rng: np.random.Generator) -> tuple[int, int]:
+        """``(token, index)`` for one node (p, q (V,), children (k,)); index = child slot or -1."""
+        candidates = children[: int(self.real_children(q[None], children.numel())[0])]
+        u = rng.random(self.verifier.uniforms_needed(candidates.numel()))
+        tokens, index = self.verifier.verify(p[None], q[None], candidates[None].to(p.device),
+                                             torch.from_numpy(u)[None].to(p.device))
+        decision = int(tokens[0]), int(index[0])
+        if self.parity_fraction and rng.random() < self.parity_fraction:
+            expected = self.reference.verify(p.cpu().numpy(), q.cpu().numpy(), candidates.cpu().numpy(), u)
+            self.parity.checked += 1
+            self.parity.mismatches += expected != decision
+        return decision

@@ -1,0 +1,49 @@
+"""``resispec bench torch-verify``: one batched torch verify per verifier as a multiple of one softmax.
+
+Defaults: B = 64 nodes at V = 49152 with k = 4 candidates (torch is imported only by the handler).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from resispec.cli.bench import add_ratio_arguments, allocator_note
+
+
+def register(bench_subparsers: argparse._SubParsersAction) -> None:
+    parser = bench_subparsers.add_parser(
+        "torch-verify", help="median batched torch verify time / median batched softmax time, (B, V) nodes",
+        description="LLM-like peaky float32 pairs; ratios of medians measured alternately in one run.",
+    )
+    parser.add_argument("--verifier", nargs="+", metavar="NAME", help="verifiers (default: every torch port)")
+    parser.add_argument("--batch", type=int, default=64, help="nodes B (default: %(default)s)")
+    parser.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (default: %(default)s; on a shared machine a second thread "
+                             "makes the medians swing)")
+    add_ratio_arguments(parser, [49152], [4], "timed calls per verifier (sps runs at k = 1)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from engine.bench_verifiers import bench_torch_verify
+    from resispec.cli.table import format_table
+
+    allocator = allocator_note(args)
+    torch.set_num_threads(args.threads)
+    results = bench_torch_verify(args.verifier, args.batch, args.vocab, args.k, args.repeats, args.seed,
+                                 args.device, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+        return 0
+    rows = [[r.vocab, r.verifier, r.k, f"{r.ratio:.2f}", f"{r.verify_seconds * 1e3:.2f}",
+             f"{r.softmax_seconds * 1e3:.2f}"] for r in results]
+    print(format_table(["V", "verifier", "k", "x softmax", "verify ms", "softmax ms"], rows))
+    print(f"\ncells: median time of one batched verify of B = {args.batch} nodes on {args.device} "
+          f"({args.threads} CPU thread(s); validation and per-node plans included) / median time of "
+          "torch.softmax over the same float32 (B, V) logits, timed alternately in this run. " + allocator)
+    return 0

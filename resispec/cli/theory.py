@@ -1,0 +1,24 @@
+"""``resispec theory``: run every machine-checked derivation (see the ``theory`` package)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "theory", help="check every exactness and optimality theorem; regenerate docs/theory.md"
+    )
+    parser.add_argument("--docs", type=Path, default=None, help="Markdown output (default: docs/theory.md)")
+    parser.add_argument("--no-docs", action="store_true", help="do not write the Markdown")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from theory import main
+
+    argv = ["--no-docs"] if args.no_docs else []
+    if args.docs is not None:
+        argv += ["--docs", str(args.docs)]
+    return main(argv)

@@ -1,0 +1,81 @@
+"""pooled: exact, and acceptance-optimal for i.i.d. candidates (reaches ``alpha*``); beyond.md section 1.
+
+Canonical architecture: *select* one of the k candidates by a randomised rule whose selected token
+has law ``t``, then run single-draft speculative sampling of the selected token y against p: accept
+y with probability ``min(1, p(y)/t(y))``, else emit from ``norm((p - t)+)``. Exact for any selection
+rule whose true law is ``t``: ``min(p, t) + (p - t)+ = p``. Acceptance ``sum_y min(p(y), t(y))``.
+
+The selection is the priority-score rule of ``resispec.pooling`` (max-ratio selection reshaped by
+pools), whose law is ``t = max(p, mu q)`` on the optimal cut ``H*`` and ``min(p, lam q)`` off it.
+Then ``min(p, t) = p`` on ``H*`` and ``= t`` off it, so the acceptance is
+``p(H*) + t(off H*) = p(H*) + 1 - q(H*)^k = alpha*``, the i.i.d. optimum: no exact verifier of
+i.i.d. candidates accepts more. A rejection needs ``t(y) > p(y)``, so ``y in H*``, which happens
+only when every candidate is in ``H*``; the residual lives off ``H*``, so it never emits a candidate.
+Exact (proof in docs/pooled.md; exact-law and sampling audits in tests/test_pooled.py).
+
+Cost: the plan (sort, cut, ``t``, pools) is O(V log V) once per ``(p, q, k)``; one tuple then costs
+O(k log V): a ``searchsorted`` over the candidate's pools per candidate, and one over the residual's
+precomputed cumulative sum when a rejection happens.
+
+Uniform layout (``uniforms_needed(k) = 2k + 2``; the torch port consumes the same):
+
+- ``u[i]``, ``i < k``: which interval holds candidate i's score (``pooling.score_interval``);
+- ``u[k + i]``: the score's position inside that interval (compared only on equal intervals);
+- ``u[2k]``: accept the selected candidate y iff ``u[2k] < accept(y) = min(1, p(y)/t(y))``;
+- ``u[2k + 1]``: the residual token by inverse CDF over token ids ascending (``sampling.InverseCDF``).
+
+Returned index: the selected candidate's position on acceptance, -1 for a residual draw. If the
+residual has no mass (a rejection is then possible through rounding only), a rejection emits the
+selected candidate instead (the contract's empty-residual rule, with the selected candidate in the
+role of the last one).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from resispec.pooling import PooledPlan, pooled_plan, select, selection_law
+from resispec.validation import as_count
+from resispec.verifiers.base import BoundVerifier, Verifier
+
+
+class Pooled(Verifier):
+    """Pooled priority-score selection, then single-draft speculative sampling. Exact; reaches alpha*."""
+
+    name = "pooled"
+    drafting = "iid"
+    claims_exact = True
+
+    def uniforms_needed(self, k: int) -> int:
+        """``2k + 2``: an interval and a position uniform per candidate, then accept and residual."""
+        return 2 * as_count(k) + 2
+
+    def _prepare(self, p: np.ndarray, q: np.ndarray, k: int) -> PooledPlan:
+        return pooled_plan(p, q, k)
+
+    def _decide(self, bound: BoundVerifier, candidates: np.ndarray, u: np.ndarray) -> tuple[int, int]:
+        plan: PooledPlan = bound.plan
+        k = candidates.size
+        index = select(plan, candidates, u[:k], u[k:2 * k])
+        token = int(candidates[index])
+        if u[2 * k] < plan.accept[token] or plan.residual_sampler is None:
+            return token, index
+        return plan.residual_sampler(u[2 * k + 1]), -1
+
+    def _law(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, float]:
+        """``law = sum_y s(y) [a(y) delta_y + (1 - a(y)) norm((p - t)+)]``, s the selection law given
+        the candidates (``pooling.selection_law``) and ``a = plan.accept``."""
+        plan: PooledPlan = bound.plan
+        tokens, selected = selection_law(plan, candidates)
+        accepted = selected * plan.accept[tokens]
+        law = np.zeros(bound.p.size)
+        if plan.residual_sampler is None:
+            law[tokens] = selected
+            return law, float(selected.sum())
+        law[tokens] = accepted
+        law += (selected.sum() - accepted.sum()) / plan.residual_sampler.total * plan.residual
+        return law, float(accepted.sum())
+
+    def _acceptance(self, bound: BoundVerifier) -> float:
+        """Closed form ``sum_y min(p(y), t(y))``; equals ``alpha* = 1 + p(H*) - q(H*)^k`` (see module doc)."""
+        return float(np.minimum(bound.p, bound.plan.selection_law).sum())

@@ -1,0 +1,112 @@
+"""The decoding loop: greedy equals autoregressive greedy, processing, audits, the CLI end to end."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from engine.decoding import Decoder
+from engine.processing import Sampling, draft_probs, target_probs
+from engine.tree_lm import TreeLM
+from engine.verifiers import TORCH_VERIFIERS
+from resispec import VERIFIERS
+from resispec.audit import pit_audit
+from resispec.cli import main
+
+EXACT = [name for name, cls in TORCH_VERIFIERS.items() if cls.claims_exact]  # the engine decodes with the torch ports
+
+
+def _branching(verifier: str) -> tuple[int, ...]:
+    return (1, 1, 1) if VERIFIERS[verifier].max_k == 1 else (3, 2, 1)
+
+
+@pytest.mark.parametrize("verifier", EXACT)
+def test_greedy_speculative_output_equals_greedy_decoding(tiny_models, verifier):
+    target, draft = tiny_models
+    prompt = torch.tensor([1, 4, 2])
+    reference = list(Decoder(target, None, "ar", sampling=Sampling(0.0)).generate(prompt, 24))
+    decoder = Decoder(target, TreeLM(draft), verifier, _branching(verifier), Sampling(0.0), seed=3)
+    assert list(decoder.generate(prompt, 24)) == reference
+    assert decoder.stats.target_forwards <= 24
+
+
+def test_processing_applies_the_same_transform_to_p_and_q():
+    logits = torch.tensor([[2.0, 1.0, 0.5, -1.0, -3.0]])
+    plain = torch.softmax(logits.double(), dim=-1)
+    assert torch.allclose(target_probs(logits, Sampling(1.0)), plain)
+    top2 = target_probs(logits, Sampling(1.0, top_k=2))
+    assert torch.count_nonzero(top2) == 2 and torch.allclose(top2, draft_probs(logits, Sampling(1.0, top_k=2)))
+    nucleus = target_probs(logits, Sampling(1.0, top_p=0.7))
+    kept = plain[0, :2].sum()
+    assert kept >= 0.7 and torch.count_nonzero(nucleus) == 2
+    assert torch.allclose(nucleus[0, :2], plain[0, :2] / kept)
+    hot = target_probs(logits / 0.5, Sampling(0.0))
+    assert hot.tolist() == [[1.0, 0.0, 0.0, 0.0, 0.0]]
+    assert torch.allclose(draft_probs(logits, Sampling(0.0)), plain)
+    cold = target_probs(logits, Sampling(0.5))
+    assert torch.allclose(cold, torch.softmax(logits.double() / 0.5, dim=-1))
+    for bad in (dict(temperature=-1.0), dict(top_k=0), dict(top_p=0.0), dict(top_p=1.5)):
+        with pytest.raises(ValueError):
+            Sampling(**bad)
+
+
+def test_top_k_trees_with_wor_drafting_pad_thin_nodes(tiny_models):
+    """With top-k = 2 the draft has 2 tokens per node, fewer than the 3 WOR children asked for."""
+    target, draft = tiny_models
+    decoder = Decoder(target, TreeLM(draft), "rrs_wor", (3, 2), Sampling(1.0, top_k=2), seed=0, audit=True)
+    tokens = list(decoder.generate(torch.tensor([1, 2]), 30))
+    assert len(tokens) == 30 and len(decoder.stats.pit) == 30
+
+
+def test_pit_values_of_an_exact_verifier_are_uniform(tiny_models):
+    target, draft = tiny_models
+    decoder = Decoder(target, TreeLM(draft), "resispec", (3, 2), Sampling(1.0), seed=4, audit=True)
+    list(decoder.generate(torch.tensor([5]), 600))
+    assert pit_audit(decoder.stats.pit).passed
+    rates = decoder.stats.acceptance_by_depth
+    assert len(rates) >= 1 and all(0.0 <= r <= 1.0 for r in rates)
+
+
+def test_decoder_rejects_bad_configuration(tiny_models):
+    target, draft = tiny_models
+    with pytest.raises(ValueError, match="at most 1"):
+        Decoder(target, TreeLM(draft), "sps", (2, 1))
+    with pytest.raises(ValueError, match="draft"):
+        Decoder(target, None, "rrs")
+    with pytest.raises(ValueError, match="unknown torch verifier"):
+        Decoder(target, TreeLM(draft), "nope")
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        list(Decoder(target, None, "ar").generate(torch.tensor([1]), 0))
+
+
+@pytest.mark.real_model
+def test_generate_cli_json_on_the_real_model(real_target, capsys):
+    status = main(["generate", "--prompt", "Say hello.", "--max-new-tokens", "6", "--tree", "2,1",
+                   "--verifier", "resispec", "--audit", "--parity", "1", "--json", "--threads", "1"])
+    record = json.loads(capsys.readouterr().out)
+    assert status == 0 and record["tokens"] == 6 and record["target_forwards"] >= 1
+    assert record["accepted_per_forward"] >= 1.0 and record["audit"]["verdict"] in ("PASS", "FAIL")
+    assert record["parity"]["checked"] >= 1 and record["parity"]["mismatches"] == 0
+
+
+@pytest.mark.real_model
+def test_greedy_on_the_real_model_equals_autoregressive(real_target, capsys):
+    outputs = {}
+    for verifier in ("ar", "rrs_wor"):
+        main(["generate", "--prompt", "Name a color.", "--max-new-tokens", "8", "--tree", "2,1",
+              "--verifier", verifier, "--temperature", "0", "--json", "--threads", "1"])
+        outputs[verifier] = json.loads(capsys.readouterr().out)["text"]
+    assert outputs["ar"] == outputs["rrs_wor"]
+
+
+@pytest.mark.parametrize("verifier", ["resispec", "rrs_wor", "spectr"])
+def test_parity_check_of_torch_against_numpy_during_decoding(tiny_models, verifier):
+    target, draft = tiny_models
+    decoder = Decoder(target, TreeLM(draft), verifier, (3, 2), Sampling(1.0), seed=6, parity_fraction=1.0)
+    list(decoder.generate(torch.tensor([2, 5]), 40))
+    assert decoder.stats.parity_checked >= 20 and decoder.stats.parity_mismatches == 0
+    with pytest.raises(ValueError, match="parity_fraction"):
+        Decoder(target, TreeLM(draft), verifier, (2,), parity_fraction=1.5)
