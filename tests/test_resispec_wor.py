@@ -3,6 +3,7 @@ rrs_wor and the sequential WOR optimum, and the WOR bounds (sequential LP, race 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -161,6 +162,18 @@ def test_corner_cases(name, p, q):
         np.testing.assert_array_equal(plan.accepted, q)
     if name == "disjoint":
         assert get_verifier("resispec_wor").acceptance(p, q, 2) == 0.0
+
+
+def test_a_rejection_that_would_leave_no_target_is_overturned():
+    """Rounding can leave A_x a hair below q_x while rejecting x leads nowhere (no residual and no
+    other token step 2 would accept): step 1 then accepts x, like the core's empty-residual rule."""
+    p = q = np.array([0.5, 0.5, 0.0])
+    exact = latest_first_plan(p, q)
+    nudged = dataclasses.replace(exact, accepted=np.array([0.5 - 1e-16, 0.0, 0.0]), second=np.zeros(3),
+                                 residual=np.zeros(3))
+    assert nudged.first_acceptance(0) == 1.0
+    assert dataclasses.replace(nudged, second=np.array([0.0, 1.0, 0.0])).first_acceptance(0) < 1.0
+    assert exact.first_acceptance(0) == 1.0
 
 
 def test_worked_example_by_hand():
