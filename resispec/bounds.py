@@ -11,7 +11,8 @@
   over ratio prefixes for large V are in ``resispec.bounds_wor``.
 - Sequential optimum (i.i.d.): per-step accepted masses ``m_j(x) >= 0`` with
   ``m_j(x) <= R_j q(x)``, ``sum_j m_j(x) <= p(x)``, ``R_1 = 1``, ``R_{j+1} = R_j - sum_x m_j(x)``;
-  maximise ``1 - R_{k+1}``. resispec's ``1 - z`` equals it on every instance tried.
+  maximise ``1 - R_{k+1}``. resispec's ``1 - z`` equals it for every V and k (LP duality;
+  theorem ``resispec.sequential_optimal`` in docs/theory.md).
 """
 
 from __future__ import annotations
