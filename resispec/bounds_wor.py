@@ -171,7 +171,7 @@ def _race_integrals(q_in_order: np.ndarray, outside: np.ndarray, k: int) -> Race
             integrand = rate * t * np.exp(-rate * t) * state[k]
             fine = step * integrand.sum()
             value[i] = fine
-            error[i] = abs(fine - step * (coarse @ integrand)) + 2 * TAIL
+            error[i] = abs(fine - step * float((coarse * integrand).sum())) + 2 * TAIL
     return RaceIntegrals(value, error)
 
 
