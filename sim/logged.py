@@ -15,6 +15,10 @@ probabilities, and the mass of everything else as a tail). The full specificatio
   ``position`` (N,) integers, unique pairs, consecutive positions of one chain being successive
   tokens; ``depth`` (N,) the node's depth in a draft tree (0 = first drafted token); metadata
   strings ``model``, ``draft_model``, ``note`` and the number ``temperature``.
+- optional decisions, as the engine logs them per verified node: ``candidates`` (N, K) the drafted
+  candidate ids in draw order (-1 pads rows with fewer than K), ``emitted`` (N,) the token the
+  verifier emitted there, ``accepted_index`` (N,) the accepted candidate's position or -1 (residual).
+  In a sparse log every candidate and emitted id is among the row's kept ids.
 
 Simulation of a sparse row: the pair over the M kept ids plus one *tail bucket* token carrying
 ``p_tail`` and ``q_tail`` (an (M + 1)-token pair). Lumping the tail into one token can only raise the
@@ -43,6 +47,7 @@ SAMPLE_PATH = Path(__file__).parent / "data" / "smollm2_sample.npz"
 METADATA_STRINGS = ("model", "draft_model", "note")
 METADATA_NUMBERS = ("temperature",)
 ID_FIELDS = ("chain", "position", "depth")
+DECISION_FIELDS = ("candidates", "emitted", "accepted_index")
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,7 @@ class LoggedPairs:
     p_tail: np.ndarray | None = None
     ids: dict[str, np.ndarray] = field(default_factory=dict)
     metadata: dict[str, str | float] = field(default_factory=dict)
+    decisions: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def sparse(self) -> bool:
@@ -87,6 +93,7 @@ class LoggedPairs:
         if self.sparse:
             fields.update(token_ids=self.token_ids, p_tail=self.p_tail, vocab_size=np.array(self.vocab_size))
         fields.update(self.ids)
+        fields.update(self.decisions)
         fields.update({key: np.array(value) for key, value in self.metadata.items()})
         return fields
 
@@ -125,7 +132,8 @@ def read_logged(path: str | Path) -> LoggedPairs:
 
 def shrink(pairs: LoggedPairs, rows: int, keep: int) -> LoggedPairs:
     """The first ``rows`` rows of a sparse log, each cut to its ``keep`` ids of largest ``p + q``
-    (ascending ids); the dropped mass of every draft moves into the tails."""
+    (ascending ids); the dropped mass of every draft moves into the tails. Decision fields are not
+    carried over (their ids may be among the dropped ones)."""
     if not pairs.sparse:
         raise ValueError("shrink: only sparse logs can drop tokens into the tail")
     if keep < 1:
@@ -202,7 +210,7 @@ class _Checker:
         draft_names = [name for name in self.fields
                        if name == "q" or (name.startswith("q_") and not name.endswith("_tail"))]
         self.require("q")
-        known = {"format", "p", *draft_names, *ID_FIELDS, *METADATA_STRINGS, *METADATA_NUMBERS}
+        known = {"format", "p", *draft_names, *ID_FIELDS, *DECISION_FIELDS, *METADATA_STRINGS, *METADATA_NUMBERS}
         if sparse:
             known |= {"token_ids", "vocab_size", "p_tail", *(f"{name}_tail" for name in draft_names)}
         unknown = sorted(set(self.fields) - known)
@@ -219,7 +227,8 @@ class _Checker:
             tail = self.tail(f"{name}_tail", rows) if sparse else None
             self.sums(name, values, tail)
             drafts[name] = (values, tail)
-        return LoggedPairs(p, drafts, vocab_size, token_ids, p_tail, self.ids(rows), self.metadata())
+        return LoggedPairs(p, drafts, vocab_size, token_ids, p_tail, self.ids(rows), self.metadata(),
+                           self.decisions(rows, vocab_size, token_ids))
 
     def values(self, name: str, shape: tuple[int, ...] | None) -> np.ndarray:
         values = self.require(name)
@@ -303,6 +312,37 @@ class _Checker:
                 row = int(first[np.flatnonzero(counts > 1)[0]])
                 self.fail("position", f"(chain {keys[row, 0]}, position {keys[row, 1]}) appears more than once", row)
         return ids
+
+    def decisions(self, rows: int, vocab_size: int, token_ids: np.ndarray | None) -> dict[str, np.ndarray]:
+        present = [name for name in DECISION_FIELDS if name in self.fields]
+        if not present:
+            return {}
+        if len(present) != len(DECISION_FIELDS):
+            missing = sorted(set(DECISION_FIELDS) - set(present))[0]
+            self.fail(missing, f"{', '.join(DECISION_FIELDS)} come together")
+        candidates, emitted, index = (self.fields[name] for name in DECISION_FIELDS)
+        if candidates.ndim != 2 or candidates.shape[0] != rows or not np.issubdtype(candidates.dtype, np.integer):
+            self.fail("candidates", f"expected integers of shape ({rows}, K), got {candidates.dtype} of shape {candidates.shape}")
+        for name, values in (("emitted", emitted), ("accepted_index", index)):
+            if values.shape != (rows,) or not np.issubdtype(values.dtype, np.integer):
+                self.fail(name, f"expected {rows} integers (shape ({rows},)), got {values.dtype} of shape {values.shape}")
+        padded = candidates < 0
+        bad = (padded[:, :-1] & ~padded[:, 1:]).any(axis=1) | (candidates >= vocab_size).any(axis=1) | padded[:, 0]
+        if bad.any():
+            self.fail("candidates", "ids must lie in the vocabulary, with -1 padding only at the end", int(np.flatnonzero(bad)[0]))
+        counts = (~padded).sum(axis=1)
+        bad = (index < -1) | (index >= counts)
+        bad |= (index >= 0) & (np.take_along_axis(candidates, np.maximum(index, 0)[:, None], axis=1)[:, 0] != emitted)
+        if bad.any():
+            self.fail("accepted_index", "must be -1 or the position of the emitted candidate", int(np.flatnonzero(bad)[0]))
+        if token_ids is not None:
+            kept = [set(row) for row in token_ids.tolist()]
+            for row, (ids, token) in enumerate(zip(candidates.tolist(), emitted.tolist())):
+                if not {token, *(x for x in ids if x >= 0)} <= kept[row]:
+                    self.fail("candidates", "every candidate and the emitted id must be among the kept token_ids", row)
+        elif ((emitted < 0) | (emitted >= vocab_size)).any():
+            self.fail("emitted", "outside the vocabulary", int(np.flatnonzero((emitted < 0) | (emitted >= vocab_size))[0]))
+        return {name: self.fields[name].astype(np.int64) for name in DECISION_FIELDS}
 
     def metadata(self) -> dict[str, str | float]:
         metadata: dict[str, str | float] = {}

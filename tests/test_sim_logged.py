@@ -124,3 +124,34 @@ def test_shared_smollm2_file_is_read_and_the_sample_derives_from_it():
     expected = shrink(shared, 40, 512)
     sample = read_logged(SAMPLE_PATH)
     assert np.array_equal(sample.token_ids, expected.token_ids) and np.array_equal(sample.p, expected.p)
+
+
+def with_decisions(fields: dict) -> dict:
+    ids = fields["token_ids"]
+    candidates = np.stack([ids[:, 0], ids[:, 1], np.full(ids.shape[0], -1)], axis=1)
+    return {**fields, "candidates": candidates, "emitted": ids[:, 1].copy(),
+            "accepted_index": np.ones(ids.shape[0], dtype=np.int64)}
+
+
+def test_decision_fields_round_trip(tmp_path):
+    fields = with_decisions(sparse_fields())
+    write_logged(tmp_path / "decisions.npz", logged_pairs(**fields))
+    back = read_logged(tmp_path / "decisions.npz")
+    for name in ("candidates", "emitted", "accepted_index"):
+        assert np.array_equal(back.decisions[name], fields[name])
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda f: f.pop("emitted"), "field 'emitted': candidates, emitted, accepted_index come together"),
+    (lambda f: f.update(accepted_index=np.full(4, 2)), "field 'accepted_index' row 0: must be -1 or the position"),
+    (lambda f: f.update(emitted=f["token_ids"][:, 2].copy()), "field 'accepted_index' row 0"),
+    (lambda f: _set(f, "candidates", 0, 0, -1), "field 'candidates' row 0: ids must lie in the vocabulary"),
+    (lambda f: f.update(accepted_index=np.full(4, -1),
+                        emitted=np.full(4, np.setdiff1d(np.arange(20), f["token_ids"][0])[0])),
+     "field 'candidates' row 0: every candidate"),
+])
+def test_decision_fields_are_validated(change, message):
+    fields = with_decisions(sparse_fields())
+    change(fields)
+    with pytest.raises(ValueError, match=message):
+        logged_pairs(origin="test.npz", **fields)
