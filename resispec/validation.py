@@ -83,6 +83,19 @@ def as_candidates(candidates: Sequence[int] | np.ndarray, vocab_size: int) -> np
     return array
 
 
+def as_token_set(members: Sequence[int] | np.ndarray, vocab_size: int, name: str = "members") -> np.ndarray:
+    """Validate a set of token ids: a 1-D integer array (may be empty) of distinct ids in ``[0, vocab_size)``."""
+    array = np.asarray(members)
+    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
+        raise ValueError(f"{name}: expected a 1-D array of integer token ids, got {array.tolist()!r}")
+    array = array.astype(np.int64)
+    if array.size and (array.min() < 0 or array.max() >= vocab_size):
+        raise ValueError(f"{name}: token ids must lie in [0, {vocab_size}), got {array.tolist()}")
+    if np.unique(array).size != array.size:
+        raise ValueError(f"{name}: token ids must be distinct, got {array.tolist()}")
+    return array
+
+
 def as_uniforms(u: Sequence[float] | np.ndarray, count: int) -> np.ndarray:
     """Validate the verification uniforms: exactly ``count`` finite numbers in ``[0, 1)``."""
     array = np.asarray(u, dtype=np.float64)

@@ -90,6 +90,17 @@ def test_residual_of_zero_mass_is_never_drawn():
         assert law.sum() == pytest.approx(1.0, abs=1e-15)
 
 
+def test_sort_by_ratio_with_rounding_scattered_ties():
+    """Exact ties broken by rounding into thousands of key runs (ratios ``r/q + 1/(1 - q)``, tiny q)."""
+    rng = np.random.default_rng(4)
+    q = rng.dirichlet(np.full(49152, 0.05))
+    ratio = (q / q) + 1.0 / (1.0 - q)
+    ratio[rng.integers(0, ratio.size, 1000)] = rng.lognormal(size=1000)
+    order, ordered = sort_by_ratio(ratio)
+    np.testing.assert_array_equal(ordered, np.sort(ratio))
+    np.testing.assert_array_equal(order, np.argsort(ratio, kind="stable"))
+
+
 def test_schedule_when_the_tight_root_underflows():
     """q puts 2.67e-186 on a p = 0 token: the tight z (~7e-372) is not a double. The schedule falls
     back to fewer effective steps instead of collapsing to T = 0 (found by the simulator's tests)."""
