@@ -27,6 +27,7 @@ import torch
 
 from engine.drafts.base import Draft
 from engine.expand import expand_tree
+from engine.node_log import NodeLog
 from engine.node_verification import NodeVerifier
 from engine.processing import Sampling, draft_probs, target_probs
 from engine.tree import CandidateTree
@@ -79,11 +80,13 @@ class Decoder:
             ``numpy.random.default_rng(seed)``, drafting from a ``torch.Generator`` seeded with it.
         audit: record a randomized-PIT value per emitted token.
         parity_fraction: re-decide this fraction of verified nodes with the NumPy reference.
+        log: record (p, q, candidates, emitted) of every verified node (``engine.node_log``).
     """
 
     def __init__(self, target_model: torch.nn.Module, draft: Draft | None, verifier: str,
                  branching: tuple[int, ...] = (4, 2, 2, 1), sampling: Sampling = Sampling(),
-                 seed: int = 0, audit: bool = False, parity_fraction: float = 0.0) -> None:
+                 seed: int = 0, audit: bool = False, parity_fraction: float = 0.0,
+                 log: NodeLog | None = None) -> None:
         self.target = TreeLM(target_model)
         self.speculative = verifier != AUTOREGRESSIVE
         if self.speculative:
@@ -97,6 +100,7 @@ class Decoder:
         self.rng = np.random.default_rng(seed)
         self.generator = torch.Generator(device=target_model.device).manual_seed(seed)
         self.audit = audit
+        self.log = log
         self.stats = DecodeStats()
 
     def generate(self, prompt_ids: torch.Tensor, max_new_tokens: int, eos_id: int | None = None) -> Iterator[int]:
@@ -109,14 +113,18 @@ class Decoder:
         if self.speculative:
             self.draft.prefill(prompt_ids)
         root = int(prompt_ids[-1])
+        if self.log is not None:
+            self.log.start_chain()
         emitted = 0
         while emitted < max_new_tokens:
             audited = len(self.stats.pit)
-            tokens = self._speculative_round(root) if self.speculative else self._autoregressive_step(root)
+            tokens = self._speculative_round(root, emitted) if self.speculative else self._autoregressive_step(root)
             tokens = tokens[: max_new_tokens - emitted]
             if eos_id in tokens:
                 tokens = tokens[: tokens.index(eos_id) + 1]
             del self.stats.pit[audited + len(tokens):]  # audit exactly the tokens that are output
+            if self.log is not None:
+                self.log.discard_from(emitted + len(tokens))
             for token in tokens:
                 emitted += 1
                 self.stats.tokens = emitted
@@ -148,7 +156,8 @@ class Decoder:
     def _choose(self, q_logits: torch.Tensor, k: int) -> torch.Tensor:
         return self.node_verifier.draft(draft_probs(q_logits, self.sampling), k, self.generator)
 
-    def _speculative_round(self, root: int) -> list[int]:
+    def _speculative_round(self, root: int, position: int) -> list[int]:
+        """One round; ``position`` is the number of tokens this generation emitted before it."""
         tree = self.tree
         tokens, q_logits = expand_tree(self.draft, tree, root, self._choose)
         self.stats.draft_forwards += tree.depth
@@ -164,7 +173,10 @@ class Decoder:
                 break
             self._count(depth, accepted=False)
             children = tree.children(node)
-            token, index = self.node_verifier.verify(p_all[node], q_all[node], tokens[children], self.rng)
+            candidates = self.node_verifier.candidates(q_all[node], tokens[children])
+            token, index = self.node_verifier.verify(p_all[node], q_all[node], candidates, self.rng)
+            if self.log is not None:
+                self.log.record(p_all[node], q_all[node], candidates, token, index, position + len(emitted), depth)
             self._emit(p_all[node], token)
             emitted.append(token)
             if index < 0:

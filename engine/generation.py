@@ -9,6 +9,7 @@ import torch
 
 from engine.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
 from engine.drafts.registry import DEFAULT_DRAFT, make_draft
+from engine.node_log import NodeLog
 from engine.processing import Sampling
 from resispec.audit import pit_audit
 
@@ -39,12 +40,13 @@ def prompt_ids(tokenizer, prompt: str, chat: bool) -> torch.Tensor:
     return tokenizer(text, return_tensors="pt").input_ids[0]
 
 
-def generate(model, tokenizer, request: GenerationRequest,
-             on_text: Callable[[str], None] | None = None) -> tuple[list[int], DecodeStats]:
-    """Run one generation; ``on_text`` receives the newly decoded text after every token."""
+def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[str], None] | None = None,
+             log: NodeLog | None = None) -> tuple[list[int], DecodeStats]:
+    """Run one generation; ``on_text`` receives the newly decoded text after every token; ``log``
+    records every verified node."""
     draft = None if request.verifier == AUTOREGRESSIVE else make_draft(request.draft, model)
     decoder = Decoder(model, draft, request.verifier, request.branching, request.sampling,
-                      request.seed, request.audit, request.parity_fraction)
+                      request.seed, request.audit, request.parity_fraction, log)
     tokens: list[int] = []
     shown = ""
     for token in decoder.generate(prompt_ids(tokenizer, request.prompt, request.chat), request.max_new_tokens,
@@ -55,6 +57,16 @@ def generate(model, tokenizer, request: GenerationRequest,
             on_text(text[len(shown):])
             shown = text
     return tokens, decoder.stats
+
+
+def node_log_for(model, request: GenerationRequest, keep: int) -> NodeLog:
+    """A node log whose metadata names the model, the draft and the sampling settings."""
+    return NodeLog(model.config.vocab_size, keep, metadata={
+        "model": "SmolLM2-135M-Instruct", "draft_model": request.draft,
+        "note": f"resispec generate: verifier {request.verifier}, tree {','.join(map(str, request.branching))}, "
+                f"top_k {request.sampling.top_k}, top_p {request.sampling.top_p}",
+        **({"temperature": request.sampling.temperature} if request.sampling.temperature > 0 else {}),
+    })
 
 
 def summary(tokenizer, tokens: list[int], stats: DecodeStats, audit: bool) -> dict:

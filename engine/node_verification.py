@@ -70,10 +70,13 @@ class NodeVerifier:
             rows.append(torch.cat([drawn, drawn[-1:].expand(k - count)]))
         return torch.stack(rows)
 
-    def verify(self, p: torch.Tensor, q: torch.Tensor, children: torch.Tensor,
+    def candidates(self, q: torch.Tensor, children: torch.Tensor) -> torch.Tensor:
+        """The real candidates among a node's child tokens (children (k,), q (V,)): padding dropped."""
+        return children[: int(self.real_children(q[None], children.numel())[0])]
+
+    def verify(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
                rng: np.random.Generator) -> tuple[int, int]:
-        """``(token, index)`` for one node (p, q (V,), children (k,)); index = child slot or -1."""
-        candidates = children[: int(self.real_children(q[None], children.numel())[0])]
+        """``(token, index)`` for one node (p, q (V,), its real candidates (k',)); index = slot or -1."""
         u = rng.random(self.verifier.uniforms_needed(candidates.numel()))
         tokens, index = self.verifier.verify(p[None], q[None], candidates[None].to(p.device),
                                              torch.from_numpy(u)[None].to(p.device))

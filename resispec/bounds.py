@@ -7,9 +7,12 @@
   ``y in S``; maximise ``sum pi`` subject to ``sum_y pi(S, y) <= P(S)`` and
   ``sum_S pi(S, y) <= p(y)``. (A plan over ordered tuples aggregates to one over sets and back, so
   sets lose nothing.) Both constraints are written as ``<=``: equalities can fail HiGHS on rounding.
+- WOR: ``optimal_acceptance(..., "wor")`` is alpha*-WOR; the sequential WOR optimum and the bound
+  over ratio prefixes for large V are in ``resispec.bounds_wor``.
 - Sequential optimum (i.i.d.): per-step accepted masses ``m_j(x) >= 0`` with
   ``m_j(x) <= R_j q(x)``, ``sum_j m_j(x) <= p(x)``, ``R_1 = 1``, ``R_{j+1} = R_j - sum_x m_j(x)``;
-  maximise ``1 - R_{k+1}``. resispec's ``1 - z`` equals it on every instance tried.
+  maximise ``1 - R_{k+1}``. resispec's ``1 - z`` equals it for every V and k (LP duality;
+  theorem ``resispec.sequential_optimal`` in docs/theory.md).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 from scipy.optimize import linprog
 from scipy.sparse import coo_matrix, vstack
 
+from resispec.bounds_wor import wor_prefix_bound
 from resispec.drafting import DRAFTING_SCHEMES, top_k_tokens
 from resispec.ratio_profile import RatioProfile
 from resispec.validation import as_count, as_pair
@@ -39,7 +43,10 @@ def optimal_acceptance(p: np.ndarray, q: np.ndarray, k: int, drafting: str = "ii
 
     ``"iid"``: closed form ``1 - max over ratio prefixes (Q_i^k - P_i)``, O(V log V), any V.
     ``"topk"``: the candidate set is fixed, so ``p(top-k of q)``.
-    ``"wor"``: not closed-form; use ``optimal_acceptance_lp`` (small V).
+    ``"wor"``: alpha*-WOR ``= min_H [p(H) + 1 - P(all k WOR draws in H)]``. Exact (the transport LP)
+    while it enumerates at most ``LP_MAX_TUPLES`` tuples; beyond that the minimum over ratio prefixes
+    (``bounds_wor.wor_prefix_bound``), an upper bound on alpha*-WOR that equalled it on every small
+    instance checked (prefixes are not proven to suffice for WOR).
     """
     p_array, q_array = as_pair(p, q)
     k = as_count(k)
@@ -48,7 +55,9 @@ def optimal_acceptance(p: np.ndarray, q: np.ndarray, k: int, drafting: str = "ii
         DRAFTING_SCHEMES["topk"].check_count(q_array, k)
         return float(p_array[top_k_tokens(q_array, k)].sum())
     if drafting == "wor":
-        raise ValueError("drafting: 'wor' has no closed-form optimum here; use optimal_acceptance_lp (small V)")
+        if DRAFTING_SCHEMES["wor"].tuple_count(q_array, k) <= LP_MAX_TUPLES:
+            return optimal_acceptance_lp(p_array, q_array, k, "wor")
+        return wor_prefix_bound(p_array, q_array, k).value
     return optimal_cut(RatioProfile(p_array, q_array), k)[1]
 
 

@@ -107,22 +107,29 @@ def sort_by_ratio(ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     key &= _INDEX_MASK
     order = key.view(np.int64)
     ordered = np.take(ratio, order)
-    for position in np.flatnonzero(ordered[1:] < ordered[:-1]):
-        _resort_bucket(order, ordered, int(position))
+    wrong = np.flatnonzero(ordered[1:] < ordered[:-1])
+    if wrong.size:
+        _resort_buckets(order, ordered, wrong)
     return order, ordered
 
 
-def _resort_bucket(order: np.ndarray, ordered: np.ndarray, position: int) -> None:
-    """Exactly re-sort, in place, the run of ratios around ``position`` that share a truncated key."""
+def _resort_buckets(order: np.ndarray, ordered: np.ndarray, wrong: np.ndarray) -> None:
+    """Exactly re-sort, in place, every run of ratios sharing a truncated key that holds a wrong pair.
+
+    The truncated keys are sorted, so the runs are found by binary search; all of them are re-sorted
+    in one stable lexsort by (run, ratio), which keeps exact ties in token-id order. Rounding can
+    scatter exact ties over thousands of runs (e.g. ratios ``1 + 1/(1 - q)`` for tiny q); this stays
+    one vectorised pass over the affected tokens.
+    """
     bucket = ordered.view(np.uint64) >> np.uint64(_INDEX_BITS)
-    start, stop = position, position + 2
-    while start > 0 and bucket[start - 1] == bucket[position]:
-        start -= 1
-    while stop < ordered.size and bucket[stop] == bucket[position]:
-        stop += 1
-    local = np.argsort(ordered[start:stop], kind="stable")
-    order[start:stop] = order[start:stop][local]
-    ordered[start:stop] = ordered[start:stop][local]
+    keys = np.unique(bucket[wrong])
+    starts, stops = bucket.searchsorted(keys, side="left"), bucket.searchsorted(keys, side="right")
+    lengths = stops - starts
+    run = np.repeat(np.arange(keys.size), lengths)
+    positions = np.arange(lengths.sum()) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    local = positions[np.lexsort((ordered[positions], run))]
+    order[positions] = order[local]
+    ordered[positions] = ordered[local]
 
 
 def _prefix_sums(p: np.ndarray, q: np.ndarray, order: np.ndarray) -> np.ndarray:

@@ -92,15 +92,19 @@ def _root_on_pieces(profile: RatioProfile, pieces: list[int], k: int) -> float:
     On fixed pieces ``T_j = alpha_j z + beta_j`` with ``alpha_k = 1/Q_{i_k}``,
     ``beta_k = P_{i_k}/Q_{i_k}``, ``alpha_j = (1 + alpha_{j+1})/Q_{i_j}``,
     ``beta_j = (beta_{j+1} + P_{i_j})/Q_{i_j}``, and ``g(T_1) = P_m + T_1 (Q - Q_m)`` on g's piece m,
-    so ``z = (1 - P_m - (Q - Q_m) beta_1) / (1 + (Q - Q_m) alpha_1)``.
+    so ``z = (1 - P_m - (Q - Q_m) beta_1) / (1 + (Q - Q_m) alpha_1)``. NaN when ``alpha_1``
+    overflows (pieces of tiny q-mass: the root is then below the smallest positive double).
     """
     alpha, beta = 0.0, 0.0
-    for j in range(k - 1, -1, -1):
-        i = pieces[j]
-        alpha, beta = (1.0 + alpha) / profile.q_prefix[i], (beta + profile.p_prefix[i]) / profile.q_prefix[i]
-    m = pieces[k]
-    slope = profile.q_prefix[-1] - profile.q_prefix[m]
-    return float((1.0 - profile.p_prefix[m] - slope * beta) / (1.0 + slope * alpha))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for j in range(k - 1, -1, -1):
+            i = pieces[j]
+            alpha, beta = (1.0 + alpha) / profile.q_prefix[i], (beta + profile.p_prefix[i]) / profile.q_prefix[i]
+        if not np.isfinite(alpha):
+            return float("nan")
+        m = pieces[k]
+        slope = profile.q_prefix[-1] - profile.q_prefix[m]
+        return float((1.0 - profile.p_prefix[m] - slope * beta) / (1.0 + slope * alpha))
 
 
 def _step_down_to_feasible(profile: RatioProfile, root: float, floor: float, k: int) -> _Point | None:
@@ -116,11 +120,13 @@ def _step_down_to_feasible(profile: RatioProfile, root: float, floor: float, k: 
     return None
 
 
-def schedule_from_profile(profile: RatioProfile, k: int) -> Schedule:
-    """The optimal schedule from a prepared ratio profile (see the module docstring)."""
+def _newton(profile: RatioProfile, k: int) -> tuple[_Point, bool]:
+    """The last feasible Newton iterate, and whether a step overflowed (see ``_root_on_pieces``)."""
     point = _at(profile, 0.0, k)
     for _ in range(MAX_NEWTON_STEPS):
         root = _root_on_pieces(profile, point.pieces, k)
+        if np.isnan(root):
+            return point, True
         if not root > point.z:
             break
         candidate = _at(profile, min(root, 1.0), k)
@@ -130,7 +136,24 @@ def schedule_from_profile(profile: RatioProfile, k: int) -> Schedule:
                 point = candidate
             break
         point = candidate
+    return point, False
+
+
+def schedule_from_profile(profile: RatioProfile, k: int) -> Schedule:
+    """The optimal schedule from a prepared ratio profile (see the module docstring).
+
+    Degenerate case: when the q-mass on the lowest-ratio pieces is so small that the tight root z
+    lies below the smallest positive double (a Newton step overflows), the tight thresholds cannot
+    be represented. A schedule for fewer candidates, padded with ``T = 0`` steps that accept
+    nothing, is still feasible; the better of the two is returned (recursively over k).
+    """
+    point, overflowed = _newton(profile, k)
     thresholds = np.array(point.T)
     accepted = profile.g(thresholds)
     z = max(1.0 - accepted[0], 0.0)
-    return Schedule(T=thresholds, R=np.maximum(z + accepted, 0.0), z=z)
+    best = Schedule(T=thresholds, R=np.maximum(z + accepted, 0.0), z=z)
+    if overflowed and k > 1:
+        shorter = schedule_from_profile(profile, k - 1)
+        if shorter.acceptance > best.acceptance:
+            return Schedule(T=np.append(shorter.T, 0.0), R=np.append(shorter.R, shorter.z), z=shorter.z)
+    return best

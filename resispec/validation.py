@@ -83,6 +83,19 @@ def as_candidates(candidates: Sequence[int] | np.ndarray, vocab_size: int) -> np
     return array
 
 
+def as_token_set(members: Sequence[int] | np.ndarray, vocab_size: int, name: str = "members") -> np.ndarray:
+    """Validate a set of token ids: a 1-D integer array (may be empty) of distinct ids in ``[0, vocab_size)``."""
+    array = np.asarray(members)
+    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
+        raise ValueError(f"{name}: expected a 1-D array of integer token ids, got {array.tolist()!r}")
+    array = array.astype(np.int64)
+    if array.size and (array.min() < 0 or array.max() >= vocab_size):
+        raise ValueError(f"{name}: token ids must lie in [0, {vocab_size}), got {array.tolist()}")
+    if np.unique(array).size != array.size:
+        raise ValueError(f"{name}: token ids must be distinct, got {array.tolist()}")
+    return array
+
+
 def as_uniforms(u: Sequence[float] | np.ndarray, count: int) -> np.ndarray:
     """Validate the verification uniforms: exactly ``count`` finite numbers in ``[0, 1)``."""
     array = np.asarray(u, dtype=np.float64)
@@ -93,3 +106,37 @@ def as_uniforms(u: Sequence[float] | np.ndarray, count: int) -> np.ndarray:
         index = int(np.flatnonzero(bad)[0])
         raise ValueError(f"u: uniform {index} is {array[index]!r}; every uniform must lie in [0, 1)")
     return array
+
+
+def as_distribution_rows(values: Sequence[Sequence[float]] | np.ndarray, name: str) -> np.ndarray:
+    """Return ``values`` (shape (N, V)) as float64 rows, each ``v / sum(v)``, checked like ``as_distribution``.
+
+    Vectorised over rows (two passes: row sums, minimum); a failing row is re-checked by
+    ``as_distribution`` so the ``ValueError`` names ``name``, the row and the offending entry.
+    """
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name}: not an array of numbers ({error})") from None
+    if array.ndim != 2 or 0 in array.shape:
+        raise ValueError(f"{name}: expected a non-empty 2-D array of probability rows (N, V), got shape {array.shape}")
+    totals = array.sum(axis=1)
+    bad = ~np.isfinite(totals) | (np.abs(totals - 1.0) > SUM_TOLERANCE)
+    if array.min() < 0:
+        bad |= (array < 0).any(axis=1)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        as_distribution(array[row], f"{name} row {row}")
+    if (np.abs(totals - 1.0) <= ROUNDING_SLACK).all():
+        return array
+    return array / totals[:, None]
+
+
+def as_pair_rows(p: Sequence[Sequence[float]] | np.ndarray,
+                 q: Sequence[Sequence[float]] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validate N target rows ``p`` and N draft rows ``q`` (shape (N, V) each, one vocabulary)."""
+    p_array = as_distribution_rows(p, "p (target)")
+    q_array = as_distribution_rows(q, "q (draft)")
+    if p_array.shape != q_array.shape:
+        raise ValueError(f"p (target) and q (draft) rows have different shapes: {p_array.shape} != {q_array.shape}")
+    return p_array, q_array

@@ -88,3 +88,27 @@ def test_residual_of_zero_mass_is_never_drawn():
         assert index in (0, 1) or p[token] > 0
         law = verifier.conditional_law(p, q, candidates)
         assert law.sum() == pytest.approx(1.0, abs=1e-15)
+
+
+def test_sort_by_ratio_with_rounding_scattered_ties():
+    """Exact ties broken by rounding into thousands of key runs (ratios ``r/q + 1/(1 - q)``, tiny q)."""
+    rng = np.random.default_rng(4)
+    q = rng.dirichlet(np.full(49152, 0.05))
+    ratio = (q / q) + 1.0 / (1.0 - q)
+    ratio[rng.integers(0, ratio.size, 1000)] = rng.lognormal(size=1000)
+    order, ordered = sort_by_ratio(ratio)
+    np.testing.assert_array_equal(ordered, np.sort(ratio))
+    np.testing.assert_array_equal(order, np.argsort(ratio, kind="stable"))
+
+
+def test_schedule_when_the_tight_root_underflows():
+    """q puts 2.67e-186 on a p = 0 token: the tight z (~7e-372) is not a double. The schedule falls
+    back to fewer effective steps instead of collapsing to T = 0 (found by the simulator's tests)."""
+    p, q = np.array([1.0, 0.0, 0.0, 0.0]), np.array([1.0, 0.0, 0.0, 2.67e-186])
+    for k in (2, 3, 5):
+        plan = schedule(p, q, k)
+        assert plan.acceptance == pytest.approx(1.0, abs=1e-15)
+        assert plan.acceptance >= get_verifier("rrs").acceptance(p, q, k) - 1e-15
+        thresholds = np.append(plan.T, 0.0)
+        assert np.all(np.diff(thresholds) <= 0) and np.all(thresholds[:-1] - thresholds[1:] <= plan.R + 1e-15)
+        assert get_verifier("resispec").conditional_law(p, q, [0] * k) == pytest.approx(p)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from engine.verifiers.base import SequentialTorchVerifier, TorchVerifier
 from engine.verifiers.ears import TorchEARS
+from engine.verifiers.pooled import TorchPooled
 from engine.verifiers.resispec import TorchResiSpec
 from engine.verifiers.resispec_paper import TorchResiSpecPaper
 from engine.verifiers.rrs import TorchRRS
@@ -21,7 +22,7 @@ from engine.verifiers.topk import TorchTopK
 from engine.verifiers.wor_unmasked import TorchWORUnmasked
 
 _PORTS: tuple[type[TorchVerifier], ...] = (
-    TorchSPS, TorchRRS, TorchRRSWithoutReplacement, TorchSpecTr, TorchTopK, TorchResiSpec,
+    TorchSPS, TorchRRS, TorchRRSWithoutReplacement, TorchSpecTr, TorchTopK, TorchResiSpec, TorchPooled,
     TorchResiSpecPaper, TorchRRSSkipDuplicates, TorchWORUnmasked, TorchEARS,
 )
 

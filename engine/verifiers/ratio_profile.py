@@ -22,14 +22,14 @@ from resispec.ratio_profile import sort_by_ratio
 class TorchRatioProfile:
     """Rows of ``(p, q)`` (validated float64, shape (B, V)) sorted by ratio, with prefix sums.
 
-    Attributes: ``ratio`` (B, V) sorted ratios; ``p_prefix``, ``q_prefix`` (B, V + 1);
-    ``h_at_ratio`` (B, V).
+    Attributes: ``order`` (B, V) token ids by ratio; ``ratio`` (B, V) sorted ratios; ``p_prefix``,
+    ``q_prefix`` (B, V + 1); ``h_at_ratio`` (B, V).
     """
 
     def __init__(self, p: torch.Tensor, q: torch.Tensor) -> None:
         ratio = (p / q).masked_fill_(q == 0, torch.inf)  # p / subnormal q may overflow to inf: same order
-        self.ratio, order = sort_rows_by_ratio(ratio)
-        self.p_prefix, self.q_prefix = _prefix_sums(p, order), _prefix_sums(q, order)
+        self.ratio, self.order = sort_rows_by_ratio(ratio)
+        self.p_prefix, self.q_prefix = _prefix_sums(p, self.order), _prefix_sums(q, self.order)
         # inf at the infinite ratios by itself: Q_{i-1} > 0 there (the first token has q > 0)
         self.h_at_ratio = self.ratio * self.q_prefix[:, :-1] - self.p_prefix[:, :-1]
 

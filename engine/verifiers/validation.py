@@ -51,17 +51,26 @@ def as_distributions(values: torch.Tensor, name: str) -> torch.Tensor:
 
     Each row must be finite, non-negative and sum to ``1 +- SUM_TOLERANCE``; rows whose sum is off
     from 1 by more than ``ROUNDING_SLACK`` are renormalised, as ``resispec.validation.as_distribution``
-    does.
+    does (on CPU by NumPy's own row sums, so the renormalised rows are NumPy's bit for bit).
     """
     values = _tensor(values, name, 2, "(B, V)")
     if not values.is_floating_point():
         raise ValueError(f"{name}: expected floating-point probabilities, got dtype {values.dtype}")
     array = values.to(torch.float64)
-    total = array.sum(dim=-1, keepdim=True)
+    total = _row_sums(array)
     off = (total - 1.0).abs()
     bad = ~((array.amin(dim=-1) >= 0) & (off <= SUM_TOLERANCE)[:, 0])  # NaN fails both comparisons
     raise_for_rows(bad, lambda row: as_distribution(array[row].cpu().numpy(), name))
     return array / torch.where(off > ROUNDING_SLACK, total, 1.0)  # x / 1 is x: rows within slack unchanged
+
+
+def _row_sums(array: torch.Tensor) -> torch.Tensor:
+    """Row sums (B, 1) of a float64 (B, V) batch. On CPU NumPy's pairwise sums, which are the sums
+    ``resispec.validation`` divides by (torch sums in another order, which differs by an ulp in about
+    one row in ten): pooled's ranks reorder at ratio ties, so an ulp there can move a decision."""
+    if array.device.type == "cpu":
+        return torch.from_numpy(array.detach().contiguous().numpy().sum(axis=-1, keepdims=True))
+    return array.sum(dim=-1, keepdim=True)
 
 
 def as_pair(p: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -9,7 +9,8 @@ from dataclasses import asdict, dataclass
 class AuditResult:
     """Outcome of one goodness-of-fit audit against the law it should follow.
 
-    ``passed`` is the verdict at significance ``alpha`` (``pvalue >= alpha``). ``tv`` is the
+    ``passed`` is the verdict at significance ``alpha`` (``pvalue >= alpha`` for one test; an audit
+    combining several tests, like ``pit_audit``, splits ``alpha`` among them and says so). ``tv`` is the
     observed total-variation distance of the (binned) sample from the expected law and ``tv_upper``
     an upper confidence bound, at level ``1 - alpha``, on the true distance. ``min_detectable_tv`` is
     the smallest TV that the chi-square test detects with probability >= 0.9 at this ``alpha`` and

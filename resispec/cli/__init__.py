@@ -15,6 +15,7 @@ COMMAND_MODULES: list[str] = [
     "resispec.cli.bench",
     "resispec.cli.generate",
     "resispec.cli.theory",
+    "resispec.cli.sim",
 ]
 
 

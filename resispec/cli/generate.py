@@ -30,6 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--audit", action="store_true", help="randomized-PIT audit of every emitted token")
+    parser.add_argument("--log", default=None, metavar="FILE",
+                        help="write (p, q, candidates, emitted) of every verified node as a logged-pairs .npz")
+    parser.add_argument("--log-keep", type=int, default=256, metavar="N", help="token ids kept per logged row")
     parser.add_argument("--parity", type=float, default=0.0, metavar="FRACTION",
                         help="re-decide this fraction of nodes with the NumPy reference and count disagreements")
     parser.add_argument("--raw", action="store_true", help="use the prompt as raw text, no chat template")
@@ -43,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from engine.drafts.registry import DEFAULT_DRAFT
-    from engine.generation import GenerationRequest, generate, summary
+    from engine.generation import GenerationRequest, generate, node_log_for, summary
     from engine.models import load_target
     from engine.processing import Sampling
 
@@ -55,8 +58,11 @@ def run(args: argparse.Namespace) -> int:
     )
     model, tokenizer = load_target(device=args.device)
     stream = None if args.json else (lambda text: print(text, end="", flush=True))
-    tokens, stats = generate(model, tokenizer, request, on_text=stream)
+    log = node_log_for(model, request, args.log_keep) if args.log else None
+    tokens, stats = generate(model, tokenizer, request, on_text=stream, log=log)
     record = summary(tokenizer, tokens, stats, args.audit)
+    if log is not None:
+        record["log"] = {"path": args.log, "rows": log.write(args.log)}
     if args.json:
         print(json.dumps(record, indent=2))
         return 0
@@ -65,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
           f"{record['accepted_per_forward']:.3f} tokens per target forward ({record['target_forwards']} forwards)")
     if record["acceptance_by_depth"]:
         print("acceptance by depth: " + ", ".join(f"d{d + 1} {a:.3f}" for d, a in enumerate(record["acceptance_by_depth"])))
+    if log is not None:
+        print(f"log: {record['log']['rows']} verified nodes written to {args.log}")
     if args.parity:
         print(f"parity: {record['parity']['checked']} nodes re-decided by the NumPy reference, "
               f"{record['parity']['mismatches']} disagreements")

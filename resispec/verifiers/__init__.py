@@ -7,6 +7,7 @@ from resispec.verifiers.ears import EARS
 from resispec.verifiers.pooled import Pooled
 from resispec.verifiers.resispec import ResiSpec
 from resispec.verifiers.resispec_paper import ResiSpecPaper
+from resispec.verifiers.resispec_wor import ResiSpecWithoutReplacement
 from resispec.verifiers.rrs import RRS
 from resispec.verifiers.rrs_skip_dup import RRSSkipDuplicates
 from resispec.verifiers.rrs_wor import RRSWithoutReplacement
@@ -17,7 +18,7 @@ from resispec.verifiers.wor_unmasked import WORUnmasked
 
 VERIFIERS: dict[str, type[Verifier]] = {
     cls.name: cls
-    for cls in (SPS, RRS, RRSWithoutReplacement, SpecTr, TopK, ResiSpec, Pooled,
+    for cls in (SPS, RRS, RRSWithoutReplacement, SpecTr, TopK, ResiSpec, Pooled, ResiSpecWithoutReplacement,
                 ResiSpecPaper, RRSSkipDuplicates, WORUnmasked, EARS)
 }
 """Every verifier class by name: exact ones first, then the known-biased controls."""

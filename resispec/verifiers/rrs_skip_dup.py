@@ -1,8 +1,9 @@
 """rrs_skip_dup: rrs with i.i.d. candidates that skips a repeat of an earlier rejected one. BIASED.
 
 Known-biased negative control. As rrs, except that a candidate equal to an earlier rejected one is
-rejected outright and the residual is NOT updated (``a = 0``, ``r_{i+1} = r_i``). The next
-candidate is still drawn from q, not from the residual's proposal, so the output law drifts from p.
+rejected outright and the residual is NOT updated (``a = 0``, ``r_{i+1} = r_i``). rrs's exactness
+needs every step, the duplicate's included, to pass the rejected mass on as ``norm((r_i - q)+)``;
+continuing from ``r_i`` instead over-weights it, so the output law drifts from p.
 Acceptance: exact enumeration.
 """
 

@@ -110,3 +110,22 @@ def test_parity_check_of_torch_against_numpy_during_decoding(tiny_models, verifi
     assert decoder.stats.parity_checked >= 20 and decoder.stats.parity_mismatches == 0
     with pytest.raises(ValueError, match="parity_fraction"):
         Decoder(target, TreeLM(draft), verifier, (2,), parity_fraction=1.5)
+
+
+def test_node_log_round_trips_through_the_simulator_format(tiny_models, tmp_path):
+    from engine.node_log import NodeLog
+    from sim.logged import read_logged
+
+    target, draft = tiny_models
+    log = NodeLog(vocab_size=8, keep=5, metadata={"model": "tiny", "temperature": 1.0})
+    decoder = Decoder(target, TreeLM(draft), "rrs_wor", (3, 2), Sampling(1.0), seed=2, log=log)
+    for _ in range(2):
+        list(decoder.generate(torch.tensor([1, 3]), 7))
+    rows = log.write(tmp_path / "nodes.npz")
+    logged = read_logged(tmp_path / "nodes.npz")
+    assert len(logged) == rows >= 4 and set(logged.ids["chain"].tolist()) == {0, 1}
+    assert logged.ids["position"].max() < 7
+    emitted, index, candidates = (logged.decisions[name] for name in ("emitted", "accepted_index", "candidates"))
+    accepted = index >= 0
+    assert (candidates[accepted, index[accepted]] == emitted[accepted]).all()
+    assert logged.pairs().p.shape == (rows, 6)  # 5 kept ids + the tail bucket

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
+from resispec.validation import ROUNDING_SLACK
+from resispec.validation import as_pair as numpy_as_pair
 from engine.verifiers import get_torch_verifier
-from tests.engine.torch_verifier_helpers import one_thread  # noqa: F401 (fixture)
+from engine.verifiers.validation import as_pair
+from tests.engine.torch_verifier_helpers import one_thread, random_batch  # noqa: F401 (fixture)
 
 P = torch.tensor([[0.5, 0.3, 0.2, 0.0], [0.1, 0.2, 0.3, 0.4]])
 Q = torch.tensor([[0.4, 0.4, 0.0, 0.2], [0.25, 0.25, 0.25, 0.25]])
@@ -41,6 +45,9 @@ BAD_VERIFY = [
     ("rrs", dict(u=U.float()), r"u: expected float64 uniforms"),
     ("rrs", dict(u=U[:, :2]), r"u: expected shape \(2, 3\) \(B nodes, 3 uniforms each\), got \(2, 2\)"),
     ("rrs", dict(u=with_entry(U, 1, 2, 1.0)), r"u: uniform 2 is .*1.0\)?; every uniform must lie in \[0, 1\) \(batch row 1\)"),
+    ("pooled", dict(), r"u: expected shape \(2, 6\) \(B nodes, 6 uniforms each\), got \(2, 3\)"),  # 2k + 2
+    ("pooled", dict(u=torch.full((2, 6), 0.5, dtype=torch.float64), candidates=with_entry(CANDIDATES, 0, 0, 2)),
+     r"candidates: token 2 at position 0 has draft probability q = 0.*\(batch row 0\)"),
 ]
 
 
@@ -54,6 +61,21 @@ def test_bad_verify_inputs_name_the_argument(name, changes, message):
 def test_the_unchanged_inputs_are_valid():
     tokens, index = get_torch_verifier("rrs").verify(P, Q, CANDIDATES, U)
     assert tokens.shape == index.shape == (2,) and tokens.dtype == index.dtype == torch.long
+    tokens, index = get_torch_verifier("pooled").verify(P, Q, CANDIDATES, torch.full((2, 6), 0.5, dtype=torch.float64))
+    assert tokens.shape == index.shape == (2,) and tokens.dtype == index.dtype == torch.long
+
+
+def test_renormalised_rows_are_numpys_bit_for_bit_on_cpu():
+    """Float32 rows miss a sum of 1 by more than ROUNDING_SLACK and are divided by their sum: the
+    same sum as NumPy's, so the rows pooled ranks by ratio are NumPy's (its rule changes at ratio ties)."""
+    p, q = random_batch(2000, 200, np.random.default_rng(8))
+    p64, q64 = as_pair(p, q)
+    for b in range(200):
+        numpy_p, numpy_q = numpy_as_pair(p[b].double().numpy(), q[b].double().numpy())
+        assert np.array_equal(p64[b].numpy(), numpy_p) and np.array_equal(q64[b].numpy(), numpy_q)
+    torch_sums, numpy_sums = p.double().sum(dim=-1).numpy(), p.double().numpy().sum(axis=-1)
+    assert (np.abs(numpy_sums - 1) > ROUNDING_SLACK).sum() >= 150  # most rows were renormalised
+    assert (torch_sums != numpy_sums).sum() >= 5  # and torch's own sums would have differed in some
 
 
 @pytest.mark.parametrize("k, generator, message", [

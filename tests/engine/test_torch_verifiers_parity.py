@@ -2,9 +2,11 @@
 
 Thousands of seeded random nodes per verifier, corner cases included (p == q, one-hot p and q, zeros
 in p and q, masses of 1e-12, disjoint supports, ratio ties, peaky LLM-like pairs), float32
-probabilities. The NumPy reference verifies each node on the float32 values cast to float64. Only
-summation order differs between the two, so a disagreement is allowed only where a uniform lies
-within 1e-12 of its threshold (a genuine rounding tie); such near ties are counted and are 0 here.
+probabilities, each verifier's own uniform count (pooled: 2k + 2). The NumPy reference verifies each
+node on the float32 values cast to float64. Only summation order differs between the two, so a
+disagreement is allowed only where a uniform lies within 1e-12 of its threshold (a genuine rounding
+tie: an acceptance probability, a residual boundary, or one of pooled's score-interval boundaries);
+such near ties are counted and are 0 here.
 """
 
 from __future__ import annotations
@@ -18,34 +20,15 @@ import torch
 from resispec.drafting import top_k_tokens as numpy_top_k_tokens
 from resispec.sampling import inverse_cdf as numpy_inverse_cdf
 from resispec.verifiers import VERIFIERS, SequentialVerifier, get_verifier
-from resispec.verifiers.base import _final_residual
 from engine.verifiers import TORCH_VERIFIERS, SequentialTorchVerifier, get_torch_verifier
 from engine.verifiers.drafting import top_k_tokens
 from engine.verifiers.sampling import inverse_cdf
-from engine.verifiers.validation import as_pair
-from tests.engine.torch_verifier_helpers import DEVICES, one_thread, random_batch  # noqa: F401 (fixture)
+from tests.engine.torch_verifier_helpers import DEVICES, near_ties, one_thread, random_batch  # noqa: F401 (fixture)
 
 GROUPS = [(2, 1), (2, 2), (5, 1), (5, 3), (16, 1), (16, 2), (16, 4), (2000, 1), (2000, 4)]
 """(V, k) batches verified per verifier; V = 2000 takes NumPy's blocked inverse CDF."""
 NODES_PER_GROUP = 500
-TIE_TOLERANCE = 1e-12
-
-def near_ties(verifier: SequentialTorchVerifier, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
-              u: torch.Tensor) -> torch.Tensor:
-    """Nodes (bool (B,)) where some uniform lies within ``TIE_TOLERANCE`` of its threshold: an
-    acceptance probability a_i, or a cumulative boundary of the final residual (relative to its mass)."""
-    p64, q64 = as_pair(p, q)
-    k = candidates.shape[1]
-    steps = verifier._steps(p64, q64, candidates, verifier._prepare(p64, q64, k))
-    near = torch.zeros(p.shape[0], dtype=torch.bool, device=p.device)
-    for i in range(k):
-        near |= (u[:, i] - next(steps)).abs() < TIE_TOLERANCE
-    cumulative = torch.cumsum(_final_residual(steps), dim=-1)
-    total = cumulative[:, -1:]
-    return near | ((cumulative - u[:, k:] * total).abs() < TIE_TOLERANCE * total).any(dim=-1)
-
-
-PENDING_PORTS = {"pooled", "resispec_wor"}
+PENDING_PORTS = {"resispec_wor"}
 """NumPy verifiers whose torch ports a later issue adds; any other verifier of the zoo must have one."""
 
 
@@ -76,7 +59,8 @@ def test_decisions_match_numpy_given_the_same_uniforms(name, device):
             continue
         p, q = random_batch(vocab, NODES_PER_GROUP, rng, k if verifier.scheme.bounded else 1, device)
         candidates = verifier.draft(q, k, generator)
-        u = torch.rand((NODES_PER_GROUP, k + 1), dtype=torch.float64, device=device, generator=generator)
+        u = torch.rand((NODES_PER_GROUP, verifier.uniforms_needed(k)), dtype=torch.float64, device=device,
+                       generator=generator)
         tokens, index = verifier.verify(p, q, candidates, u)
         tie = near_ties(verifier, p, q, candidates, u)
         ties += int(tie.sum())

@@ -1,0 +1,48 @@
+"""``resispec bench sim``: simulator kernels over many pairs as a multiple of one softmax."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from resispec.cli.bench import add_ratio_arguments, allocator_note
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from sim.bench import DEFAULT_CHUNK, DEFAULT_K, DEFAULT_PAIRS, DEFAULT_REPEATS, DEFAULT_VERIFIERS, DEFAULT_VOCAB
+    from sim.kernels import SUPPORTED
+
+    parser = subparsers.add_parser(
+        "sim", help="seconds for many pairs through the simulator's kernels, and the multiple of one softmax",
+        description="LLM-like pairs in chunks; per chunk the kernel and a softmax over the same target logits "
+                    "are timed alternately, medians summed over chunks.")
+    parser.add_argument("--verifiers", nargs="+", default=list(DEFAULT_VERIFIERS), choices=SUPPORTED, metavar="NAME",
+                        help="verifiers (default: %(default)s)")
+    parser.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, help="pairs (default: %(default)s)")
+    parser.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, help="pairs per timed chunk (default: %(default)s)")
+    add_ratio_arguments(parser, [DEFAULT_VOCAB], [DEFAULT_K], "timed runs per chunk")
+    parser.set_defaults(handler=run, repeats=DEFAULT_REPEATS)
+
+
+def run(args: argparse.Namespace) -> int:
+    from resispec.cli.table import format_table
+    from sim.bench import bench_sim
+
+    if min(args.pairs, args.chunk, args.repeats, *args.k) < 1 or min(args.vocab) < 2:
+        print("resispec bench sim: --pairs, --k, --chunk, --repeats must be >= 1 and --vocab >= 2", file=sys.stderr)
+        return 2
+    allocator = allocator_note(args)
+    results = [timing for vocab in args.vocab for k in args.k
+               for timing in bench_sim(args.verifiers, args.pairs, vocab, k, args.chunk, args.repeats, args.seed,
+                                       progress=lambda line: print(line, file=sys.stderr, flush=True))]
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+        return 0
+    rows = [[r.verifier, r.pairs, r.vocab, r.k, f"{r.seconds:.2f}", f"{r.softmax_seconds:.3f}", f"{r.ratio:.2f}",
+             f"{r.pairs_per_second:.0f}"] for r in results]
+    print(format_table(["verifier", "pairs", "V", "k", "seconds", "softmax s", "ratio", "pairs/s"], rows))
+    print("\nseconds: summed median time of the batched kernel (drift curve, residual drift and acceptance at "
+          "every step; row validation included) over chunks of pairs; softmax s: summed median time of "
+          "scipy.special.softmax over the same chunks' target logits, timed alternately in this run. " + allocator)
+    return 0

@@ -1,0 +1,172 @@
+"""``resispec sim drift|compare``: the residual-drift explorer (logic in the ``sim`` package)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+SOURCE_HELP = (
+    "a pair source (repeatable): dirichlet:alpha=1,V=256[,mix=0]; zipf:s=1.1,V=256,head=16,mode=permute|perturb"
+    "[,sigma=0.5]; temperature:tau=0.7,V=256[,scale=3]; llm:sigma=1,V=256[,scale=3]; any synthetic family also "
+    "takes top_k=K and/or top_p=P; logged:FILE[,draft=NAME] or logged:sample (default: {default})"
+)
+
+NOTE = ("\nacceptance intervals: 95% over the pairs (pair sampling and Monte Carlo); WOR optimum intervals: "
+        "Monte Carlo only. ratio = mean acceptance / mean optimum of the verifier's drafting scheme.")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from sim.explorer import DEFAULT_DRIFT_K, DEFAULT_KS, DEFAULT_PAIRS, DEFAULT_SOURCES, DEFAULT_TREE, DEFAULT_VERIFIERS
+    from sim.kernels import SUPPORTED, MonteCarlo
+    from sim.optima import WorSettings
+
+    parser = subparsers.add_parser("sim", help="residual-drift explorer over synthetic and logged (p, q) pairs")
+    commands = parser.add_subparsers(dest="sim_command", required=True, metavar="SUBCOMMAND")
+    drift = commands.add_parser(
+        "drift", help="drift curves: acceptance of candidate i given 1..i-1 rejected, and residual drift",
+        description="Per verifier at one k: conditional acceptance and residual TV by candidate index, "
+                    "acceptance and optima. Writes drift.csv, drift_summary.csv and PNG plots to --out.")
+    compare = commands.add_parser(
+        "compare", help="acceptance vs k against the i.i.d., WOR and sequential optima; tokens per forward",
+        description="Per verifier and k: mean acceptance, each optimum and the ratios; accepted tokens per "
+                    "target forward for a tree shape. Writes compare.csv, tree.csv and PNG plots to --out.")
+    drift.add_argument("--k", type=int, default=DEFAULT_DRIFT_K, metavar="K", help="candidates (default: %(default)s)")
+    compare.add_argument("--k", nargs="+", type=int, default=list(DEFAULT_KS), metavar="K",
+                         help="candidate counts (default: %(default)s)")
+    compare.add_argument("--tree", default=",".join(map(str, DEFAULT_TREE)), metavar="B1,B2,...",
+                         help="tree shape, children per node at each depth (default: %(default)s)")
+    for command, handler in ((drift, run_drift), (compare, run_compare)):
+        command.add_argument("--source", action="append", metavar="SPEC",
+                             help=SOURCE_HELP.format(default=", ".join(DEFAULT_SOURCES)))
+        command.add_argument("--verifiers", nargs="+", default=list(DEFAULT_VERIFIERS), choices=SUPPORTED,
+                             metavar="NAME", help=f"verifiers among {', '.join(SUPPORTED)} (default: %(default)s)")
+        command.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, metavar="N",
+                             help="pairs per source (a logged source uses its first N rows; default: %(default)s)")
+        command.add_argument("--seed", type=int, default=0, help="seed of every random draw (default: %(default)s)")
+        command.add_argument("--samples", type=int, default=MonteCarlo().samples, metavar="M",
+                             help="Monte Carlo candidate tuples per pair where they are too many to enumerate "
+                                  "(rrs_wor, resispec_paper; default: %(default)s)")
+        command.add_argument("--wor-samples", type=int, default=WorSettings().samples, metavar="M",
+                             help="tuples per prefix-cut sample of the WOR optimum when the LP is too large "
+                                  "(default: %(default)s)")
+        command.add_argument("--out", default="out/sim", metavar="DIR", help="output directory (default: %(default)s)")
+        command.add_argument("--json", action="store_true", help="print JSON records instead of tables")
+        command.set_defaults(handler=handler)
+
+
+def _settings(args: argparse.Namespace):
+    from sim.explorer import Settings
+    from sim.kernels import MonteCarlo
+    from sim.optima import WorSettings
+
+    return Settings(pairs=args.pairs, seed=args.seed, monte_carlo=MonteCarlo(samples=args.samples),
+                    wor=WorSettings(samples=args.wor_samples))
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _interval(record: dict, key: str) -> str:
+    low, high = record[f"{key}_ci"]
+    return f"{record[key]:.4f} [{low:.4f}, {high:.4f}]"
+
+
+def _summary_table(records: list[dict]) -> str:
+    from resispec.cli.table import format_table
+
+    rows = [[r["source"], r["verifier"] + (" (biased)" if r["biased"] else ""), r["k"], _interval(r, "acceptance"),
+             f"{r['optimum']:.4f} ({r['optimum_kind']})", f"{r['ratio_to_optimum']:.4f}", f"{r['iid_optimum']:.4f}",
+             f"{r['sequential_optimum']:.4f}", _interval(r, "wor_optimum"), r["method"]] for r in records]
+    return format_table(["source", "verifier", "k", "acceptance [95% CI]", "optimum (drafting)", "ratio",
+                         "iid opt", "seq opt", "WOR opt [95% CI]", "method"], rows)
+
+
+def _json(report: dict) -> str:
+    """Strict JSON: NaN (an undefined curve point, e.g. a step no pair reaches) becomes null."""
+    def clean(value):
+        if isinstance(value, float) and value != value:
+            return None
+        if isinstance(value, dict):
+            return {key: clean(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [clean(item) for item in value]
+        return value
+
+    return json.dumps(clean(report), indent=2, allow_nan=False)
+
+
+def _files(files: dict) -> dict[str, str]:
+    return {name: str(path) for name, path in files.items()}
+
+
+def _explore(command: str, explore, write, out: str):
+    """``(result, files)`` from running ``explore()`` and writing its files to ``out``; None after an
+    error, reported on stderr (bad arguments: ValueError; an unwritable ``--out``: OSError)."""
+    from pathlib import Path
+
+    try:
+        result = explore()
+    except ValueError as error:
+        print(f"resispec sim {command}: {error}", file=sys.stderr)
+        return None
+    try:
+        return result, _files(write(result, Path(out)))
+    except OSError as error:
+        print(f"resispec sim {command}: cannot write to --out {out}: {error}", file=sys.stderr)
+        return None
+
+
+def run_drift(args: argparse.Namespace) -> int:
+    from resispec.cli.table import format_table
+    from sim.explorer import DEFAULT_SOURCES, run_drift
+    from sim.report import write_drift
+
+    done = _explore("drift", lambda: run_drift(args.source or list(DEFAULT_SOURCES), args.verifiers, args.k,
+                                               _settings(args), _progress), write_drift, args.out)
+    if done is None:
+        return 2
+    result, files = done
+    records = result.records()
+    if args.json:
+        print(_json({"command": "drift", "records": records, "files": files}))
+        return 0
+    print(_summary_table(records))
+    steps = [f"i={i}" for i in range(1, result.k + 1)]
+    for key, what in (("conditional_acceptance", "P(accept candidate i | 1..i-1 rejected)"),
+                      ("residual_tv", "TV(residual after i-1 rejections, proposal of candidate i)")):
+        rows = [[r["source"], r["verifier"] + (" (biased)" if r["biased"] else ""),
+                 *(f"{step[key]:.3f}" for step in r["curve"])] for r in records]
+        print(f"\n{what}:")
+        print(format_table(["source", "verifier", *steps], rows))
+    print(NOTE)
+    print("wrote: " + ", ".join(files.values()))
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from resispec.cli.table import format_table
+    from sim.explorer import DEFAULT_SOURCES, run_compare
+    from sim.report import write_compare
+    from sim.tree import parse_shape
+
+    done = _explore("compare", lambda: run_compare(args.source or list(DEFAULT_SOURCES), args.verifiers, args.k,
+                                                   parse_shape(args.tree), _settings(args), _progress),
+                    write_compare, args.out)
+    if done is None:
+        return 2
+    result, files = done
+    records, tree = result.records(), result.tree_records()
+    if args.json:
+        print(_json({"command": "compare", "records": records, "tree": tree, "files": files}))
+        return 0
+    print(_summary_table(records))
+    rows = [[t["source"], t["verifier"] + (" (biased)" if t["biased"] else ""), f"{t['accepted_analytic']:.3f}",
+             _interval(t, "accepted_replay"), t["replay_starts"]] for t in tree]
+    print(f"\naccepted tokens per target forward, tree {args.tree} ({tree[0]['nodes']} drafted nodes; "
+          "tokens per forward = accepted + 1):")
+    print(format_table(["source", "verifier", "analytic (stationary)", "replay over chains [95% CI]", "starts"], rows))
+    print(NOTE)
+    print("wrote: " + ", ".join(files.values()))
+    return 0

@@ -1,0 +1,55 @@
+"""A batch of (target, draft) pairs over one vocabulary: the unit every simulator kernel consumes.
+
+Row n is one position: ``p[n]`` the target distribution, ``q[n]`` the draft (shape (N, V) each).
+``chain[n]`` and ``position[n]`` place the row in a sequence: rows of one chain with consecutive
+positions are successive positions of one text, which the tree replay walks along.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from resispec.validation import as_pair_rows
+
+
+@dataclass(frozen=True)
+class PairBatch:
+    """N validated pairs: ``p``, ``q`` (float64, shape (N, V), rows sum to 1); ``chain``, ``position``
+    (int64, shape (N,)); ``source``, a label for tables and plots."""
+
+    p: np.ndarray
+    q: np.ndarray
+    chain: np.ndarray
+    position: np.ndarray
+    source: str
+
+    @classmethod
+    def from_arrays(cls, p: np.ndarray, q: np.ndarray, source: str = "pairs",
+                    chain: np.ndarray | None = None, position: np.ndarray | None = None) -> "PairBatch":
+        """Validate rows of ``p`` and ``q``; by default every row is its own chain of length one."""
+        p_rows, q_rows = as_pair_rows(p, q)
+        size = p_rows.shape[0]
+        chain = np.arange(size) if chain is None else _ids(chain, "chain", size)
+        position = np.zeros(size, dtype=np.int64) if position is None else _ids(position, "position", size)
+        return cls(p_rows, q_rows, chain, position, source)
+
+    def __len__(self) -> int:
+        return self.p.shape[0]
+
+    @property
+    def vocab_size(self) -> int:
+        return self.p.shape[1]
+
+    def head(self, count: int) -> "PairBatch":
+        """The first ``count`` rows (all rows if there are fewer)."""
+        rows = slice(0, min(count, len(self)))
+        return PairBatch(self.p[rows], self.q[rows], self.chain[rows], self.position[rows], self.source)
+
+
+def _ids(values: np.ndarray, name: str, size: int) -> np.ndarray:
+    array = np.asarray(values)
+    if array.shape != (size,) or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"{name}: expected {size} integer ids (shape ({size},)), got {array.dtype} of shape {array.shape}")
+    return array.astype(np.int64)

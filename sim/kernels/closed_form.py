@@ -1,0 +1,117 @@
+"""Closed-form step statistics of the verifiers whose residual does not depend on the candidates.
+
+Vectorised over the pairs of a batch (p, q of shape (N, V)); the per-pair plans (resispec's
+schedule, SpecTr's ``rho*``, the top-k set) come from the core's own functions. ``tests/test_sim_kernels``
+pins every kernel to the core's reference verifiers by enumeration on small instances.
+
+- rrs: ``r_1 = p``, ``r_{i+1} = norm((r_i - q)+)`` whatever the candidates; step i accepts with
+  probability ``c_i = sum min(r_i, q) = 1 - TV(r_i, q)`` given it is reached.
+- spectr: every step accepts with probability ``beta = sum min(q, p / rho*)``; after i rejections the
+  output law is ``norm(m sum_{l=i}^{k-1} (1 - beta)^l + (p - m F)+)``, ``m = min(q, p / rho*)``,
+  ``F = (1 - (1 - beta)^k) / beta``.
+- topk: candidates are the draft's top-k ``x_1..x_k``; step i accepts ``p(x_i)`` of the mass
+  ``1 - sum_{j<i} p(x_j)`` that reaches it; the residual is p without ``x_1..x_{i-1}``, the proposal
+  the point mass at ``x_i``.
+- resispec: with the schedule ``T_1 >= ... >= T_k``, ``T_{k+1} = 0``, step j accepts mass
+  ``g(T_j) - g(T_{j+1})`` and is reached with probability ``R_j``; after j - 1 rejections the output
+  law is ``((p - T_1 q)+ + min(p, T_j q)) / R_j``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from resispec.drafting import top_k_tokens
+from resispec.ratio_profile import RatioProfile
+from resispec.shaping import schedule_from_profile
+from resispec.verifiers.spectr import spectr_plan
+from sim.batch import PairBatch
+from sim.steps import StepStats
+
+
+def total_variation(measure: np.ndarray, proposal: np.ndarray) -> np.ndarray:
+    """``TV(norm(measure_n), proposal_n)`` per row (shape (N,)); 0 for a row of zero mass."""
+    mass = measure.sum(axis=1, keepdims=True)
+    law = np.divide(measure, mass, out=np.zeros_like(measure), where=mass > 0)
+    return np.where(mass[:, 0] > 0, 0.5 * np.abs(law - proposal).sum(axis=1), 0.0)
+
+
+def rrs_stats(batch: PairBatch, k: int) -> StepStats:
+    """rrs by its candidate-free residual chain (``TV(r_i, q) = sum (r_i - q)+`` is the rejection rate)."""
+    size = len(batch)
+    accepted, reached, drift = (np.zeros((size, k)) for _ in range(3))
+    target, excess = batch.p.copy(), np.empty_like(batch.p)
+    reach = np.ones(size)
+    for i in range(k):
+        np.subtract(target, batch.q, out=excess)
+        np.maximum(excess, 0.0, out=excess)
+        rejection = np.minimum(excess.sum(axis=1), 1.0)
+        reached[:, i], drift[:, i] = reach, reach * rejection
+        accepted[:, i] = reach * (1.0 - rejection)
+        reach = reach * rejection
+        np.divide(excess, rejection[:, None], out=target, where=rejection[:, None] > 0)
+    return StepStats("rrs", k, accepted, reached, drift, exact=True)
+
+
+def spectr_stats(batch: PairBatch, k: int) -> StepStats:
+    """SpecTr k-SEQ: a constant rate ``beta`` per step, ``rho*`` from the core's ``spectr_plan``."""
+    plans = [spectr_plan(p, q, k) for p, q in zip(batch.p, batch.q)]
+    rho = np.array([plan.rho for plan in plans])[:, None]
+    beta = np.array([plan.beta for plan in plans])
+    factor = np.array([plan.factor for plan in plans])[:, None]
+    kept = np.minimum(batch.q, batch.p / rho)
+    final = np.maximum(batch.p - kept * factor, 0.0)
+    survival = (1.0 - beta)[:, None] ** np.arange(k)
+    remaining_weight = np.cumsum(survival[:, ::-1], axis=1)[:, ::-1]
+    drift = np.empty((len(batch), k))
+    for i in range(k):
+        drift[:, i] = survival[:, i] * total_variation(kept * remaining_weight[:, i, None] + final, batch.q)
+    return StepStats("spectr", k, survival * beta[:, None], survival, drift, exact=True)
+
+
+def topk_stats(batch: PairBatch, k: int) -> StepStats:
+    """Top-k drafting (the core's ``top_k_tokens``); k is capped at the draft's support."""
+    size = len(batch)
+    accepted, reached, drift = (np.zeros((size, k)) for _ in range(3))
+    for n, (p, q) in enumerate(zip(batch.p, batch.q)):
+        candidates = top_k_tokens(q, min(k, int(np.count_nonzero(q))))
+        others = np.ones(p.size, dtype=bool)
+        others[candidates] = False
+        mass = p[candidates]
+        # mass reaching step i = p(non-candidates) + p(x_i..x_k), summed directly (no 1 - sum cancellation)
+        reach = p[others].sum() + np.cumsum(mass[::-1])[::-1]
+        steps = candidates.size
+        accepted[n, :steps], reached[n, :steps] = mass, reach
+        drift[n, :steps] = np.append(reach[1:], p[others].sum())
+    return StepStats("topk", k, accepted, reached, drift, exact=True)
+
+
+def resispec_stats(batch: PairBatch, k: int) -> StepStats:
+    """resispec from the core's optimal schedule: accepted mass ``g(T_j) - g(T_{j+1})``, reach ``R_j``."""
+    size = len(batch)
+    accepted, reached, drift = np.zeros((size, k)), np.zeros((size, k)), np.zeros((size, k))
+    for n, (p, q) in enumerate(zip(batch.p, batch.q)):
+        profile = RatioProfile(p, q)
+        plan = schedule_from_profile(profile, k)
+        g = profile.g(np.append(plan.T, 0.0))
+        accepted[n], reached[n] = g[:-1] - g[1:], plan.R
+        drift[n] = shaped_residual_drift(profile, plan.T, plan.R, g[:-1])
+    return StepStats("resispec", k, accepted, reached, drift, exact=True)
+
+
+def shaped_residual_drift(profile: RatioProfile, T: np.ndarray, R: np.ndarray, g_T: np.ndarray) -> np.ndarray:
+    """``sum_x (m_j(x) - R_j q(x))+`` for every step j from the ratio profile, O(k log V), where
+    ``m_j = min(p, T_j q) + (p - T_1 q)+`` is the mass left after j - 1 rejections; it equals
+    ``R_j TV(r_j, q)`` because ``m_j`` has mass ``R_j``.
+
+    ``m_j(x) = q(x) phi_j(rho(x))`` with ``phi_j(rho) = min(rho, T_j) + (rho - T_1)+``, non-decreasing,
+    so ``m_j > R_j q`` exactly on the tokens with ratio above ``rho* = R_j`` if ``R_j < T_j``, else
+    ``T_1 + R_j - T_j``. Over that suffix the sum is ``sum min(p, T_j q) + sum (p - T_1 q)+ - R_j q(suffix)``,
+    each term read off the prefix sums P, Q in ratio order (tokens with ``q = 0`` sort last).
+    """
+    P, Q = profile.p_prefix, profile.q_prefix
+    cut = np.where(R < T, R, T[0] + R - T)
+    a, b, c = (profile.piece_of(s) for s in (np.minimum(cut, T), cut, np.maximum(cut, T[0])))
+    kept = g_T - (P[a] + T * (Q[b] - Q[a]))
+    tail = (P[-1] - P[c]) - T[0] * (Q[-1] - Q[c])
+    return np.maximum(kept + tail - R * (Q[-1] - Q[b]), 0.0)

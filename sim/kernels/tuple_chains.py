@@ -1,0 +1,177 @@
+"""Step statistics of verifiers whose residual depends on the candidates drawn: rrs_wor, resispec_paper.
+
+For each pair, candidate tuples are enumerated with their drafting probabilities (the core's
+``DraftingScheme.tuples``) when there are at most ``enumeration_limit`` of them, which is exact;
+otherwise ``samples`` tuples are drawn (Monte Carlo, weight ``1 / samples`` each). Given a tuple the
+verification randomness is integrated out: step i is reached with probability
+``prod_{j<i} (1 - a_j)`` and accepts with probability ``a_i``. The chains run vectorised over all
+tuples of all pairs (rows), in chunks of at most ``CHUNK_ELEMENTS`` floats per array.
+
+- rrs_wor: proposal ``s_i = norm(q without x_1..x_{i-1})`` (the undrawn mass summed directly),
+  ``a_i = min(1, r_i(x_i) / s_i(x_i))``, ``r_{i+1} = norm((r_i - s_i)+)``.
+- resispec_paper (biased): proposal q, ``a_i = min(1, r_i(x_i) / q(x_i))``, ``r_{i+1}`` the published
+  proxy residual (``resispec.verifiers.resispec_paper.paper_residual``), vectorised over rows.
+
+A step whose residual has no mass cannot reject (``a = 1``), as in ``resispec.verifiers.rejection``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from resispec.drafting import DRAFTING_SCHEMES
+from resispec.sampling import inverse_cdf
+from sim.batch import PairBatch
+from sim.steps import StepStats
+
+CHUNK_ELEMENTS = 1 << 22
+"""Rows x vocabulary per chunk of a chain (32 MiB per float64 array)."""
+
+
+@dataclass(frozen=True)
+class CandidateTuples:
+    """Tuples for every pair of a batch, flattened to rows: ``pair`` (R,), ``candidates`` (R, k)
+    (padded past ``steps``), ``weight`` (R,) summing to 1 per pair, ``steps`` (R,) the number of
+    candidates that exist; ``exact`` whether every pair was enumerated."""
+
+    pair: np.ndarray
+    candidates: np.ndarray
+    weight: np.ndarray
+    steps: np.ndarray
+    exact: bool
+
+
+def draw_tuples(q: np.ndarray, k: int, drafting: str, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` tuples of k candidates (shape (count, k)) drawn from ``q`` by ``drafting``.
+
+    ``"iid"``: the same draws, from the same generator state, as ``count`` successive calls of the
+    core's ``DRAFTING_SCHEMES["iid"].draft(q, k, rng)``. ``"wor"``: successive sampling by the
+    exponential race, the k smallest ``E_x / q(x)`` with ``E_x ~ Exp(1)`` in ascending order; it is
+    the core's Gumbel-top-k (``-log E`` is Gumbel) with a generator ~9x cheaper than Gumbel draws.
+    """
+    if drafting == "iid":
+        return inverse_cdf(q, rng.random((count, k)))
+    with np.errstate(divide="ignore"):
+        arrival = rng.standard_exponential((count, q.size)) / q
+    first = np.argpartition(arrival, k - 1, axis=1)[:, :k]
+    order = np.argsort(np.take_along_axis(arrival, first, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(first, order, axis=1).astype(np.int64)
+
+
+def candidate_tuples(batch: PairBatch, k: int, drafting: str, samples: int, enumeration_limit: int,
+                     rng: np.random.Generator) -> CandidateTuples:
+    """Enumerate (exact) or sample the candidate tuples of every pair; k is capped at the support
+    of q for drafting schemes that cannot repeat a token."""
+    scheme = DRAFTING_SCHEMES[drafting]
+    pairs, tuples, weights, steps, exact = [], [], [], [], True
+    for n, q in enumerate(batch.q):
+        limit = scheme.max_candidates(q)
+        count = k if limit is None else min(k, limit)
+        if scheme.tuple_count(q, count) <= enumeration_limit:
+            listed = list(scheme.tuples(q, count))
+            drawn = np.array([candidates for candidates, _ in listed], dtype=np.int64).reshape(len(listed), count)
+            weight = np.array([probability for _, probability in listed])
+        else:
+            drawn = draw_tuples(q, count, drafting, samples, rng)
+            weight = np.full(samples, 1.0 / samples)
+            exact = False
+        padded = np.repeat(drawn[:, :1], k, axis=1)
+        padded[:, :count] = drawn
+        pairs.append(np.full(len(drawn), n))
+        tuples.append(padded)
+        weights.append(weight)
+        steps.append(np.full(len(drawn), count))
+    return CandidateTuples(np.concatenate(pairs), np.concatenate(tuples), np.concatenate(weights),
+                           np.concatenate(steps), exact)
+
+
+Chain = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""``(p, q, pair, candidates, steps) -> (a, tv)``: pairs p, q (shape (U, V)), each row's pair index
+``pair`` (R,), its candidates (R, k) and number of steps (R,); returns the per-row acceptance
+probability of each step given it is reached, and ``TV(r_i, s_i)`` (shape (R, k) each; only steps
+< ``steps`` are meaningful)."""
+
+
+def rrs_wor_chain(p: np.ndarray, q: np.ndarray, pair: np.ndarray, candidates: np.ndarray,
+                  steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """rrs_wor on each row (see the module docstring)."""
+    rows, k = candidates.shape
+    index = np.arange(rows)
+    accept, tv = np.ones((rows, k)), np.zeros((rows, k))
+    target, undrawn = p[pair], q[pair]
+    for i in range(k):
+        x = candidates[:, i]
+        left = undrawn.sum(axis=1, keepdims=True)
+        proposal = np.divide(undrawn, left, out=np.zeros_like(undrawn), where=left > 0)
+        excess = np.maximum(target - proposal, 0.0)
+        mass = excess.sum(axis=1)
+        target_x, proposal_x = target[index, x], proposal[index, x]
+        rejectable = (target_x < proposal_x) & (mass > 0)
+        accept[:, i] = np.where(rejectable, target_x / np.where(rejectable, proposal_x, 1.0), 1.0)
+        tv[:, i] = mass
+        np.divide(excess, mass[:, None], out=target, where=(mass > 0)[:, None])
+        undrawn[index, x] = 0.0
+    return accept, tv
+
+
+def paper_chain(p: np.ndarray, q: np.ndarray, pair: np.ndarray, candidates: np.ndarray,
+                steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """resispec_paper on each row (see the module docstring)."""
+    rows, k = candidates.shape
+    index = np.arange(rows)
+    pour_order = np.argsort(-q, axis=1, kind="stable")[pair]  # descending q, ties by token id
+    accept, tv = np.ones((rows, k)), np.zeros((rows, k))
+    target, q = p[pair], q[pair]
+    for i in range(k):
+        x = candidates[:, i]
+        target_x, q_x = target[index, x], q[index, x]
+        rejectable = target_x < q_x
+        accept[:, i] = np.where(rejectable, target_x / np.where(rejectable, q_x, 1.0), 1.0)
+        tv[:, i] = np.maximum(target - q, 0.0).sum(axis=1)
+        if i + 1 < k and rejectable.any():
+            live = np.flatnonzero(rejectable)
+            target[live] = paper_residuals(target[live], q[live], x[live], pour_order[live])
+    return accept, tv
+
+
+def paper_residuals(target: np.ndarray, q: np.ndarray, rejected: np.ndarray, pour_order: np.ndarray) -> np.ndarray:
+    """``paper_residual(target_r, q_r, rejected_r)`` for every row r (rows with ``q(x) > r(x)``).
+
+    Budget ``Z = q(x) - r(x)``; reserve ``min(Z q, r)`` off x; the deficit ``Z - sum(reserve)`` poured
+    in descending q (``pour_order``) up to each token's capacity ``r - reserve``; normalised.
+    """
+    index = np.arange(target.shape[0])
+    budget = q[index, rejected] - target[index, rejected]
+    reserve = np.minimum(budget[:, None] * q, target)
+    reserve[index, rejected] = 0.0
+    deficit = budget - reserve.sum(axis=1)
+    capacity = target - reserve
+    capacity[index, rejected] = 0.0
+    ordered_capacity = np.take_along_axis(capacity, pour_order, axis=1)
+    before = np.cumsum(ordered_capacity, axis=1) - ordered_capacity
+    poured = np.clip(deficit[:, None] - before, 0.0, ordered_capacity)
+    ordered_reserve = np.take_along_axis(reserve, pour_order, axis=1) + poured
+    np.put_along_axis(reserve, pour_order, ordered_reserve, axis=1)
+    return reserve / reserve.sum(axis=1, keepdims=True)
+
+
+def chain_stats(name: str, chain: Chain, batch: PairBatch, tuples: CandidateTuples, k: int, samples: int) -> StepStats:
+    """Run ``chain`` over every tuple row in chunks and reduce to per-pair ``StepStats``."""
+    size = len(batch)
+    accepted, reached, drift = (np.zeros((size, k)) for _ in range(3))
+    chunk = max(1, CHUNK_ELEMENTS // batch.vocab_size)
+    for start in range(0, tuples.pair.size, chunk):
+        rows = slice(start, start + chunk)
+        pair, steps, weight = tuples.pair[rows], tuples.steps[rows], tuples.weight[rows]
+        unique, local = np.unique(pair, return_inverse=True)
+        accept, tv = chain(batch.p[unique], batch.q[unique], local, tuples.candidates[rows], steps)
+        exists = np.arange(k)[None, :] < steps[:, None]
+        reach = np.cumprod(np.hstack([np.ones((accept.shape[0], 1)), 1.0 - accept[:, :-1]]), axis=1) * exists
+        for i in range(k):
+            accepted[:, i] += np.bincount(pair, weight * reach[:, i] * accept[:, i], minlength=size)
+            reached[:, i] += np.bincount(pair, weight * reach[:, i], minlength=size)
+            drift[:, i] += np.bincount(pair, weight * reach[:, i] * tv[:, i], minlength=size)
+    return StepStats(name, k, accepted, reached, drift, tuples.exact, 0 if tuples.exact else samples)

@@ -1,0 +1,361 @@
+"""Logged distribution pairs: the ``.npz`` format (``resispec-pairs/1``), its reader, writer and checks.
+
+One row per logged node (a position of a text, or a node of a draft tree): the target ``p`` and the
+draft ``q`` there, stored dense over the vocabulary or sparse (the kept token ids, their
+probabilities, and the mass of everything else as a tail). The full specification is in
+``docs/sim.md``; in short (N rows, V the vocabulary, M kept ids per sparse row):
+
+- ``format``: the string ``"resispec-pairs/1"``.
+- dense: ``p``, ``q`` of shape (N, V). sparse: ``token_ids`` (N, M) distinct ids in
+  ``[0, vocab_size)``; ``p``, ``q`` (N, M) their probabilities; ``p_tail``, ``q_tail`` (N,) the mass
+  outside them; ``vocab_size`` (scalar).
+- each row's mass (plus its tail) is 1 within ``LOG_SUM_TOLERANCE`` (logs are often float32);
+  reading renormalises.
+- optional: extra drafts ``q_<name>`` (and ``q_<name>_tail`` when sparse); ``chain`` and
+  ``position`` (N,) integers, unique pairs, consecutive positions of one chain being successive
+  tokens; ``depth`` (N,) the node's depth in a draft tree (0 = first drafted token); metadata
+  strings ``model``, ``draft_model``, ``note`` and the number ``temperature``.
+- optional decisions, as the engine logs them per verified node: ``candidates`` (N, K) the drafted
+  candidate ids in draw order (-1 pads rows with fewer than K), ``emitted`` (N,) the token the
+  verifier emitted there, ``accepted_index`` (N,) the accepted candidate's position or -1 (residual).
+  In a sparse log every candidate and emitted id is among the row's kept ids.
+
+Simulation of a sparse row: the pair over the M kept ids plus one *tail bucket* token carrying
+``p_tail`` and ``q_tail`` (an (M + 1)-token pair). Lumping the tail into one token can only raise the
+overlap ``sum min(p, q)``, by at most ``min(p_tail, q_tail)``.
+
+``read_logged`` also reads the SmolLM2 file of the project's shared data (2048 kept ids per row,
+drafts ``q`` and ``q_weak``), converting it on the fly (``smollm2_fields``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sim.batch import PairBatch
+
+FORMAT = "resispec-pairs/1"
+LOG_SUM_TOLERANCE = 1e-4
+"""A logged row may sum (with its tail) to ``1 +- LOG_SUM_TOLERANCE``; it is renormalised on read."""
+
+SAMPLE_PATH = Path(__file__).parent / "data" / "smollm2_sample.npz"
+"""A small example log shipped with the package (see ``docs/sim.md`` for how it was made)."""
+
+METADATA_STRINGS = ("model", "draft_model", "note")
+METADATA_NUMBERS = ("temperature",)
+ID_FIELDS = ("chain", "position", "depth")
+DECISION_FIELDS = ("candidates", "emitted", "accepted_index")
+
+
+@dataclass(frozen=True)
+class LoggedPairs:
+    """A validated log. ``drafts`` maps each draft name (``"q"`` first) to ``(values, tail)``
+    (``tail`` None when dense). Sparse logs have ``token_ids`` and ``p_tail``; dense ones neither."""
+
+    p: np.ndarray
+    drafts: dict[str, tuple[np.ndarray, np.ndarray | None]]
+    vocab_size: int
+    token_ids: np.ndarray | None = None
+    p_tail: np.ndarray | None = None
+    ids: dict[str, np.ndarray] = field(default_factory=dict)
+    metadata: dict[str, str | float] = field(default_factory=dict)
+    decisions: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def sparse(self) -> bool:
+        return self.token_ids is not None
+
+    def __len__(self) -> int:
+        return self.p.shape[0]
+
+    def pairs(self, draft: str = "q", source: str = "logged") -> PairBatch:
+        """The rows as a ``PairBatch`` against ``draft``; a sparse row becomes the (M + 1)-token pair
+        over its kept ids and the tail bucket (last column). Rows are renormalised."""
+        if draft not in self.drafts:
+            raise ValueError(f"draft: this log has drafts {', '.join(self.drafts)}, not {draft!r}")
+        q, q_tail = self.drafts[draft]
+        p = _with_tail(self.p, self.p_tail)
+        q = _with_tail(q, q_tail)
+        chain, position = self.ids.get("chain"), self.ids.get("position")
+        return PairBatch.from_arrays(p / p.sum(axis=1, keepdims=True), q / q.sum(axis=1, keepdims=True),
+                                     source, chain, position)
+
+    def fields(self) -> dict[str, np.ndarray]:
+        """The arrays of the file format (what ``write_logged`` stores)."""
+        fields: dict[str, np.ndarray] = {"format": np.array(FORMAT), "p": self.p}
+        for name, (values, tail) in self.drafts.items():
+            fields[name] = values
+            if tail is not None:
+                fields[f"{name}_tail"] = tail
+        if self.sparse:
+            fields.update(token_ids=self.token_ids, p_tail=self.p_tail, vocab_size=np.array(self.vocab_size))
+        fields.update(self.ids)
+        fields.update(self.decisions)
+        fields.update({key: np.array(value) for key, value in self.metadata.items()})
+        return fields
+
+
+def _with_tail(values: np.ndarray, tail: np.ndarray | None) -> np.ndarray:
+    values = values.astype(np.float64)
+    return values if tail is None else np.concatenate([values, tail.astype(np.float64)[:, None]], axis=1)
+
+
+def logged_pairs(origin: str = "logged pairs", **fields: np.ndarray) -> LoggedPairs:
+    """Validate the format's fields and build a ``LoggedPairs``.
+
+    Every problem raises ``ValueError`` naming ``origin``, the field and, where it applies, the row.
+    """
+    return _Checker(origin, {key: np.asarray(value) for key, value in fields.items()}).build()
+
+
+def write_logged(path: str | Path, pairs: LoggedPairs) -> None:
+    """Write ``pairs`` as a compressed ``.npz`` (checked again on the way out)."""
+    fields = pairs.fields()
+    logged_pairs(str(path), **fields)
+    np.savez_compressed(path, **fields)
+
+
+def read_logged(path: str | Path) -> LoggedPairs:
+    """Read and validate a logged-pairs file (or the shared SmolLM2 file, converted)."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            fields = {key: archive[key] for key in archive.files}
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: cannot read a logged-pairs .npz file ({error})") from None
+    if "format" not in fields and set(fields) == set(SMOLLM2_FIELDS):
+        fields = smollm2_fields(fields)
+    return logged_pairs(str(path), **fields)
+
+
+def shrink(pairs: LoggedPairs, rows: int, keep: int) -> LoggedPairs:
+    """The first ``rows`` rows of a sparse log, each cut to its ``keep`` ids of largest ``p + q``
+    (ascending ids); the dropped mass of every draft moves into the tails. Decision fields are not
+    carried over (their ids may be among the dropped ones)."""
+    if not pairs.sparse:
+        raise ValueError("shrink: only sparse logs can drop tokens into the tail")
+    if keep < 1:
+        raise ValueError(f"keep: must be >= 1, got {keep}")
+    head = slice(0, rows)
+    score = pairs.p[head] + pairs.drafts["q"][0][head]
+    chosen = np.sort(np.argsort(-score, axis=1, kind="stable")[:, :keep], axis=1)
+
+    def cut(values: np.ndarray, tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        kept = np.take_along_axis(values[head], chosen, axis=1)
+        dropped = values[head].astype(np.float64).sum(axis=1) - kept.astype(np.float64).sum(axis=1)
+        return kept, tail[head] + np.maximum(dropped, 0.0)
+
+    p, p_tail = cut(pairs.p, pairs.p_tail)
+    drafts = {name: cut(values, tail) for name, (values, tail) in pairs.drafts.items()}
+    metadata = dict(pairs.metadata)
+    metadata["note"] = "; ".join(filter(None, [str(metadata.get("note", "")),
+                                               f"shrunk to the first {len(p)} rows and {keep} ids per row"]))
+    return LoggedPairs(p, drafts, pairs.vocab_size, np.take_along_axis(pairs.token_ids[head], chosen, axis=1),
+                       p_tail, {name: ids[head] for name, ids in pairs.ids.items()}, metadata)
+
+
+SMOLLM2_FIELDS = ("token_ids", "p", "q", "q_weak", "p_tail", "q_tail", "q_weak_tail")
+SMOLLM2_VOCAB = 49152
+TAIL_ROUNDING = 1e-6
+"""The shared file stores tails as ``1 - sum(kept)``; values down to ``-TAIL_ROUNDING`` are rounding."""
+
+
+def smollm2_fields(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The shared SmolLM2 arrays in this format: tails clipped at 0 (they are ``1 - sum``, so rounding
+    makes some slightly negative), the vocabulary size and the model metadata added, and the 96 rows
+    taken as consecutive positions of one chain (the file's README: positions of one sampled text)."""
+    fields = dict(arrays)
+    for name in ("p_tail", "q_tail", "q_weak_tail"):
+        tail = np.asarray(arrays[name], dtype=np.float64)
+        if tail.min() < -TAIL_ROUNDING:
+            row = int(np.argmin(tail))
+            raise ValueError(f"field {name!r} row {row}: tail mass {tail[row]:.3g} is negative beyond rounding")
+        fields[name] = np.maximum(tail, 0.0)
+    rows = arrays["p"].shape[0]
+    fields.update(
+        format=np.array(FORMAT), vocab_size=np.array(SMOLLM2_VOCAB),
+        chain=np.zeros(rows, dtype=np.int64), position=np.arange(rows, dtype=np.int64),
+        model=np.array("SmolLM2-135M-Instruct"), temperature=np.array(1.0),
+        draft_model=np.array("SmolLM2-135M-Instruct's own early layers: q = layer 27 of 30, q_weak = layer 24"),
+        note=np.array("2048 ids of largest p + q kept per row; rows taken as consecutive positions of one text"),
+    )
+    return fields
+
+
+class _Checker:
+    """Checks one set of format fields; errors read ``origin: field 'name' row r: problem``."""
+
+    def __init__(self, origin: str, fields: dict[str, np.ndarray]) -> None:
+        self.origin = origin
+        self.fields = fields
+
+    def fail(self, name: str, problem: str, row: int | None = None) -> None:
+        where = f"field {name!r}" + ("" if row is None else f" row {row}")
+        raise ValueError(f"{self.origin}: {where}: {problem}")
+
+    def require(self, name: str) -> np.ndarray:
+        if name not in self.fields:
+            self.fail(name, "missing (required)")
+        return self.fields[name]
+
+    def build(self) -> LoggedPairs:
+        format_name = self.require("format")
+        if format_name.shape != () or str(format_name) != FORMAT:
+            self.fail("format", f"expected {FORMAT!r}, got {format_name!r}")
+        p = self.values("p", None)
+        rows = p.shape[0]
+        sparse = "token_ids" in self.fields
+        draft_names = [name for name in self.fields
+                       if name == "q" or (name.startswith("q_") and not name.endswith("_tail"))]
+        self.require("q")
+        known = {"format", "p", *draft_names, *ID_FIELDS, *DECISION_FIELDS, *METADATA_STRINGS, *METADATA_NUMBERS}
+        if sparse:
+            known |= {"token_ids", "vocab_size", "p_tail", *(f"{name}_tail" for name in draft_names)}
+        unknown = sorted(set(self.fields) - known)
+        if unknown:
+            self.fail(unknown[0], "not part of the format" + ("" if sparse else " (tails and vocab_size belong "
+                                                              "to sparse logs, which have token_ids)"))
+        vocab_size = self.vocabulary(p, sparse)
+        token_ids = self.token_ids(p.shape, vocab_size) if sparse else None
+        p_tail = self.tail("p_tail", rows) if sparse else None
+        self.sums("p", p, p_tail)
+        drafts = {}
+        for name in ["q", *sorted(set(draft_names) - {"q"})]:
+            values = self.values(name, p.shape)
+            tail = self.tail(f"{name}_tail", rows) if sparse else None
+            self.sums(name, values, tail)
+            drafts[name] = (values, tail)
+        return LoggedPairs(p, drafts, vocab_size, token_ids, p_tail, self.ids(rows), self.metadata(),
+                           self.decisions(rows, vocab_size, token_ids))
+
+    def values(self, name: str, shape: tuple[int, ...] | None) -> np.ndarray:
+        values = self.require(name)
+        if not np.issubdtype(values.dtype, np.floating):
+            self.fail(name, f"expected floating-point probabilities, got dtype {values.dtype}")
+        if values.ndim != 2 or 0 in values.shape:
+            self.fail(name, f"expected a non-empty 2-D array (rows, tokens), got shape {values.shape}")
+        if shape is not None and values.shape != shape:
+            self.fail(name, f"shape {values.shape} differs from p's {shape}")
+        self.entries(name, values)
+        return values
+
+    def entries(self, name: str, values: np.ndarray) -> None:
+        bad = ~np.isfinite(values) | (values < 0)
+        if bad.any():
+            row, column = (int(index[0]) for index in np.nonzero(bad.reshape(values.shape[0], -1)))
+            entry = values.reshape(values.shape[0], -1)[row, column]
+            self.fail(name, f"entry {column} is {float(entry)}; probabilities must be finite and >= 0", row)
+
+    def tail(self, name: str, rows: int) -> np.ndarray:
+        tail = self.require(name)
+        if tail.shape != (rows,) or not np.issubdtype(tail.dtype, np.floating):
+            self.fail(name, f"expected {rows} floating-point tail masses (shape ({rows},)), got "
+                            f"{tail.dtype} of shape {tail.shape}")
+        bad = ~np.isfinite(tail) | (tail < 0)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            self.fail(name, f"tail mass {float(tail[row])} must be finite and >= 0", row)
+        return tail
+
+    def sums(self, name: str, values: np.ndarray, tail: np.ndarray | None) -> None:
+        totals = values.astype(np.float64).sum(axis=1) + (0.0 if tail is None else tail)
+        off = np.abs(totals - 1.0) > LOG_SUM_TOLERANCE
+        if off.any():
+            row = int(np.flatnonzero(off)[0])
+            self.fail(name, f"sums to {totals[row]:.9g}" + (" with its tail" if tail is not None else "")
+                      + f", off from 1 by more than {LOG_SUM_TOLERANCE:g}", row)
+
+    def vocabulary(self, p: np.ndarray, sparse: bool) -> int:
+        if not sparse:
+            return p.shape[1]
+        size = self.require("vocab_size")
+        if size.shape != () or not np.issubdtype(size.dtype, np.integer):
+            self.fail("vocab_size", f"expected one integer, got {size.dtype} of shape {size.shape}")
+        if int(size) < p.shape[1]:
+            self.fail("vocab_size", f"{int(size)} is smaller than the {p.shape[1]} kept ids per row")
+        return int(size)
+
+    def token_ids(self, shape: tuple[int, ...], vocab_size: int) -> np.ndarray:
+        ids = self.require("token_ids")
+        if ids.shape != shape or not np.issubdtype(ids.dtype, np.integer):
+            self.fail("token_ids", f"expected integers of p's shape {shape}, got {ids.dtype} of shape {ids.shape}")
+        outside = (ids < 0) | (ids >= vocab_size)
+        if outside.any():
+            row, column = (int(index[0]) for index in np.nonzero(outside))
+            self.fail("token_ids", f"id {ids[row, column]} is outside the vocabulary [0, {vocab_size})", row)
+        ordered = np.sort(ids, axis=1)
+        repeated = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+        if repeated.any():
+            row = int(np.flatnonzero(repeated)[0])
+            duplicate = ordered[row, 1:][ordered[row, 1:] == ordered[row, :-1]][0]
+            self.fail("token_ids", f"id {duplicate} appears more than once", row)
+        return ids
+
+    def ids(self, rows: int) -> dict[str, np.ndarray]:
+        ids = {}
+        for name in ID_FIELDS:
+            if name in self.fields:
+                values = self.fields[name]
+                if values.shape != (rows,) or not np.issubdtype(values.dtype, np.integer):
+                    self.fail(name, f"expected {rows} integers (shape ({rows},)), got {values.dtype} of shape {values.shape}")
+                if name == "depth" and values.min() < 0:
+                    self.fail(name, f"depth {values.min()} is negative", int(np.argmin(values)))
+                ids[name] = values.astype(np.int64)
+        if ("chain" in ids) != ("position" in ids):
+            self.fail("chain" if "chain" not in ids else "position", "chain and position come together")
+        if "chain" in ids:
+            keys = np.stack([ids["chain"], ids["position"]], axis=1)
+            _, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)
+            if (counts > 1).any():
+                row = int(first[np.flatnonzero(counts > 1)[0]])
+                self.fail("position", f"(chain {keys[row, 0]}, position {keys[row, 1]}) appears more than once", row)
+        return ids
+
+    def decisions(self, rows: int, vocab_size: int, token_ids: np.ndarray | None) -> dict[str, np.ndarray]:
+        present = [name for name in DECISION_FIELDS if name in self.fields]
+        if not present:
+            return {}
+        if len(present) != len(DECISION_FIELDS):
+            missing = sorted(set(DECISION_FIELDS) - set(present))[0]
+            self.fail(missing, f"{', '.join(DECISION_FIELDS)} come together")
+        candidates, emitted, index = (self.fields[name] for name in DECISION_FIELDS)
+        if candidates.ndim != 2 or candidates.shape[0] != rows or not np.issubdtype(candidates.dtype, np.integer):
+            self.fail("candidates", f"expected integers of shape ({rows}, K), got {candidates.dtype} of shape {candidates.shape}")
+        for name, values in (("emitted", emitted), ("accepted_index", index)):
+            if values.shape != (rows,) or not np.issubdtype(values.dtype, np.integer):
+                self.fail(name, f"expected {rows} integers (shape ({rows},)), got {values.dtype} of shape {values.shape}")
+        padded = candidates < 0
+        bad = (padded[:, :-1] & ~padded[:, 1:]).any(axis=1) | (candidates >= vocab_size).any(axis=1) | padded[:, 0]
+        if bad.any():
+            self.fail("candidates", "ids must lie in the vocabulary, with -1 padding only at the end", int(np.flatnonzero(bad)[0]))
+        counts = (~padded).sum(axis=1)
+        bad = (index < -1) | (index >= counts)
+        bad |= (index >= 0) & (np.take_along_axis(candidates, np.maximum(index, 0)[:, None], axis=1)[:, 0] != emitted)
+        if bad.any():
+            self.fail("accepted_index", "must be -1 or the position of the emitted candidate", int(np.flatnonzero(bad)[0]))
+        if token_ids is not None:
+            kept = [set(row) for row in token_ids.tolist()]
+            for row, (ids, token) in enumerate(zip(candidates.tolist(), emitted.tolist())):
+                if not {token, *(x for x in ids if x >= 0)} <= kept[row]:
+                    self.fail("candidates", "every candidate and the emitted id must be among the kept token_ids", row)
+        elif ((emitted < 0) | (emitted >= vocab_size)).any():
+            self.fail("emitted", "outside the vocabulary", int(np.flatnonzero((emitted < 0) | (emitted >= vocab_size))[0]))
+        return {name: self.fields[name].astype(np.int64) for name in DECISION_FIELDS}
+
+    def metadata(self) -> dict[str, str | float]:
+        metadata: dict[str, str | float] = {}
+        for name in METADATA_STRINGS:
+            if name in self.fields:
+                value = self.fields[name]
+                if value.shape != () or value.dtype.kind != "U":
+                    self.fail(name, f"expected one string, got {value.dtype} of shape {value.shape}")
+                metadata[name] = str(value)
+        for name in METADATA_NUMBERS:
+            if name in self.fields:
+                value = self.fields[name]
+                if value.shape != () or value.dtype.kind not in "fiu" or not float(value) > 0:
+                    self.fail(name, f"expected one positive number, got {value!r}")
+                metadata[name] = float(value)
+        return metadata
