@@ -135,7 +135,7 @@ def write_curve(curve: list[dict], path: Path) -> None:
 
 
 def plot_curve(curve: list[dict], baselines: dict[int, float], path: Path) -> None:
-    """Overlap vs training tokens (held-out, and running train average), early-exit baselines dashed."""
+    """Overlap vs training tokens (held-out, and running train average), early-exit baselines as gray lines."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -161,7 +161,7 @@ def plot_curve(curve: list[dict], baselines: dict[int, float], path: Path) -> No
     plt.close(figure)
 
 
-def run(preset_name: str, work: Path, steps: int | None = None, log_to: Callable[[str], None] | None = None) -> dict:
+def run(preset_name: str, work: Path, steps: int | None = None) -> dict:
     """The whole pipeline for `preset_name` under `work`; returns the final figures (see `main`)."""
     preset = PRESETS[preset_name]
     config = preset.training if steps is None else replace(preset.training, steps=steps)
@@ -174,8 +174,6 @@ def run(preset_name: str, work: Path, steps: int | None = None, log_to: Callable
         print(line, flush=True)
         with (run_dir / "train.log").open("a") as handle:
             handle.write(line + "\n")
-        if log_to is not None:
-            log_to(line)
 
     target, data, tag = load_data(preset_name, work, ("heldout", "train"), log)
     own = DraftLayers(target, config.init_from)
