@@ -18,13 +18,13 @@ from typing import Callable
 import sympy as sp
 
 from theory.arith import Exact, normalise
-from theory.exact import Instance, Law, instances, random_distribution
+from theory.exact import Instance, Law, fmt, from_weights, instances, random_distribution
 from theory.pooled import CORNERS
 from theory.registry import Outcome, Theorem, tally
 from theory.rrs_wor import SPSChainWOR
 from theory.sequential import emit, exactness_problems
 from theory.sps import accept_probability, next_residual
-from theory.symbolic import by_cases, display_eq, latex_block, nonnegative, simplex_point, vanishes
+from theory.symbolic import by_cases, latex_block, nonnegative, simplex_point, vanishes
 from theory.wor_lp import certificate, certificate_problems, classes, primal_problems, rule_masses
 from theory.wor_shaping import (
     Plan,
@@ -43,18 +43,14 @@ from theory.wor_shaping import (
 ZERO = Fraction(0)
 
 
-def _law(*weights: int) -> Law:
-    return normalise([Fraction(w) for w in weights])
-
-
-WORKED = (_law(5, 3, 2), _law(2, 3, 5))  # docs/resispec_wor.md section 1
-BELOW_RRS_WOR = Instance(_law(3, 0, 3, 8, 7), _law(7, 8, 1, 1, 0), 3)  # see resispec_wor.vs_rrs_wor
+WORKED = (from_weights(5, 3, 2), from_weights(2, 3, 5))  # docs/resispec_wor.md section 1
+BELOW_RRS_WOR = Instance(from_weights(3, 0, 3, 8, 7), from_weights(7, 8, 1, 1, 0), 3)  # see resispec_wor.vs_rrs_wor
 WOR_CORNERS: dict[str, tuple[Law, Law]] = {
     **CORNERS,
     "worked example": WORKED,
-    "two tokens": (_law(1, 3), _law(2, 1)),
-    "uniform draft": (_law(1, 2, 3, 4), _law(1, 1, 1, 1)),
-    "heavy draft token": (_law(1, 1, 1, 1), _law(17, 1, 1, 1)),
+    "two tokens": (from_weights(1, 3), from_weights(2, 1)),
+    "uniform draft": (from_weights(1, 2, 3, 4), from_weights(1, 1, 1, 1)),
+    "heavy draft token": (from_weights(1, 1, 1, 1), from_weights(17, 1, 1, 1)),
     "target off the draft": (BELOW_RRS_WOR.p, BELOW_RRS_WOR.q),
 }
 
@@ -411,7 +407,7 @@ def check_plan() -> Outcome:
 `C(y) = sum_{{x != y}} s_x q_y / (1 - q_x)`, `s = q - A`. With `t_x = s_x / (1 - q_x)` and `S = sum t`,
 `C(y) = q_y (S - t_y)` (an identity). Per token write `w = q/(1 - q)` and `T = q (1 + S) - r` (the
 unclipped `t`). For every `t`, with `C = q (S - t)` and `A = q - t (1 - q)`,
-{display_eq(sp.Symbol("r") - sp.Symbol("C") - sp.Symbol("A"), sp.Symbol("t") - T_)}
+{latex_block("r - C - A = t - T")}
 so `A = r - C` iff `t = T`, `r - C >= q = A` iff `t = 0 >= T`, and `r - C <= 0 = A` iff `t = w <= T`:
 `A = clip(r - C, 0, q)` iff `t = clip(T, 0, w)`. The latest-first plans are exactly the roots `S` of
 {G_FORMULA}
@@ -467,6 +463,11 @@ def dual_identities() -> bool:
     return R and I_ and Z and consistent
 
 
+R_COLUMN = latex_block(
+    r"\lambda_x + \nu_x + \frac{M - \mu_x q_x}{1 - q_x} = 0 + \frac{1 - M}{1 - q_x} + \frac{M - q_x}{1 - q_x} = 1"
+)
+
+
 def check_optimal() -> Outcome:
     symbolic_ok = dual_identities()
     rng = random.Random(1109)
@@ -519,7 +520,7 @@ token (`I`: interior, and the boundary cases `A = 0, r = C` and `A = q, r - C = 
 consistency `M = q(R) + M q(I)` gives `M = q(R)/(1 - q(I))` (any `M` in `[0, 1]` if `q(I) = 1`; we take 0),
 and `1 - M = q(Z)/(1 - q(I)) >= 0`. Then `lambda = 1 - mu`, `nu_x = (1 - M)/(1 - q_x)` on `R`, 0 elsewhere.
 The `m(x)` column reads, by class:
-{display_eq(sp.Symbol("nu") + (sp.Symbol("M") - sp.Symbol("q")) / (1 - sp.Symbol("q")), 1)}
+{R_COLUMN}
 on `R`, `(1 - M) + (M - M q)/(1 - q) = 1` on `I`, and `1 + M/(1 - q) >= 1` on `Z`; every `m(x, y)` column is
 `lambda_y + mu_y = 1`. Complementary slackness: columns with mass are tight (`m(x) > 0` only off `Z`);
 rows with positive multipliers are tight (`lambda_y > 0` off `R`, where the latest-first plan
@@ -636,11 +637,11 @@ certificate's value, which is resispec_wor's acceptance.
 **k >= 3: not a theorem.** resispec_wor re-plans as if two candidates were left; nothing compares it
 with rrs_wor. The claim "never below rrs_wor" (docs/resispec_wor.md section 7, beyond.md section 2)
 was an observation, and it is false in general:
-`p = {c.p}`, `q = {c.q}` (in ids 0..4; token 4 is off the draft, token 1 has no target mass), `k = 3`:
+`p = {fmt(c.p)}`, `q = {fmt(c.q)}` (token 4 is off the draft), `k = 3`:
 rrs_wor accepts `2/3 = 1 - p(off the draft)`, the most any verifier can, while resispec_wor accepts
-`{ours}`, lower by `{-gap}` (about {float(-gap):.2e}). A seeded search found such
-instances only with target mass off the draft (several thousand random pairs with every token drafted,
-`V <= 5`, `k >= 3`, showed none; that search is not part of this check).
+`{ours}`, lower by `{-gap}` (about {float(-gap):.2e}). The failures a seeded search found all
+had target mass off the draft: 5,572 random pairs with every token drafted (`V` 3..6, `k` 3..5)
+showed none (that search is not part of this check).
 """
     checked = f"""
 - `k = 2`, exact rationals on the {len(certificate_cases())} pairs of `resispec_wor.k2_optimal`:
