@@ -23,7 +23,6 @@ from theory.resispec_wor import (
     certificate_cases,
     Q_ as Q,
     clip_identities,
-    kernel_identity,
     law_cases,
     plan_cases,
     plan_problems,
@@ -137,10 +136,6 @@ def test_a_perturbed_plan_is_caught(plan):
 def test_a_wrong_clip_fails_the_symbolic_case_analysis():
     assert clip_identities() == (True, True)
     assert clip_identities(lambda t: Q - t) == (False, False)  # A = q - t forgets the (1 - q)
-
-
-def test_kernel_identity_holds_symbolically():
-    assert kernel_identity(3)
 
 
 def test_roots_form_an_interval_only_when_every_root_accepts_everything():
