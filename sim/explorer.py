@@ -3,11 +3,9 @@
 ``run_drift`` and ``run_compare`` sample each source's pairs once (seeded), run every verifier's
 batched kernel at every k needed, compute the optima, and return results that turn into JSON
 records, CSV rows and plots (``sim.report``). Randomness: a source's pairs depend only on its spec,
-``pairs`` and ``seed``; the Monte Carlo stream of a verifier only on ``seed`` and its drafting scheme,
-so adding a verifier to a run does not change another's numbers, and verifiers of one scheme share
-their draws per pair (common random numbers: rrs_wor and resispec_wor take the same path uniforms,
-so their difference is measured more precisely than either). Verifiers whose rule does not depend
-on k run once at the largest k; smaller k are its first steps (the same draws).
+``pairs`` and ``seed``; each verifier's Monte Carlo stream only on ``seed`` and its name, so adding
+a verifier to a run does not change another's numbers. Verifiers whose rule does not depend on k
+run once at the largest k; smaller k are its first steps (the same draws).
 
 Besides the requested verifiers, every evaluation measures resispec (the sequential optimum, and the
 reference of the per-pair gains) and the rejection-sampling baseline of each requested drafting
@@ -35,7 +33,6 @@ DEFAULT_SOURCES = ("logged:sample",)
 DEFAULT_VERIFIERS = ("rrs", "rrs_wor", "spectr", "resispec", "pooled", "resispec_wor", "resispec_paper")
 BASELINES = {"iid": "rrs", "wor": "rrs_wor"}
 """The rejection-sampling verifier of each drafting scheme: the start of the gap to the optimum."""
-STREAMS = ("iid", "wor", "topk")
 MIN_GAP = 1e-9
 """Smallest mean baseline-to-optimum gap whose recovered share is reported."""
 DEFAULT_DRIFT_K = 8
@@ -121,8 +118,8 @@ class Evaluation:
 
 
 def _stream(settings: "Settings", verifier: str) -> np.random.Generator:
-    """The Monte Carlo stream of a verifier: one per drafting scheme (shared draws per pair)."""
-    return np.random.default_rng([settings.seed, 1 + STREAMS.index(VERIFIERS[verifier].drafting)])
+    """The Monte Carlo stream of a verifier (seeded by the seed and the verifier's name)."""
+    return np.random.default_rng([settings.seed, *verifier.encode()])
 
 
 def _ratio(value: float, optimum: float) -> float:

@@ -70,9 +70,9 @@ def step_stats(verifier: str, batch: PairBatch, k: int, rng: np.random.Generator
     """Step statistics of ``verifier`` at k candidates on every pair of ``batch``.
 
     ``rng`` is needed only where tuples may be sampled (rrs_wor, resispec_wor at k >= 3, resispec_paper);
-    pair n draws from the n-th of ``len(batch)`` children of it (``Generator.spawn``), so the same
-    generator gives verifiers the same tuples or path uniforms per pair. WOR pairs with too many
-    tuples to enumerate take rejection paths (``sim.kernels.paths``); the others are enumerated.
+    pair n draws from the n-th of ``len(batch)`` children of it (``Generator.spawn``), so a pair's
+    draws do not depend on the other pairs. WOR pairs with too many tuples to enumerate take
+    rejection paths (``sim.kernels.paths``); the others are enumerated.
     """
     (verifier,) = check_verifiers([verifier])
     k = as_count(k)

@@ -71,7 +71,7 @@ def spectr_stats(batch: PairBatch, k: int) -> StepStats:
     """SpecTr k-SEQ: a constant rate ``beta`` per step, ``rho*`` from the core's ``spectr_plan``."""
     plans = [spectr_plan(p, q, k) for p, q in zip(batch.p, batch.q)]
     rho = np.array([plan.rho for plan in plans])[:, None]
-    beta = np.array([plan.beta for plan in plans])
+    beta = np.minimum([plan.beta for plan in plans], 1.0)  # rounding can put beta above 1 (p == q)
     factor = np.array([plan.factor for plan in plans])[:, None]
     kept = np.minimum(batch.q, batch.p / rho)
     final = np.maximum(batch.p - kept * factor, 0.0)

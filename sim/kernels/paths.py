@@ -19,7 +19,7 @@ rounding only: an empty rrs residual, or ``first_acceptance``'s guard).
 Paths of one pair advance level by level, grouped by state: a state (a plan, for resispec_wor) is
 built once however many paths pass through it. Level i uses the i-th block of ``samples`` uniforms
 of the pair's own generator, whatever k is, so the statistics at k' < k are the first k' steps of
-those at k, and verifiers given the same generator share the uniforms (common random numbers).
+those at k.
 """
 
 from __future__ import annotations
