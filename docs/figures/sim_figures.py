@@ -1,6 +1,6 @@
 """The figures and tables of docs/sim.md (and the numbers docs/pooled.md and docs/resispec_wor.md link to).
 
-Run from the repository root (about 40 min on the shared 2-core machine; needs the logged file
+Run from the repository root (about 20 min on the shared 2-core machine; needs the logged file
 ``/work/shared/data/smollm2_pairs.npz``): ``python3 docs/figures/sim_figures.py [--quick]``. One
 ``sim.run_compare`` per set of sources; the drift figures reuse the k = 8 statistics of the main run.
 
@@ -9,8 +9,9 @@ Run from the repository root (about 40 min on the shared 2-core machine; needs t
 - small V: the three families at V = 8 (200 pairs each), k = 2, 4, everything exact (tuples
   enumerated, alpha*-WOR by the transport LP, the sequential WOR optimum by its LP).
 
-Writes ``docs/figures/sim_{acceptance_vs_k,drift_curves,residual_drift}.png`` and
-``docs/figures/sim_figures.json`` (the numbers of the tables) and prints the tables in Markdown.
+Writes ``docs/figures/sim_{acceptance_vs_k,drift_curves,residual_drift}.png`` (64-colour palettes, to
+keep them small) and ``docs/figures/sim_figures.json`` (the numbers of the tables) and prints the
+tables in Markdown.
 """
 
 from __future__ import annotations
@@ -136,6 +137,15 @@ def tree_table(result: CompareResult) -> str:
     return "\n".join(lines)
 
 
+def small_png(path: Path) -> None:
+    """Rewrite a plot as a 64-colour palette PNG (about a quarter of the size; plots have few colours)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        palette = image.convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    palette.save(path, optimize=True)
+
+
 def progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -151,10 +161,11 @@ def main() -> None:
     small_run = run_compare(SMALL, VERIFIERS, [2, 4], (2,),
                             Settings(pairs=small_pairs, seed=0, monte_carlo=MonteCarlo(samples=128, enumeration_limit=5000)),
                             progress)
-    plot_acceptance_vs_k(main_run, HERE / f"sim_acceptance_vs_k{suffix}.png")
     drift = DriftResult(8, VERIFIERS, [main_run.evaluations[i] for i in DRIFT])
-    plot_drift(drift, HERE / f"sim_drift_curves{suffix}.png")
-    plot_drift(drift, HERE / f"sim_residual_drift{suffix}.png", residual=True)
+    for figure in (plot_acceptance_vs_k(main_run, HERE / f"sim_acceptance_vs_k{suffix}.png"),
+                   plot_drift(drift, HERE / f"sim_drift_curves{suffix}.png"),
+                   plot_drift(drift, HERE / f"sim_residual_drift{suffix}.png", residual=True)):
+        small_png(figure)
     tables = {"iid": iid_rows(main_run), "wor": wor_rows(main_run), "wor_small_v": wor_rows(small_run),
               "iid_small_v": iid_rows(small_run),
               "drift": [{key: value for key, value in record.items() if key in ("source", "verifier", "curve")}
