@@ -22,8 +22,10 @@ another order, so plans agree to rounding. Numerics (``1 - q_x`` and ``S - t_x``
 tokens, the heaviest token's term of C, the ``A = min(r, q)`` fallback where ``q / (1 - q)``
 overflows, tokens with ``q = 0``) as in NumPy, node by node.
 
-Cost per plan: two ratio sorts per row and a few dozen passes over (B, V); one host sync per
-``_others`` (three per plan), to sum the rows whose heaviest entry exceeds half their total.
+Cost per plan: two ratio sorts per row and a few dozen passes over (B, V), on CPU a few rows at a
+time (``CPU_CHUNK_ELEMENTS``, as pooled's plan: B = 64, V = 49152 two rows at a time is 2 to 3 times
+faster than all rows at once); one host sync per ``_others`` (three per plan), to sum the rows whose
+heaviest entry exceeds half their total.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from dataclasses import dataclass, fields
 
 import torch
 
+from engine.verifiers.pooling import CPU_CHUNK_ELEMENTS
 from engine.verifiers.ratio_profile import TorchRatioProfile
 from engine.verifiers.validation import row_sums
 
@@ -120,8 +123,21 @@ def latest_first_plan(target: torch.Tensor, undrawn: torch.Tensor) -> TorchLates
     """The latest-first plans of targets ``target`` (B, V), rows summing to 1, and undrawn draft weights.
 
     ``undrawn`` (B, V): non-negative, at least two positive entries per row (q with the drawn tokens
-    zeroed, unnormalised). Tokens off a row's draft support get ``A = C = 0``.
+    zeroed, unnormalised). Tokens off a row's draft support get ``A = C = 0``. On CPU the plans are
+    built ``max(1, CPU_CHUNK_ELEMENTS // V)`` rows at a time (their passes then run in cache),
+    elsewhere all rows at once.
     """
+    batch, vocab = target.shape
+    rows = max(1, CPU_CHUNK_ELEMENTS // vocab) if target.device.type == "cpu" else batch
+    if rows >= batch:
+        return _plan(target, undrawn)
+    parts = [_plan(target[start:start + rows], undrawn[start:start + rows]) for start in range(0, batch, rows)]
+    return TorchLatestFirstPlan(**{field.name: torch.cat([getattr(part, field.name) for part in parts])
+                                   for field in fields(TorchLatestFirstPlan)})
+
+
+def _plan(target: torch.Tensor, undrawn: torch.Tensor) -> TorchLatestFirstPlan:
+    """``latest_first_plan`` of all the rows at once."""
     draft = undrawn / row_sums(undrawn)
     rest = _others(draft)  # 1 - q_x, summed directly
     cap = draft / rest  # q / (1 - q); 0 off the support, inf where 1 - q_x underflowed
