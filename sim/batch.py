@@ -44,7 +44,10 @@ class PairBatch:
 
     def head(self, count: int) -> "PairBatch":
         """The first ``count`` rows (all rows if there are fewer)."""
-        rows = slice(0, min(count, len(self)))
+        return self.rows(slice(0, min(count, len(self))))
+
+    def rows(self, rows: slice | np.ndarray) -> "PairBatch":
+        """The rows selected by a slice or an index array, in that order."""
         return PairBatch(self.p[rows], self.q[rows], self.chain[rows], self.position[rows], self.source)
 
 

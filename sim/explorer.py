@@ -3,9 +3,13 @@
 ``run_drift`` and ``run_compare`` sample each source's pairs once (seeded), run every verifier's
 batched kernel at every k needed, compute the optima, and return results that turn into JSON
 records, CSV rows and plots (``sim.report``). Randomness: a source's pairs depend only on its spec,
-``pairs`` and ``seed``; each verifier's Monte Carlo stream only on ``seed``, its name and k, so
-adding a verifier to a run does not change another's numbers. Verifiers whose rule does not depend
-on k run once at the largest k; smaller k are its first steps (the same candidate tuples).
+``pairs`` and ``seed``; each verifier's Monte Carlo stream only on ``seed`` and its name, so adding
+a verifier to a run does not change another's numbers. Verifiers whose rule does not depend on k
+run once at the largest k; smaller k are its first steps (the same draws).
+
+Besides the requested verifiers, every evaluation measures resispec (the sequential optimum, and the
+reference of the per-pair gains) and the rejection-sampling baseline of each requested drafting
+scheme (rrs for i.i.d., rrs_wor for WOR), against which the share of the gap to the optimum is read.
 """
 
 from __future__ import annotations
@@ -18,14 +22,19 @@ import numpy as np
 from resispec.validation import as_count
 from resispec.verifiers import VERIFIERS
 from sim.batch import PairBatch
-from sim.kernels import K_INDEPENDENT, SUPPORTED, MonteCarlo, check_verifiers, step_stats
+from sim.kernels import K_INDEPENDENT, SINGLE_STEP, SUPPORTED, MonteCarlo, check_verifiers, step_stats
 from sim.optima import Optima, WorSettings, optima
 from sim.sources import parse_source
+from sim.stats import Estimate, ratio_estimate
 from sim.steps import StepStats
 from sim.tree import analytic_tokens, replay_tokens, tree_nodes
 
 DEFAULT_SOURCES = ("logged:sample",)
-DEFAULT_VERIFIERS = ("rrs", "rrs_wor", "spectr", "resispec", "resispec_paper")
+DEFAULT_VERIFIERS = ("rrs", "rrs_wor", "spectr", "resispec", "pooled", "resispec_wor", "resispec_paper")
+BASELINES = {"iid": "rrs", "wor": "rrs_wor"}
+"""The rejection-sampling verifier of each drafting scheme: the start of the gap to the optimum."""
+MIN_GAP = 1e-9
+"""Smallest mean baseline-to-optimum gap whose recovered share is reported."""
 DEFAULT_DRIFT_K = 8
 DEFAULT_KS = (1, 2, 4, 8)
 DEFAULT_TREE = (4, 2, 2, 1)
@@ -36,7 +45,7 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Settings:
-    """How many pairs per source, the seed, and the Monte Carlo settings of kernels and WOR optimum."""
+    """How many pairs per source, the seed, the kernels' Monte Carlo settings and the WOR optima's limits."""
 
     pairs: int = DEFAULT_PAIRS
     seed: int = 0
@@ -51,7 +60,8 @@ class Settings:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """One source's pairs, every verifier's ``StepStats`` by k, and the optima by k."""
+    """One source's pairs, every measured verifier's ``StepStats`` by k (the requested ones, resispec
+    and the baselines), and the optima by k."""
 
     source: str
     batch: PairBatch
@@ -59,59 +69,90 @@ class Evaluation:
     optima: dict[int, Optima]
 
     def record(self, verifier: str, k: int) -> dict:
-        """Mean acceptance of ``verifier`` at k, every optimum, and the ratios to them."""
+        """Mean acceptance of ``verifier`` at k, every optimum, the ratios to them, the per-pair gain
+        over resispec and the share of the baseline-to-optimum gap it recovers."""
         stats, best = self.stats[verifier][k], self.optima[k]
         drafting = VERIFIERS[verifier].drafting
         acceptance = stats.mean_acceptance()
-        wor = best.wor_estimate()
         optimum = float(best.for_drafting(drafting).mean())
-        means = {"iid": float(best.iid.mean()), "sequential": float(best.sequential.mean()), "wor": wor.value}
+        means = {"iid": float(best.iid.mean()), "sequential": float(best.sequential.mean()),
+                 "wor": float(best.wor.mean()), "sequential_wor": float(best.sequential_wor.mean())}
+        gain = stats.acceptance - self.stats["resispec"][k].acceptance
+        row = int(np.argmax(gain))
         return {
             "source": self.source, "verifier": verifier, "drafting": drafting,
-            "biased": not VERIFIERS[verifier].claims_exact, "k": k, "pairs": len(self.batch),
-            "method": stats.method, "acceptance": acceptance.value, "acceptance_ci": acceptance.to_list(),
-            "iid_optimum": means["iid"], "sequential_optimum": means["sequential"], "wor_optimum": wor.value,
-            "wor_optimum_ci": wor.to_list(), "wor_optimum_method": best.wor_method,
+            "biased": not VERIFIERS[verifier].claims_exact, "sequential": verifier not in SINGLE_STEP,
+            "k": k, "pairs": len(self.batch), "method": stats.method,
+            "acceptance": acceptance.value, "acceptance_ci": acceptance.to_list(),
+            "iid_optimum": means["iid"], "sequential_optimum": means["sequential"],
+            "wor_optimum": means["wor"], "wor_optimum_method": best.wor_method,
+            "wor_optimum_error": float(best.wor_error.max()), "sequential_wor_optimum": means["sequential_wor"],
+            "sequential_wor_optimum_method": best.sequential_wor_method,
             "topk_optimum": float(best.topk.mean()), "optimum_kind": drafting, "optimum": optimum,
             "ratio_to_optimum": _ratio(acceptance.value, optimum),
             **{f"ratio_to_{kind}_optimum": _ratio(acceptance.value, value) for kind, value in means.items()},
+            "gain_over_resispec": float(gain.mean()), "max_gain_over_resispec": float(gain[row]),
+            "max_gain_row": row, **self._shares(verifier, k),
         }
+
+    def _shares(self, verifier: str, k: int) -> dict:
+        """``(acceptance - baseline) / (optimum - baseline)``, pooled over pairs with a delta-method 95 %
+        interval, for the optimum of the drafting scheme and its sequential optimum. NaN without a
+        baseline, where the optimum is not computed, or where the mean gap is below ``MIN_GAP`` (e.g.
+        k = 1, where every exact verifier is the baseline)."""
+        drafting = VERIFIERS[verifier].drafting
+        baseline = BASELINES.get(drafting)
+        shares: dict = {"baseline": baseline}
+        for key, optimum in (("share_of_gap", self.optima[k].for_drafting(drafting)),
+                             ("share_of_sequential_gap", self.optima[k].sequential_for(drafting))):
+            share = Estimate(float("nan"), float("nan"), float("nan"))
+            if baseline is not None:
+                gap = optimum - self.stats[baseline][k].acceptance
+                if np.mean(gap) > MIN_GAP:  # False for NaN
+                    share = ratio_estimate(self.stats[verifier][k].acceptance - self.stats[baseline][k].acceptance, gap)
+            shares[key], shares[f"{key}_ci"] = share.value, share.to_list()
+        return shares
 
     def gaps(self, verifier: str, k: int) -> np.ndarray:
         """Per-pair gap to the optimum of the verifier's drafting: optimum - acceptance."""
         return self.optima[k].for_drafting(VERIFIERS[verifier].drafting) - self.stats[verifier][k].acceptance
 
 
-def _stream(settings: "Settings", verifier: str, k: int) -> np.random.Generator:
-    """The Monte Carlo stream of one verifier at k (independent of which other verifiers run)."""
-    return np.random.default_rng([settings.seed, 1 + SUPPORTED.index(verifier), k])
+def _stream(settings: "Settings", verifier: str) -> np.random.Generator:
+    """The Monte Carlo stream of a verifier (seeded by the seed and the verifier's name)."""
+    return np.random.default_rng([settings.seed, *verifier.encode()])
 
 
 def _ratio(value: float, optimum: float) -> float:
     return value / optimum if optimum > 0 else float("nan")
 
 
+def measured_verifiers(verifiers: list[str]) -> list[str]:
+    """The requested verifiers, resispec, and the baseline of each requested drafting scheme."""
+    baselines = {BASELINES[VERIFIERS[name].drafting] for name in verifiers if VERIFIERS[name].drafting in BASELINES}
+    return sorted(set(verifiers) | {"resispec"} | baselines, key=SUPPORTED.index)
+
+
 def evaluate(spec: str, verifiers: list[str], ks: list[int], settings: Settings,
              progress: Progress | None = None) -> Evaluation:
     """Sample ``settings.pairs`` pairs of the source ``spec`` and measure every verifier at every k."""
     batch = parse_source(spec).sample(settings.pairs, np.random.default_rng(settings.seed))
-    measured = sorted(set(verifiers) | {"resispec"}, key=SUPPORTED.index)  # resispec = sequential optimum
-    stats: dict[str, dict[int, StepStats]] = {name: {} for name in measured}
-    for name in measured:
-        nested = step_stats(name, batch, max(ks), _stream(settings, name, max(ks)), settings.monte_carlo) \
+    stats: dict[str, dict[int, StepStats]] = {}
+    for name in measured_verifiers(verifiers):
+        stats[name] = {}
+        nested = step_stats(name, batch, max(ks), _stream(settings, name), settings.monte_carlo) \
             if name in K_INDEPENDENT else None
         for k in ks:
             stats[name][k] = nested.truncated(k) if nested else step_stats(
-                name, batch, k, _stream(settings, name, k), settings.monte_carlo)
+                name, batch, k, _stream(settings, name), settings.monte_carlo)
             if progress:
                 progress(f"{batch.source}: {name} k={k}: acceptance {stats[name][k].acceptance.mean():.4f} "
                          f"over {len(batch)} pairs ({stats[name][k].method})")
-    sequential = {k: stats["resispec"][k].acceptance for k in ks}
-    best = optima(batch, ks, sequential, np.random.default_rng([settings.seed, 0]), settings.wor)
+    best = optima(batch, ks, {k: stats["resispec"][k].acceptance for k in ks}, settings.wor)
     if progress:
-        progress(f"{batch.source}: optima done (WOR: {best[max(ks)].wor_method})")
-    kept = {name: stats[name] for name in verifiers}
-    return Evaluation(batch.source, batch, kept, best)
+        progress(f"{batch.source}: optima done (alpha*-WOR: {best[max(ks)].wor_method}; "
+                 f"sequential WOR: {best[max(ks)].sequential_wor_method})")
+    return Evaluation(batch.source, batch, stats, best)
 
 
 @dataclass(frozen=True)
@@ -123,15 +164,17 @@ class DriftResult:
     evaluations: list[Evaluation]
 
     def records(self) -> list[dict]:
-        """One record per (source, verifier): acceptance, optima, and the per-step curves."""
+        """One record per (source, verifier): acceptance, optima, and the per-step curves (one step for
+        a verifier that is not sequential: pooled's selection, then its accept test)."""
         records = []
         for evaluation in self.evaluations:
             for name in self.verifiers:
                 stats = evaluation.stats[name][self.k]
+                steps = 1 if name in SINGLE_STEP else self.k
                 curve = [
                     {"step": i + 1, "conditional_acceptance": accept.value, "conditional_acceptance_ci": accept.to_list(),
                      "reach": float(stats.reached[:, i].mean()), "residual_tv": tv.value, "residual_tv_ci": tv.to_list()}
-                    for i, (accept, tv) in enumerate(zip(stats.drift_curve(), stats.residual_curve()))
+                    for i, (accept, tv) in enumerate(zip(stats.drift_curve()[:steps], stats.residual_curve()[:steps]))
                 ]
                 records.append({**evaluation.record(name, self.k), "curve": curve})
         return records

@@ -1,83 +1,99 @@
 """The acceptance optima each verifier is measured against, per pair of a batch.
 
 - i.i.d. optimum ``alpha* = 1 - max_i (Q_i^k - P_i)`` over ratio prefixes (``resispec.bounds``): no
-  exact verifier of i.i.d. candidates accepts more.
+  exact verifier of i.i.d. candidates accepts more (pooled reaches it).
 - sequential optimum: the best sequential verifier of i.i.d. candidates, resispec's acceptance
   ``g(T_1)`` (the optimum of ``resispec.bounds.sequential_optimum_lp``; proven in theory/).
 - top-k optimum: ``p(top-k of q)`` (``resispec.bounds``), reached by the topk verifier.
-- WOR optimum ``min_H [p(H) + 1 - P(all k WOR draws fall in H)]``:
-  exact by the transport LP (``resispec.bounds.optimal_acceptance_lp``) when there are at most
-  ``WorSettings.lp_limit`` WOR tuples; otherwise a Monte Carlo *prefix-cut* estimate. Every set H gives
-  an upper bound (a cut of the transport network), and on every small instance where the LP was
-  solved the best H was a prefix of the tokens sorted by ``p/q``, so with
-  ``F(i) = P(max ratio rank of the k draws < i)`` the optimum is ``min_i [P_i + 1 - F(i)]``. Two
-  independent samples of ``WorSettings.samples`` tuples estimate F: the first picks the cut ``i*``,
-  the second evaluates it, ``high = P_{i*} + 1 - F_2(i*)`` (unbiased for a valid upper bound; the
-  point estimate), and ``low = min_i [P_i + 1 - F_2(i)]`` (biased low, since ``E[min] <= min E``).
-  The Monte Carlo 95 % interval of the mean over the batch's pairs runs from
-  ``mean(low) - 1.96 se`` to ``mean(high) + 1.96 se`` (binomial variances ``F (1 - F) / samples`` at
-  the cuts used, summed over pairs): its upper end is a valid bound, its lower end assumes the best
-  cut is a ratio prefix (observed, not proven). It covers the Monte Carlo error only, not the choice
-  of pairs. Draws for all k come from one Gumbel-top-k_max sample (the top k of a Gumbel-top-k_max
-  draw is a Gumbel-top-k draw).
+- alpha*-WOR ``= min_H [p(H) + 1 - P_k(H)]``, ``P_k(H)`` the probability that all k WOR draws fall in
+  H: exact by the transport LP (``resispec.bounds.optimal_acceptance_lp``) when a pair has at most
+  ``WorSettings.lp_limit`` WOR tuples; otherwise the minimum over prefixes of the tokens sorted by
+  ``p/q`` (``resispec.bounds_wor.wor_prefix_bound``: deterministic, ``P_k`` by the race integral with
+  an error estimate). Every H gives an upper bound on the acceptance of any exact WOR verifier, so the
+  prefix value is an upper bound on alpha*-WOR, equal to it when a prefix minimises (observed on
+  every small instance checked, not proven). These are the two routes of
+  ``optimal_acceptance(p, q, k, "wor")``, with the simulator's own (smaller) LP limit.
+- sequential WOR optimum: the best exact sequential verifier of k WOR candidates, by the LP over the
+  draft tree (``resispec.bounds_wor.sequential_optimum_wor_lp``) when it has at most
+  ``WorSettings.sequential_limit`` nodes (``sum_{j<=k} V!/(V-j)!``: small V only). At k = 2 it is the
+  latest-first plan's acceptance at any V (``resispec.wor_shaping``; optimal among sequential
+  verifiers of two WOR candidates, docs/resispec_wor.md section 3); at k = 1 it is always
+  ``sum min(p, q)``. Elsewhere it is not computed (NaN).
 WOR and top-k drafting cannot propose more distinct tokens than q's support: k is capped there.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from resispec.bounds import optimal_acceptance, optimal_acceptance_lp
+from resispec.bounds_wor import sequential_optimum_wor_lp, wor_prefix_bound
 from resispec.drafting import DRAFTING_SCHEMES
-from resispec.ratio_profile import RatioProfile
 from resispec.validation import as_count
+from resispec.wor_shaping import latest_first_plan
 from sim.batch import PairBatch
-from sim.kernels.tuple_chains import draw_tuples
-from sim.stats import Z95, Estimate
+
+WOR_METHODS = {"lp": "transport LP (exact)", "prefix": "ratio-prefix bound (upper bound)"}
+SEQUENTIAL_WOR_METHODS = {"lp": "sequential WOR LP", "closed": "latest-first plan (k <= 2)",
+                          "none": "not computed (LP too large)"}
 
 
 @dataclass(frozen=True)
 class WorSettings:
-    """Exact LP up to ``lp_limit`` WOR tuples per pair; else two prefix-cut samples of ``samples`` tuples."""
+    """alpha*-WOR by the transport LP up to ``lp_limit`` WOR tuples per pair (else the ratio-prefix
+    bound); the sequential WOR LP up to ``sequential_limit`` draft-tree nodes per pair."""
 
     lp_limit: int = 2000
-    samples: int = 512
+    sequential_limit: int = 5000
 
     def __post_init__(self) -> None:
         as_count(self.lp_limit, "lp_limit", "tuples")
-        as_count(self.samples, "samples", "tuples")
+        as_count(self.sequential_limit, "sequential_limit", "nodes")
 
 
 @dataclass(frozen=True)
 class Optima:
-    """Per-pair optima at k (shape (N,) each). ``wor`` is the WOR point estimate and ``wor_bracket``
-    its per-pair ``(low, high, variance of low, variance of high)`` (``low = high = wor`` and zero
-    variances where the LP was solved)."""
+    """Per-pair optima at k (shape (N,) each). ``wor`` is alpha*-WOR (or its ratio-prefix bound) and
+    ``wor_error`` the race integral's error estimate (0 where the LP was solved); ``wor_route`` and
+    ``sequential_wor_route`` (per pair) name how each value was obtained (keys of ``WOR_METHODS`` and
+    ``SEQUENTIAL_WOR_METHODS``); ``sequential_wor`` is NaN where it was not computed."""
 
     k: int
     iid: np.ndarray
     sequential: np.ndarray
     topk: np.ndarray
     wor: np.ndarray
-    wor_bracket: np.ndarray
-    wor_exact: bool
+    wor_error: np.ndarray
+    wor_route: np.ndarray
+    sequential_wor: np.ndarray
+    sequential_wor_route: np.ndarray
 
     def for_drafting(self, drafting: str) -> np.ndarray:
-        """The optimum of the verifiers that draft this way."""
+        """The optimum of the verifiers that draft this way (any verifier, joint or sequential)."""
         return {"iid": self.iid, "wor": self.wor, "topk": self.topk}[drafting]
 
-    def wor_estimate(self) -> Estimate:
-        """Mean WOR optimum over the pairs with its Monte Carlo 95 % interval (module docstring)."""
-        low, high, low_variance, high_variance = self.wor_bracket
-        size = self.wor.size
-        return Estimate(float(np.mean(self.wor)), float(low.mean() - Z95 * np.sqrt(low_variance.sum()) / size),
-                        float(high.mean() + Z95 * np.sqrt(high_variance.sum()) / size))
+    def sequential_for(self, drafting: str) -> np.ndarray:
+        """The best sequential verifier's acceptance for this drafting scheme."""
+        return {"iid": self.sequential, "wor": self.sequential_wor, "topk": self.topk}[drafting]
 
     @property
     def wor_method(self) -> str:
-        return "exact (transport LP)" if self.wor_exact else "monte carlo (prefix cuts)"
+        return _method(self.wor_route, WOR_METHODS)
+
+    @property
+    def sequential_wor_method(self) -> str:
+        return _method(self.sequential_wor_route, SEQUENTIAL_WOR_METHODS)
+
+
+def _method(routes: np.ndarray, names: dict[str, str]) -> str:
+    """One route's name, or the count of pairs per route when they differ."""
+    kinds, counts = np.unique(routes, return_counts=True)
+    if kinds.size == 1:
+        return names[str(kinds[0])]
+    return "; ".join(f"{names[str(kind)]} on {count} pairs" for kind, count in zip(kinds, counts))
 
 
 def support_capped(q: np.ndarray, k: int) -> int:
@@ -85,63 +101,40 @@ def support_capped(q: np.ndarray, k: int) -> int:
     return min(k, int(np.count_nonzero(q)))
 
 
-def prefix_cut_samples(p: np.ndarray, q: np.ndarray, ks: list[int], samples: int,
-                       rng: np.random.Generator) -> dict[int, tuple[float, float, float, float]]:
-    """``{k: (low, high, variance of low, variance of high)}`` for one pair (module docstring);
-    each k is capped at q's support."""
-    profile = RatioProfile(p, q)
-    rank = np.empty(p.size, dtype=np.int64)
-    rank[profile.order] = np.arange(p.size)
-    deepest = support_capped(q, max(ks))
-    first, second = (np.maximum.accumulate(rank[draw_tuples(q, deepest, "wor", samples, rng)], axis=1)
-                     for _ in range(2))
-    bounds = {}
-    for k in ks:
-        column = support_capped(q, k) - 1
-        inside = [_below(sample[:, column], p.size) for sample in (first, second)]
-        chosen = int(np.argmin(profile.p_prefix - inside[0]))
-        lowest = int(np.argmin(profile.p_prefix - inside[1]))
-        variance = inside[1] * (1.0 - inside[1]) / samples
-        bounds[k] = (float(profile.p_prefix[lowest] + 1.0 - inside[1][lowest]),
-                     float(profile.p_prefix[chosen] + 1.0 - inside[1][chosen]),
-                     float(variance[lowest]), float(variance[chosen]))
-    return bounds
+def alpha_star_wor(p: np.ndarray, q: np.ndarray, k: int, settings: WorSettings) -> tuple[float, float, str]:
+    """``(value, error estimate, route)`` of alpha*-WOR for one pair (module docstring); k capped."""
+    count = support_capped(q, k)
+    if DRAFTING_SCHEMES["wor"].tuple_count(q, count) <= settings.lp_limit:
+        return optimal_acceptance_lp(p, q, count, "wor"), 0.0, "lp"
+    bound = wor_prefix_bound(p, q, count)
+    return bound.value, bound.error, "prefix"
 
 
-def _below(top_rank: np.ndarray, size: int) -> np.ndarray:
-    """``F(i)``, i = 0..V: the fraction of tuples whose largest ratio rank is below i."""
-    counts = np.bincount(top_rank, minlength=size)
-    return np.concatenate([[0.0], np.cumsum(counts)]) / top_rank.size
+def sequential_wor_optimum(p: np.ndarray, q: np.ndarray, k: int, settings: WorSettings) -> tuple[float, str]:
+    """``(value, route)`` of the sequential WOR optimum for one pair (module docstring); k capped."""
+    count = support_capped(q, k)
+    if count == 1:
+        return float(np.minimum(p, q).sum()), "closed"
+    support = int(np.count_nonzero(q))
+    if sum(math.perm(support, depth) for depth in range(1, count + 1)) <= settings.sequential_limit:
+        return sequential_optimum_wor_lp(p, q, count), "lp"
+    if count == 2:
+        return latest_first_plan(p, q).acceptance, "closed"
+    return float("nan"), "none"
 
 
-def wor_optima(batch: PairBatch, ks: list[int], rng: np.random.Generator,
-               settings: WorSettings = WorSettings()) -> dict[int, tuple[np.ndarray, np.ndarray, bool]]:
-    """``{k: (value, bracket, exact)}`` per pair: the transport LP where small, else prefix cuts
-    (``bracket``: shape (4, N), rows low, high and their variances)."""
-    size = len(batch)
-    value = {k: np.zeros(size) for k in ks}
-    bracket = {k: np.zeros((4, size)) for k in ks}
-    exact = {k: True for k in ks}
-    scheme = DRAFTING_SCHEMES["wor"]
-    for n, (p, q) in enumerate(zip(batch.p, batch.q)):
-        sampled = [k for k in ks if scheme.tuple_count(q, support_capped(q, k)) > settings.lp_limit]
-        for k in ks:
-            if k not in sampled:
-                value[k][n] = bracket[k][0, n] = bracket[k][1, n] = optimal_acceptance_lp(p, q, support_capped(q, k), "wor")
-        if sampled:
-            for k, cut in prefix_cut_samples(p, q, sampled, settings.samples, rng).items():
-                value[k][n], bracket[k][:, n] = cut[1], cut
-                exact[k] = False
-    return {k: (value[k], bracket[k], exact[k]) for k in ks}
-
-
-def optima(batch: PairBatch, ks: list[int], sequential: dict[int, np.ndarray], rng: np.random.Generator,
+def optima(batch: PairBatch, ks: list[int], sequential: dict[int, np.ndarray],
            settings: WorSettings = WorSettings()) -> dict[int, Optima]:
     """Every optimum at every k; ``sequential[k]`` is resispec's per-pair acceptance."""
-    wor = wor_optima(batch, ks, rng, settings)
     result = {}
     for k in ks:
-        iid = np.array([optimal_acceptance(p, q, k) for p, q in zip(batch.p, batch.q)])
-        topk = np.array([optimal_acceptance(p, q, support_capped(q, k), "topk") for p, q in zip(batch.p, batch.q)])
-        result[k] = Optima(k, iid, sequential[k], topk, *wor[k])
+        pairs = list(zip(batch.p, batch.q))
+        iid = np.array([optimal_acceptance(p, q, k) for p, q in pairs])
+        topk = np.array([optimal_acceptance(p, q, support_capped(q, k), "topk") for p, q in pairs])
+        wor = [alpha_star_wor(p, q, k, settings) for p, q in pairs]
+        sequential_wor = [sequential_wor_optimum(p, q, k, settings) for p, q in pairs]
+        result[k] = Optima(k, iid, sequential[k], topk, np.array([value for value, _, _ in wor]),
+                           np.array([error for _, error, _ in wor]), np.array([route for _, _, route in wor]),
+                           np.array([value for value, _ in sequential_wor]),
+                           np.array([route for _, route in sequential_wor]))
     return result

@@ -1,7 +1,8 @@
 """PNG figures of the explorations: drift curves, residual drift, acceptance vs k, gaps to the optimum.
 
 One panel per source. Every verifier keeps its colour across figures; the biased control
-(resispec_paper) is drawn dashed and labelled "(biased)". matplotlib runs headless (Agg).
+(resispec_paper) is drawn dashed and labelled "(biased)". pooled is not sequential: the drift figures
+show its single selection step as one star at i = 1, labelled so. matplotlib runs headless (Agg).
 """
 
 from __future__ import annotations
@@ -17,9 +18,14 @@ import numpy as np  # noqa: E402
 
 from resispec.verifiers import VERIFIERS  # noqa: E402
 from sim.explorer import CompareResult, DriftResult, Evaluation  # noqa: E402
+from sim.kernels import SINGLE_STEP  # noqa: E402
 
 COLOURS = {"rrs": "tab:blue", "rrs_wor": "tab:orange", "spectr": "tab:green", "topk": "tab:purple",
-           "resispec": "tab:red", "resispec_paper": "tab:gray"}
+           "resispec": "tab:red", "pooled": "tab:brown", "resispec_wor": "tab:pink", "resispec_paper": "tab:gray"}
+MARKERS = {"pooled": "*", "resispec_wor": "s", "rrs_wor": "s"}
+"""Markers other than "o": WOR verifiers square, pooled a star."""
+LEGEND_COLUMN_INCHES = 2.8
+"""Width of one column of a shared legend."""
 
 
 def label(verifier: str) -> str:
@@ -29,7 +35,7 @@ def label(verifier: str) -> str:
 
 def style(verifier: str) -> dict:
     return {"color": COLOURS[verifier], "linestyle": "-" if VERIFIERS[verifier].claims_exact else "--",
-            "label": label(verifier)}
+            "marker": MARKERS.get(verifier, "o"), "label": label(verifier)}
 
 
 def _panels(evaluations: list[Evaluation], title: str):
@@ -53,9 +59,12 @@ def _finish(figure, path: Path, shared_legend=None) -> Path:
     bottom = 0.0
     if shared_legend is not None:
         handles, labels = shared_legend.get_legend_handles_labels()
-        columns = min(len(labels), 4)
-        figure.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False)
-        bottom = (0.15 + 0.22 * -(-len(labels) // columns)) / figure.get_figheight()
+        columns = max(1, min(len(labels), int(figure.get_figwidth() // LEGEND_COLUMN_INCHES)))
+        legend = figure.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False)
+        figure.canvas.draw()
+        height = legend.get_window_extent().height / figure.dpi + 0.1  # inches, added below the panels
+        figure.set_figheight(figure.get_figheight() + height)
+        bottom = height / figure.get_figheight()
     figure.tight_layout(rect=(0, bottom, 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -78,7 +87,13 @@ def plot_drift(result: DriftResult, path: Path, residual: bool = False) -> Path:
             stats = evaluation.stats[name][result.k]
             curve = stats.residual_curve() if residual else stats.drift_curve()
             values = np.array([[e.value, e.low, e.high] for e in curve])
-            axis.plot(steps, values[:, 0], marker="o", **style(name))
+            if name in SINGLE_STEP:  # one selection step: a point, not a curve over i
+                what = "TV(p, selection law)" if residual else "P(accept selected)"
+                axis.errorbar([1], values[:1, 0], yerr=[values[:1, 0] - values[:1, 1], values[:1, 2] - values[:1, 0]],
+                              color=COLOURS[name], marker="*", markersize=11, linestyle="none",
+                              label=f"{label(name)}: one selection\nstep, {what}")
+                continue
+            axis.plot(steps, values[:, 0], **style(name))
             axis.fill_between(steps, values[:, 1], values[:, 2], color=COLOURS[name], alpha=0.1)
         axis.set(title=_panel_title(evaluation), xlabel="candidate index i", ylabel=ylabel, xticks=steps)
         axis.set_ylim(bottom=0)
@@ -88,7 +103,8 @@ def plot_drift(result: DriftResult, path: Path, residual: bool = False) -> Path:
 
 def plot_acceptance_vs_k(result: CompareResult, path: Path) -> Path:
     """Mean acceptance vs k per verifier (all on the same pairs), with the optima as bands: i.i.d. from
-    the sequential optimum to alpha*, WOR with its Monte Carlo 95 % interval."""
+    the sequential optimum to alpha*, WOR from the sequential WOR optimum (where computed) to alpha*-WOR
+    (the transport LP, or the ratio-prefix bound)."""
     figure, panels = _panels(result.evaluations, "Acceptance vs number of candidates k, against the optima")
     ks = np.array(result.ks)
     for axis, evaluation in panels:
@@ -96,15 +112,21 @@ def plot_acceptance_vs_k(result: CompareResult, path: Path) -> Path:
         first = next(iter(records.values()))
         iid = np.array([r["iid_optimum"] for r in first])
         sequential = np.array([r["sequential_optimum"] for r in first])
-        wor = np.array([[r["wor_optimum"], *r["wor_optimum_ci"]] for r in first])
+        wor = np.array([r["wor_optimum"] for r in first])
+        sequential_wor = np.array([r["sequential_wor_optimum"] for r in first])
         axis.fill_between(ks, sequential, iid, color="black", alpha=0.12, linewidth=0,
-                          label="optimum, i.i.d. candidates\n(sequential to any verifier)")
+                          label="optimum, i.i.d. candidates\n(sequential to alpha*)")
         axis.plot(ks, iid, color="black", linewidth=0.8)
-        axis.fill_between(ks, wor[:, 1], wor[:, 2], color="tab:cyan", alpha=0.3, linewidth=0,
-                          label="optimum, WOR candidates (95% CI)")
-        axis.plot(ks, wor[:, 0], color="tab:cyan", linestyle=":", linewidth=1)
+        exact = any("transport LP" in r["wor_optimum_method"] for r in first)
+        bound = any("prefix" in r["wor_optimum_method"] for r in first)
+        how = "transport LP where small, else prefix bound" if exact and bound else "prefix bound" if bound \
+            else "transport LP"
+        axis.fill_between(ks, sequential_wor, wor, color="tab:cyan", alpha=0.3, linewidth=0,
+                          label="optimum, WOR candidates\n(sequential WOR, where computed, to alpha*-WOR)")
+        axis.plot(ks, wor, color="tab:cyan", linestyle=":", linewidth=1.2,
+                  label=f"alpha*-WOR ({how})")
         for name, rows in records.items():  # verifiers share the pairs: their intervals are in compare.csv
-            axis.plot(ks, [r["acceptance"] for r in rows], marker="o", **style(name))
+            axis.plot(ks, [r["acceptance"] for r in rows], **style(name))
         axis.set_xscale("log", base=2)
         axis.set(title=_panel_title(evaluation), xlabel="candidates k", ylabel="mean acceptance probability",
                  xticks=ks, xticklabels=[str(k) for k in ks])
@@ -127,8 +149,8 @@ def plot_gaps(evaluations: list[Evaluation], verifiers: list[str], k: int, path:
         high = max(max(values.max() for values in gaps.values()), 0.02)
         bins = np.linspace(low, high, 41)
         for name, values in gaps.items():
-            kind = {"iid": "i.i.d.", "wor": "WOR", "topk": "top-k"}[VERIFIERS[name].drafting]
-            text = f"{label(name)} vs {kind} optimum"
+            kind = {"iid": "alpha*", "wor": "alpha*-WOR", "topk": "top-k optimum"}[VERIFIERS[name].drafting]
+            text = f"{label(name)} vs {kind}"
             if not VERIFIERS[name].claims_exact:
                 text += f"\n({int((values < 0).sum())} of {values.size} pairs above it; left edge: gap <= {low:.2f})"
             axis.hist(np.clip(values, low, high), bins=bins, histtype="step", linewidth=1.5, color=COLOURS[name],

@@ -26,8 +26,8 @@ from sim.stats import Estimate, mean_estimate, ratio_estimate
 @dataclass(frozen=True)
 class StepStats:
     """Per-pair, per-step statistics (see the module docstring); ``exact`` is False when any pair
-    was estimated by Monte Carlo over ``samples`` candidate tuples (verification randomness is
-    always integrated out exactly)."""
+    was estimated by Monte Carlo over ``samples`` draws of ``unit`` (candidate tuples, or rejection
+    paths; the verification randomness is always integrated out exactly)."""
 
     verifier: str
     k: int
@@ -36,6 +36,7 @@ class StepStats:
     drift: np.ndarray
     exact: bool
     samples: int = 0
+    unit: str = "tuples"
 
     @property
     def acceptance(self) -> np.ndarray:
@@ -44,7 +45,7 @@ class StepStats:
 
     @property
     def method(self) -> str:
-        return "exact" if self.exact else f"monte carlo ({self.samples} tuples per pair)"
+        return "exact" if self.exact else f"monte carlo ({self.samples} {self.unit} per pair)"
 
     def drift_curve(self) -> list[Estimate]:
         """Conditional acceptance of candidate i given 1..i-1 rejected, for i = 1..k."""
@@ -62,16 +63,24 @@ class StepStats:
         if not 1 <= k <= self.k:
             raise ValueError(f"k: can only truncate to 1..{self.k}, got {k}")
         return StepStats(self.verifier, k, self.accepted[:, :k], self.reached[:, :k], self.drift[:, :k],
-                         self.exact, self.samples)
+                         self.exact, self.samples, self.unit)
 
 
 def concatenate(parts: list[StepStats]) -> StepStats:
     """Statistics of consecutive row chunks joined into one (same verifier and k)."""
-    first = parts[0]
-    return StepStats(
-        first.verifier, first.k,
-        np.concatenate([part.accepted for part in parts]),
-        np.concatenate([part.reached for part in parts]),
-        np.concatenate([part.drift for part in parts]),
-        all(part.exact for part in parts), max(part.samples for part in parts),
-    )
+    starts = np.cumsum([0] + [part.accepted.shape[0] for part in parts])
+    return interleave([(np.arange(start, start + part.accepted.shape[0]), part) for start, part in zip(starts, parts)])
+
+
+def interleave(parts: list[tuple[np.ndarray, StepStats]]) -> StepStats:
+    """One ``StepStats`` from parts that each cover the given rows of the batch (same verifier and k;
+    together the rows tile the batch); Monte Carlo if any part is."""
+    first = parts[0][1]
+    size = sum(rows.size for rows, _ in parts)
+    arrays = {name: np.zeros((size, first.k)) for name in ("accepted", "reached", "drift")}
+    for rows, part in parts:
+        for name, array in arrays.items():
+            array[rows] = getattr(part, name)
+    sampled = [part for _, part in parts if not part.exact] or [first]
+    return StepStats(first.verifier, first.k, arrays["accepted"], arrays["reached"], arrays["drift"],
+                     sampled[0].exact, max(part.samples for part in sampled), sampled[0].unit)

@@ -159,7 +159,8 @@ def test_corner_cases(name, p, q):
     for k in range(1, min(4, np.count_nonzero(q)) + 1):
         law = exact_law("resispec_wor", p, q, k)
         assert law.max_error <= EXACT_TOLERANCE, (name, k, law.law)
-        assert law.acceptance >= exact_law("rrs_wor", p, q, k).acceptance - 1e-12, (name, k)
+        if _dominance_expected(p, q, k):
+            assert law.acceptance >= exact_law("rrs_wor", p, q, k).acceptance - 1e-12, (name, k)
     if name == "p == q":
         plan = latest_first_plan(p, q)
         assert plan.total == 0.0 and plan.acceptance == pytest.approx(1.0, abs=1e-15)
@@ -204,6 +205,13 @@ def test_worked_example_by_hand():
 
 # --- acceptance against rrs_wor and the optimum ----------------------------------------------------
 
+def _dominance_expected(p: np.ndarray, q: np.ndarray, k: int) -> bool:
+    """Where resispec_wor >= rrs_wor is claimed: k <= 2 (proven, theorem resispec_wor.vs_rrs_wor),
+    or k >= 3 with p supported inside q's support (observed on every such pair tried; not proven).
+    With target mass off the draft it can fall below at k >= 3 (see the counterexample test)."""
+    return k <= 2 or not np.any((p > 0) & (q == 0))
+
+
 def _acceptances(p: np.ndarray, q: np.ndarray, k: int) -> tuple[float, float]:
     return exact_law("rrs_wor", p, q, k).acceptance, exact_law("resispec_wor", p, q, k).acceptance
 
@@ -216,9 +224,21 @@ def test_never_below_rrs_wor_and_never_above_the_sequential_optimum(instance):
         return
     rrs_wor, resispec_wor = _acceptances(p, q, k)
     optimum = sequential_optimum_wor_lp(p, q, k)
-    assert rrs_wor <= resispec_wor + 1e-12, (p, q, k, rrs_wor, resispec_wor)
+    if _dominance_expected(p, q, k):
+        assert rrs_wor <= resispec_wor + 1e-12, (p, q, k, rrs_wor, resispec_wor)
     assert resispec_wor <= optimum + LP_TOLERANCE
     assert optimum <= optimal_acceptance_lp(p, q, k, "wor") + LP_TOLERANCE
+
+
+def test_known_exception_target_mass_off_the_draft():
+    """k = 3 with p putting 1/3 on a token q never drafts: rrs_wor reaches p(supp q) = 2/3, the most
+    any verifier can; resispec_wor accepts about 1.9e-3 less (found by theory/resispec_wor.py)."""
+    p = np.array([1 / 7, 0, 1 / 7, 8 / 21, 1 / 3])
+    q = np.array([7 / 17, 8 / 17, 1 / 17, 1 / 17, 0])
+    rrs_wor, resispec_wor = _acceptances(p, q, 3)
+    assert rrs_wor == pytest.approx(2 / 3, abs=1e-12)
+    assert resispec_wor == pytest.approx(3092360190667 / 4651776773280, abs=1e-12)
+    assert not _dominance_expected(p, q, 3)
 
 
 def test_never_below_rrs_wor_on_seeded_families():

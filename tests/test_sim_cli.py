@@ -14,33 +14,45 @@ def read_json(capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+VERIFIERS = ("rrs", "rrs_wor", "spectr", "resispec", "pooled", "resispec_wor", "resispec_paper")
+
+
 def test_drift_json_records_and_files(tmp_path, capsys):
     status = main(["sim", "drift", "--source", "llm:V=32", "--source", "zipf:V=32,mode=perturb", "--pairs", "12",
-                   "--k", "3", "--samples", "16", "--wor-samples", "64", "--out", str(tmp_path), "--json"])
+                   "--k", "3", "--samples", "16", "--out", str(tmp_path), "--json"])
     report = read_json(capsys)
     assert status == 0 and report["command"] == "drift"
     records = report["records"]
     assert {(r["source"].split(":")[0], r["verifier"]) for r in records} == {
-        (source, verifier) for source in ("llm", "zipf")
-        for verifier in ("rrs", "rrs_wor", "spectr", "resispec", "resispec_paper")}
+        (source, verifier) for source in ("llm", "zipf") for verifier in VERIFIERS}
     for record in records:
-        assert record["k"] == 3 and record["pairs"] == 12 and len(record["curve"]) == 3
+        steps = 1 if record["verifier"] == "pooled" else 3  # pooled: one selection step
+        assert record["k"] == 3 and record["pairs"] == 12 and len(record["curve"]) == steps
+        assert record["sequential"] == (steps == 3)
         assert record["biased"] == (record["verifier"] == "resispec_paper")
         for key in ("acceptance", "iid_optimum", "sequential_optimum", "wor_optimum", "ratio_to_optimum"):
             assert 0 <= record[key] <= 2, key
         low, high = record["acceptance_ci"]
         assert low <= record["acceptance"] <= high
+        assert record["wor_optimum_method"] == "ratio-prefix bound (upper bound)"  # 32 * 31 * 30 tuples > 2000
+    by_name = {(r["source"][:3], r["verifier"]): r for r in records}
+    for source in ("llm", "zip"):
+        pooled, resispec = by_name[source, "pooled"], by_name[source, "resispec"]
+        assert pooled["acceptance"] == pytest.approx(pooled["iid_optimum"]) and pooled["share_of_gap"] == pytest.approx(1)
+        assert pooled["max_gain_over_resispec"] >= pooled["gain_over_resispec"] >= 0
+        assert resispec["gain_over_resispec"] == 0 and by_name[source, "rrs_wor"]["share_of_gap"] == 0
+        assert 0 < by_name[source, "resispec_wor"]["share_of_gap"] < 1
     for name in ("drift.csv", "drift_summary.csv", "drift_curves.png", "residual_drift.png", "optimum_gap.png"):
         assert (tmp_path / name).stat().st_size > 0, name
     with open(tmp_path / "drift.csv") as handle:
         rows = list(csv.DictReader(handle))
-    assert len(rows) == 2 * 5 * 3 and {"conditional_acceptance_low", "residual_tv", "step"} <= set(rows[0])
+    assert len(rows) == 2 * (6 * 3 + 1) and {"conditional_acceptance_low", "residual_tv", "step"} <= set(rows[0])
 
 
 def test_compare_json_with_tree_on_the_logged_sample(tmp_path, capsys):
     status = main(["sim", "compare", "--source", "logged:sample", "--pairs", "10", "--k", "1", "2",
                    "--verifiers", "rrs", "resispec", "resispec_paper", "--tree", "2,1", "--samples", "16",
-                   "--wor-samples", "64", "--out", str(tmp_path), "--json"])
+                   "--out", str(tmp_path), "--json"])
     report = read_json(capsys)
     assert status == 0
     assert [(r["verifier"], r["k"]) for r in report["records"]] == [
@@ -58,6 +70,7 @@ def test_drift_runs_with_no_arguments_but_the_output_directory(tmp_path, capsys,
     assert main(["sim", "drift"]) == 0
     out = capsys.readouterr().out
     assert "P(accept candidate i | 1..i-1 rejected)" in out and "resispec_paper (biased)" in out
+    assert "pooled (one selection step)" in out
     assert (tmp_path / "out" / "sim" / "drift_curves.png").exists()
 
 
@@ -70,16 +83,19 @@ def test_json_is_strict_when_no_pair_reaches_a_step(tmp_path, capsys):
 
 
 def test_compare_table(tmp_path, capsys):
-    assert main(["sim", "compare", "--source", "dirichlet:V=8", "--pairs", "6", "--k", "2",
-                 "--tree", "2", "--out", str(tmp_path)]) == 0
+    assert main(["sim", "compare", "--source", "dirichlet:V=6", "--pairs", "6", "--k", "2", "3",
+                 "--tree", "2", "--enumerate", "300", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "WOR opt [95% CI]" in out and "accepted tokens per target forward" in out and "exact" in out
+    assert "alpha*-WOR" in out and "seq WOR opt" in out and "accepted tokens per target forward" in out
+    assert "monte carlo" not in out  # 6^3 i.i.d. and 6 * 5 * 4 WOR tuples: enumerated
+    assert "largest per-pair gain" in out and "pooled" in out
 
 
 @pytest.mark.parametrize("argv, message", [
     (["sim", "drift", "--source", "gauss:V=3"], "unknown family"),
     (["sim", "compare", "--tree", "2,0"], "tree shape"),
     (["sim", "drift", "--pairs", "0"], "pairs"),
+    (["sim", "drift", "--enumerate", "0"], "enumeration_limit"),
 ])
 def test_bad_arguments_exit_2_with_a_message(argv, message, tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path)]) == 2

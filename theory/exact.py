@@ -22,6 +22,11 @@ def pos(x: Fraction) -> Fraction:
     return x if x > 0 else Fraction(0)
 
 
+def from_weights(*weights: int) -> Law:
+    """The law proportional to the non-negative integer ``weights``: ``from_weights(1, 3) = (1/4, 3/4)``."""
+    return normalise([Fraction(w) for w in weights])
+
+
 def random_distribution(rng: random.Random, V: int, *, zeros: bool = False, grain: int = 12) -> Law:
     """A random law on ``V`` tokens with integer weights in ``1..grain``; with ``zeros`` each weight
     is zero with probability 1/4 (at least one stays positive)."""

@@ -18,7 +18,7 @@ from functools import cache
 import sympy as sp
 
 from theory.arith import Exact, normalise
-from theory.exact import Instance, Law, instances, pos, random_distribution
+from theory.exact import Instance, Law, from_weights, instances, pos, random_distribution
 from theory.iid_optimum import CUT_FORMULA, alpha_star_subsets, cut_value, tuple_laws
 from theory.pooling import ExactPlan, PooledLaw, build, interval_law, pooled_law, prefix_sums
 from theory.registry import Outcome, Theorem, tally
@@ -29,19 +29,15 @@ from theory.symbolic import by_cases, display_eq, latex_block, nonnegative, vani
 ZERO = Fraction(0)
 
 
-def _law(*weights: int) -> Law:
-    return normalise([Fraction(w) for w in weights])
-
-
 CORNERS: dict[str, tuple[Law, Law]] = {
-    "p == q": (_law(5, 3, 2), _law(5, 3, 2)),
-    "one-hot p": (_law(0, 1, 0, 0), _law(4, 1, 3, 2)),
-    "one-hot q": (_law(2, 3, 5), _law(0, 0, 1)),
-    "disjoint supports": (_law(6, 4, 0, 0), _law(0, 0, 7, 3)),
-    "ratio ties": (_law(2, 4, 6, 8), _law(4, 8, 3, 5)),
-    "tied groups": (_law(1, 1, 2, 2, 4), _law(2, 2, 1, 1, 4)),
-    "zeros in both": (_law(0, 1, 0, 1, 0), _law(3, 0, 0, 3, 4)),
-    "two optimal cuts": (_law(0, 1, 2), _law(1, 1, 1)),  # k = 2: Q_1^2 - P_1 = Q_2^2 - P_2 = 1/9
+    "p == q": (from_weights(5, 3, 2), from_weights(5, 3, 2)),
+    "one-hot p": (from_weights(0, 1, 0, 0), from_weights(4, 1, 3, 2)),
+    "one-hot q": (from_weights(2, 3, 5), from_weights(0, 0, 1)),
+    "disjoint supports": (from_weights(6, 4, 0, 0), from_weights(0, 0, 7, 3)),
+    "ratio ties": (from_weights(2, 4, 6, 8), from_weights(4, 8, 3, 5)),
+    "tied groups": (from_weights(1, 1, 2, 2, 4), from_weights(2, 2, 1, 1, 4)),
+    "zeros in both": (from_weights(0, 1, 0, 1, 0), from_weights(3, 0, 0, 3, 4)),
+    "two optimal cuts": (from_weights(0, 1, 2), from_weights(1, 1, 1)),  # k = 2: Q_1^2 - P_1 = Q_2^2 - P_2 = 1/9
 }
 
 

@@ -14,6 +14,7 @@ FAMILIES: list[str] = [
     "theory.sps",
     "theory.rrs",
     "theory.rrs_wor",
+    "theory.resispec_wor",
     "theory.spectr",
     "theory.topk",
     "theory.resispec",

@@ -12,14 +12,15 @@ SOURCE_HELP = (
     "takes top_k=K and/or top_p=P; logged:FILE[,draft=NAME] or logged:sample (default: {default})"
 )
 
-NOTE = ("\nacceptance intervals: 95% over the pairs (pair sampling and Monte Carlo); WOR optimum intervals: "
-        "Monte Carlo only. ratio = mean acceptance / mean optimum of the verifier's drafting scheme.")
+NOTE = ("\nintervals: 95% over the pairs (pair sampling and Monte Carlo). ratio = mean acceptance / mean optimum of "
+        "the verifier's drafting scheme; gap share = (acceptance - baseline) / (optimum - baseline), baseline rrs "
+        "(i.i.d.) or rrs_wor (WOR). alpha*-WOR: transport LP where small, else the ratio-prefix bound (an upper "
+        "bound); seq WOR opt: the sequential WOR LP (small V) or the k <= 2 closed form, '-' where not computed.")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from sim.explorer import DEFAULT_DRIFT_K, DEFAULT_KS, DEFAULT_PAIRS, DEFAULT_SOURCES, DEFAULT_TREE, DEFAULT_VERIFIERS
     from sim.kernels import SUPPORTED, MonteCarlo
-    from sim.optima import WorSettings
 
     parser = subparsers.add_parser("sim", help="residual-drift explorer over synthetic and logged (p, q) pairs")
     commands = parser.add_subparsers(dest="sim_command", required=True, metavar="SUBCOMMAND")
@@ -45,10 +46,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              help="pairs per source (a logged source uses its first N rows; default: %(default)s)")
         command.add_argument("--seed", type=int, default=0, help="seed of every random draw (default: %(default)s)")
         command.add_argument("--samples", type=int, default=MonteCarlo().samples, metavar="M",
-                             help="Monte Carlo candidate tuples per pair where they are too many to enumerate "
-                                  "(rrs_wor, resispec_paper; default: %(default)s)")
-        command.add_argument("--wor-samples", type=int, default=WorSettings().samples, metavar="M",
-                             help="tuples per prefix-cut sample of the WOR optimum when the LP is too large "
+                             help="Monte Carlo draws per pair where the candidate tuples are too many to enumerate: "
+                                  "rejection paths (rrs_wor, resispec_wor) or tuples (resispec_paper; "
+                                  "default: %(default)s)")
+        command.add_argument("--enumerate", type=int, default=MonteCarlo().enumeration_limit, metavar="T",
+                             help="enumerate a pair's candidate tuples (exact) when there are at most T "
                                   "(default: %(default)s)")
         command.add_argument("--out", default="out/sim", metavar="DIR", help="output directory (default: %(default)s)")
         command.add_argument("--json", action="store_true", help="print JSON records instead of tables")
@@ -58,29 +60,49 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _settings(args: argparse.Namespace):
     from sim.explorer import Settings
     from sim.kernels import MonteCarlo
-    from sim.optima import WorSettings
 
-    return Settings(pairs=args.pairs, seed=args.seed, monte_carlo=MonteCarlo(samples=args.samples),
-                    wor=WorSettings(samples=args.wor_samples))
+    return Settings(pairs=args.pairs, seed=args.seed,
+                    monte_carlo=MonteCarlo(samples=args.samples, enumeration_limit=args.enumerate))
 
 
 def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def _number(value: float, digits: int = 4) -> str:
+    """``value`` to ``digits`` decimals; '-' for NaN (not defined or not computed)."""
+    return "-" if value != value else f"{value:.{digits}f}"
+
+
 def _interval(record: dict, key: str) -> str:
     low, high = record[f"{key}_ci"]
+    if record[key] != record[key]:
+        return "-"
     return f"{record[key]:.4f} [{low:.4f}, {high:.4f}]"
+
+
+def _verifier(record: dict) -> str:
+    return record["verifier"] + (" (biased)" if record["biased"] else "")
 
 
 def _summary_table(records: list[dict]) -> str:
     from resispec.cli.table import format_table
 
-    rows = [[r["source"], r["verifier"] + (" (biased)" if r["biased"] else ""), r["k"], _interval(r, "acceptance"),
-             f"{r['optimum']:.4f} ({r['optimum_kind']})", f"{r['ratio_to_optimum']:.4f}", f"{r['iid_optimum']:.4f}",
-             f"{r['sequential_optimum']:.4f}", _interval(r, "wor_optimum"), r["method"]] for r in records]
+    rows = [[r["source"], _verifier(r), r["k"], _interval(r, "acceptance"),
+             f"{r['optimum']:.4f} ({r['optimum_kind']})", _number(r["ratio_to_optimum"]), _interval(r, "share_of_gap"),
+             _number(r["iid_optimum"]), _number(r["sequential_optimum"]), _number(r["wor_optimum"]),
+             _number(r["sequential_wor_optimum"]), r["method"]] for r in records]
     return format_table(["source", "verifier", "k", "acceptance [95% CI]", "optimum (drafting)", "ratio",
-                         "iid opt", "seq opt", "WOR opt [95% CI]", "method"], rows)
+                         "gap share [95% CI]", "iid opt", "seq opt", "alpha*-WOR", "seq WOR opt", "method"], rows)
+
+
+def _gain_table(records: list[dict]) -> str:
+    """Per-pair gain over resispec: the mean, and the largest with its row."""
+    from resispec.cli.table import format_table
+
+    rows = [[r["source"], _verifier(r), r["k"], f"{r['gain_over_resispec']:+.4f}",
+             f"{r['max_gain_over_resispec']:+.4f}", r["max_gain_row"]] for r in records if r["verifier"] != "resispec"]
+    return format_table(["source", "verifier", "k", "mean gain over resispec", "largest per-pair gain", "row"], rows)
 
 
 def _json(report: dict) -> str:
@@ -136,8 +158,9 @@ def run_drift(args: argparse.Namespace) -> int:
     steps = [f"i={i}" for i in range(1, result.k + 1)]
     for key, what in (("conditional_acceptance", "P(accept candidate i | 1..i-1 rejected)"),
                       ("residual_tv", "TV(residual after i-1 rejections, proposal of candidate i)")):
-        rows = [[r["source"], r["verifier"] + (" (biased)" if r["biased"] else ""),
-                 *(f"{step[key]:.3f}" for step in r["curve"])] for r in records]
+        rows = [[r["source"], _verifier(r) + ("" if r["sequential"] else " (one selection step)"),
+                 *(_number(step[key], 3) for step in r["curve"]), *["-"] * (result.k - len(r["curve"]))]
+                for r in records]
         print(f"\n{what}:")
         print(format_table(["source", "verifier", *steps], rows))
     print(NOTE)
@@ -162,7 +185,9 @@ def run_compare(args: argparse.Namespace) -> int:
         print(_json({"command": "compare", "records": records, "tree": tree, "files": files}))
         return 0
     print(_summary_table(records))
-    rows = [[t["source"], t["verifier"] + (" (biased)" if t["biased"] else ""), f"{t['accepted_analytic']:.3f}",
+    print("\nper-pair gain over resispec (acceptance - resispec's on the same pair):")
+    print(_gain_table(records))
+    rows = [[t["source"], _verifier(t), f"{t['accepted_analytic']:.3f}",
              _interval(t, "accepted_replay"), t["replay_starts"]] for t in tree]
     print(f"\naccepted tokens per target forward, tree {args.tree} ({tree[0]['nodes']} drafted nodes; "
           "tokens per forward = accepted + 1):")

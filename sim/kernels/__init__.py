@@ -1,9 +1,10 @@
 """Batched step statistics of each supported verifier (closed form, or tuple chains).
 
 ``step_stats(name, batch, k, rng)`` returns a ``StepStats`` for any verifier in ``SUPPORTED``. The
-verifiers whose residual does not depend on the candidates (rrs, spectr, topk, resispec) are exact
-closed forms; rrs_wor and resispec_paper enumerate candidate tuples where there are few and
-otherwise sample them (``MonteCarlo``), always integrating the verification randomness out.
+verifiers whose residual does not depend on the candidates (rrs, spectr, topk, resispec), pooled, and
+resispec_wor at k <= 2 are exact closed forms; rrs_wor, resispec_wor (k >= 3) and resispec_paper
+enumerate candidate tuples where there are few and otherwise sample them (``MonteCarlo``), always
+integrating the verification randomness out.
 """
 
 from __future__ import annotations
@@ -12,27 +13,41 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from resispec.drafting import DRAFTING_SCHEMES
 from resispec.validation import as_count
 from resispec.verifiers import get_verifier
 from sim.batch import PairBatch
-from sim.kernels.closed_form import resispec_stats, rrs_stats, spectr_stats, topk_stats
-from sim.kernels.tuple_chains import CHUNK_ELEMENTS, candidate_tuples, chain_stats, paper_chain, rrs_wor_chain
-from sim.steps import StepStats, concatenate
+from sim.kernels.closed_form import (pooled_stats, resispec_stats, resispec_wor_stats, rrs_stats, spectr_stats,
+                                     topk_stats)
+from sim.kernels.tuple_chains import (CHUNK_ELEMENTS, candidate_tuples, chain_stats, paper_chain, resispec_wor_chain,
+                                      rrs_wor_chain)
+from sim.kernels.paths import path_stats
+from sim.kernels.wor_states import WOR_STATES
+from sim.steps import StepStats, concatenate, interleave
 
-CLOSED_FORM = {"rrs": rrs_stats, "spectr": spectr_stats, "topk": topk_stats, "resispec": resispec_stats}
-TUPLE_CHAINS = {"rrs_wor": rrs_wor_chain, "resispec_paper": paper_chain}
-SUPPORTED = ("rrs", "rrs_wor", "spectr", "topk", "resispec", "resispec_paper")
+CLOSED_FORM = {"rrs": rrs_stats, "spectr": spectr_stats, "topk": topk_stats, "resispec": resispec_stats,
+               "pooled": pooled_stats}
+CLOSED_FORM_UP_TO = {"resispec_wor": (2, resispec_wor_stats)}
+"""Verifiers with a closed form up to some k (resispec_wor: the k = 2 plan); tuple chains beyond."""
+TUPLE_CHAINS = {"rrs_wor": rrs_wor_chain, "resispec_wor": resispec_wor_chain, "resispec_paper": paper_chain}
+SUPPORTED = ("rrs", "rrs_wor", "spectr", "topk", "resispec", "pooled", "resispec_wor", "resispec_paper")
 """Verifiers the simulator runs (the core's exact verifiers with more than one candidate, and the
 published rule as the biased control)."""
 K_INDEPENDENT = frozenset({"rrs", "rrs_wor", "topk", "resispec_paper"})
 """Verifiers whose rule does not depend on k: their statistics at k' < k are the first k' steps of
-those at k (``StepStats.truncated``). spectr's rate and resispec's schedule depend on k."""
+those at k (``StepStats.truncated``). spectr's rate, resispec's schedule, pooled's plan and
+resispec_wor's last step (the rrs_wor step when one candidate is left) depend on k."""
+SINGLE_STEP = frozenset({"pooled"})
+"""Verifiers that are not sequential: one selection among the k candidates, then one accept test.
+Their ``StepStats`` have one step (column 0; the others are never reached), so their drift curve
+is a single point, not a curve over the candidate index."""
 
 
 @dataclass(frozen=True)
 class MonteCarlo:
     """Tuple enumeration / sampling settings: enumerate a pair's tuples when there are at most
-    ``enumeration_limit``, else draw ``samples`` tuples."""
+    ``enumeration_limit``, else draw ``samples`` tuples (resispec_paper) or ``samples`` rejection
+    paths (the WOR verifiers, ``sim.kernels.paths``)."""
 
     samples: int = 128
     enumeration_limit: int = 1024
@@ -54,21 +69,44 @@ def step_stats(verifier: str, batch: PairBatch, k: int, rng: np.random.Generator
                monte_carlo: MonteCarlo = MonteCarlo()) -> StepStats:
     """Step statistics of ``verifier`` at k candidates on every pair of ``batch``.
 
-    ``rng`` is needed only where tuples are sampled (rrs_wor, resispec_paper).
+    ``rng`` is needed only where tuples may be sampled (rrs_wor, resispec_wor at k >= 3, resispec_paper);
+    pair n draws from the n-th of ``len(batch)`` children of it (``Generator.spawn``), so a pair's
+    draws do not depend on the other pairs. WOR pairs with too many tuples to enumerate take
+    rejection paths (``sim.kernels.paths``); the others are enumerated.
     """
     (verifier,) = check_verifiers([verifier])
     k = as_count(k)
-    if verifier in CLOSED_FORM:
+    kernel = CLOSED_FORM.get(verifier)
+    if verifier in CLOSED_FORM_UP_TO and k <= CLOSED_FORM_UP_TO[verifier][0]:
+        kernel = CLOSED_FORM_UP_TO[verifier][1]
+    if kernel is not None:
         rows = max(1, CHUNK_ELEMENTS // batch.vocab_size)
-        kernel = CLOSED_FORM[verifier]
-        return concatenate([kernel(_rows(batch, start, rows), k) for start in range(0, len(batch), rows)])
+        return concatenate([kernel(batch.rows(slice(start, start + rows)), k)
+                            for start in range(0, len(batch), rows)])
     if rng is None:
         raise ValueError(f"rng: {verifier} may sample candidate tuples, so it needs a numpy Generator")
-    drafting = get_verifier(verifier).drafting
-    tuples = candidate_tuples(batch, k, drafting, monte_carlo.samples, monte_carlo.enumeration_limit, rng)
-    return chain_stats(verifier, TUPLE_CHAINS[verifier], batch, tuples, k, monte_carlo.samples)
+    streams = rng.spawn(len(batch))
+    if verifier not in WOR_STATES:
+        drafting = get_verifier(verifier).drafting
+        tuples = candidate_tuples(batch, k, drafting, monte_carlo.samples, monte_carlo.enumeration_limit, streams)
+        return chain_stats(verifier, TUPLE_CHAINS[verifier], batch, tuples, k, monte_carlo.samples)
+    return _wor_stats(verifier, batch, k, streams, monte_carlo)
 
 
-def _rows(batch: PairBatch, start: int, count: int) -> PairBatch:
-    rows = slice(start, start + count)
-    return PairBatch(batch.p[rows], batch.q[rows], batch.chain[rows], batch.position[rows], batch.source)
+def _wor_stats(verifier: str, batch: PairBatch, k: int, streams: list[np.random.Generator],
+               monte_carlo: MonteCarlo) -> StepStats:
+    """A sequential WOR verifier: enumerated tuples where few (exact), rejection paths elsewhere."""
+    scheme = DRAFTING_SCHEMES["wor"]
+    listed = np.array([scheme.tuple_count(q, min(k, int(np.count_nonzero(q)))) <= monte_carlo.enumeration_limit
+                       for q in batch.q])
+    parts = []
+    rows = np.flatnonzero(listed)
+    if rows.size:
+        part = batch.rows(rows)
+        tuples = candidate_tuples(part, k, "wor", monte_carlo.samples, monte_carlo.enumeration_limit,
+                                  [streams[n] for n in rows])
+        parts.append((rows, chain_stats(verifier, TUPLE_CHAINS[verifier], part, tuples, k, monte_carlo.samples)))
+    rows = np.flatnonzero(~listed)
+    if rows.size:
+        parts.append((rows, path_stats(verifier, batch.rows(rows), k, monte_carlo.samples, [streams[n] for n in rows])))
+    return interleave(parts)

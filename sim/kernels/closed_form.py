@@ -1,8 +1,10 @@
-"""Closed-form step statistics of the verifiers whose residual does not depend on the candidates.
+"""Closed-form step statistics: verifiers whose residual does not depend on the candidates, pooled,
+and resispec_wor at k <= 2.
 
-Vectorised over the pairs of a batch (p, q of shape (N, V)); the per-pair plans (resispec's
-schedule, SpecTr's ``rho*``, the top-k set) come from the core's own functions. ``tests/test_sim_kernels``
-pins every kernel to the core's reference verifiers by enumeration on small instances.
+Vectorised over the pairs of a batch (p, q of shape (N, V)) or pair by pair; the per-pair plans
+(resispec's schedule, SpecTr's ``rho*``, the top-k set, pooled's selection law, resispec_wor's k = 2
+plan) come from the core's own functions. ``tests/test_sim_kernels`` pins every kernel to the core's
+reference verifiers by enumeration on small instances.
 
 - rrs: ``r_1 = p``, ``r_{i+1} = norm((r_i - q)+)`` whatever the candidates; step i accepts with
   probability ``c_i = sum min(r_i, q) = 1 - TV(r_i, q)`` given it is reached.
@@ -15,6 +17,16 @@ pins every kernel to the core's reference verifiers by enumeration on small inst
 - resispec: with the schedule ``T_1 >= ... >= T_k``, ``T_{k+1} = 0``, step j accepts mass
   ``g(T_j) - g(T_{j+1})`` and is reached with probability ``R_j``; after j - 1 rejections the output
   law is ``((p - T_1 q)+ + min(p, T_j q)) / R_j``.
+- pooled (not sequential): one selection step, then one accept test. The selected token has law t
+  (the plan's ``selection_law``), accepted with probability ``min(1, p/t)``: step 1 is reached with
+  probability 1, accepts ``sum min(p, t)`` (= alpha*) and its drift is ``TV(p, t)`` (residual target p,
+  proposal t); steps 2..k do not exist (reached 0), so the drift curve has one point.
+- resispec_wor, k = 2 (the latest-first plan A, C, ``a_2``, f of ``resispec.wor_shaping``): step 1
+  accepts ``sum A`` with drift ``TV(p, q)``; step 2 is reached with probability ``1 - sum A``, accepts
+  ``sum min(p - A, C)``, and its drift is ``sum (p - A - C)+``: after rejecting x the target is
+  ``r_x = q_{-x} a_2 + w_x f`` with ``w_x = 1 - <q_{-x}, a_2>``, and since ``f > 0`` only where
+  ``a_2 = 1``, ``TV(r_x, q_{-x}) = w_x``, whose average ``sum_x s_x w_x`` is the all-rejected mass.
+  k = 1 (or a draft with one token) is the single rrs step.
 """
 
 from __future__ import annotations
@@ -24,7 +36,9 @@ import numpy as np
 from resispec.drafting import top_k_tokens
 from resispec.ratio_profile import RatioProfile
 from resispec.shaping import schedule_from_profile
+from resispec.verifiers import get_verifier
 from resispec.verifiers.spectr import spectr_plan
+from resispec.wor_shaping import latest_first_plan
 from sim.batch import PairBatch
 from sim.steps import StepStats
 
@@ -57,7 +71,7 @@ def spectr_stats(batch: PairBatch, k: int) -> StepStats:
     """SpecTr k-SEQ: a constant rate ``beta`` per step, ``rho*`` from the core's ``spectr_plan``."""
     plans = [spectr_plan(p, q, k) for p, q in zip(batch.p, batch.q)]
     rho = np.array([plan.rho for plan in plans])[:, None]
-    beta = np.array([plan.beta for plan in plans])
+    beta = np.minimum([plan.beta for plan in plans], 1.0)  # rounding can put beta above 1 (p == q)
     factor = np.array([plan.factor for plan in plans])[:, None]
     kept = np.minimum(batch.q, batch.p / rho)
     final = np.maximum(batch.p - kept * factor, 0.0)
@@ -115,3 +129,34 @@ def shaped_residual_drift(profile: RatioProfile, T: np.ndarray, R: np.ndarray, g
     kept = g_T - (P[a] + T * (Q[b] - Q[a]))
     tail = (P[-1] - P[c]) - T[0] * (Q[-1] - Q[c])
     return np.maximum(kept + tail - R * (Q[-1] - Q[b]), 0.0)
+
+
+def pooled_stats(batch: PairBatch, k: int) -> StepStats:
+    """pooled: its one selection step (accepted ``sum min(p, t)``, the core's closed form; drift ``TV(p, t)``)."""
+    size = len(batch)
+    accepted, reached, drift = (np.zeros((size, k)) for _ in range(3))
+    verifier = get_verifier("pooled")
+    for n, (p, q) in enumerate(zip(batch.p, batch.q)):
+        bound = verifier.bind(p, q, k)
+        accepted[n, 0], reached[n, 0] = bound.acceptance(), 1.0
+        drift[n, 0] = 0.5 * np.abs(p - bound.plan.selection_law).sum()
+    return StepStats("pooled", k, accepted, reached, drift, exact=True)
+
+
+def resispec_wor_stats(batch: PairBatch, k: int) -> StepStats:
+    """resispec_wor at k <= 2 from the latest-first plan (module docstring); k is capped at q's support."""
+    if k > 2:
+        raise ValueError(f"k: resispec_wor has a closed form for k <= 2 only, got {k}")
+    size = len(batch)
+    accepted, reached, drift = (np.zeros((size, k)) for _ in range(3))
+    for n, (p, q) in enumerate(zip(batch.p, batch.q)):
+        reached[n, 0], drift[n, 0] = 1.0, 0.5 * np.abs(p - q).sum()
+        if k == 1 or np.count_nonzero(q) == 1:
+            accepted[n, 0] = np.minimum(p, q).sum()
+            continue
+        plan = latest_first_plan(p, q)
+        accepted[n, 0] = plan.accepted.sum()
+        reached[n, 1] = (plan.draft - plan.accepted).sum()  # sum of s, no 1 - sum A cancellation
+        accepted[n, 1] = np.minimum(plan.target - plan.accepted, plan.reach).sum()
+        drift[n, 1] = plan.residual.sum()
+    return StepStats("resispec_wor", k, accepted, reached, drift, exact=True)

@@ -1,14 +1,21 @@
-"""Step statistics of verifiers whose residual depends on the candidates drawn: rrs_wor, resispec_paper.
+"""Step statistics of verifiers whose residual depends on the candidates drawn: rrs_wor, resispec_wor,
+resispec_paper.
 
 For each pair, candidate tuples are enumerated with their drafting probabilities (the core's
 ``DraftingScheme.tuples``) when there are at most ``enumeration_limit`` of them, which is exact;
-otherwise ``samples`` tuples are drawn (Monte Carlo, weight ``1 / samples`` each). Given a tuple the
-verification randomness is integrated out: step i is reached with probability
-``prod_{j<i} (1 - a_j)`` and accepts with probability ``a_i``. The chains run vectorised over all
-tuples of all pairs (rows), in chunks of at most ``CHUNK_ELEMENTS`` floats per array.
+otherwise (i.i.d. drafting only: WOR pairs with too many tuples take rejection paths,
+``sim.kernels.paths``) ``samples`` tuples are drawn from the pair's own generator (Monte Carlo,
+weight ``1 / samples`` each). Given a tuple the verification randomness is integrated out: step i
+is reached with probability ``prod_{j<i} (1 - a_j)`` and accepts with probability ``a_i``. The
+chains run over all tuples of all pairs (rows), in chunks of at most ``CHUNK_ELEMENTS`` floats per
+array.
 
 - rrs_wor: proposal ``s_i = norm(q without x_1..x_{i-1})`` (the undrawn mass summed directly),
-  ``a_i = min(1, r_i(x_i) / s_i(x_i))``, ``r_{i+1} = norm((r_i - s_i)+)``.
+  ``a_i = min(1, r_i(x_i) / s_i(x_i))``, ``r_{i+1} = norm((r_i - s_i)+)``; vectorised over rows.
+- resispec_wor: the same proposal and the states of ``sim.kernels.wor_states`` (the k = 2 plan of the
+  state while two or more candidates are left, the rrs_wor step for the last). A state depends only on
+  the rejected prefix, so each pair's tuples are walked in lexicographic order, depth first, and a
+  plan is built once per distinct prefix (O(V log V) each), keeping only the current path.
 - resispec_paper (biased): proposal q, ``a_i = min(1, r_i(x_i) / q(x_i))``, ``r_{i+1}`` the published
   proxy residual (``resispec.verifiers.resispec_paper.paper_residual``), vectorised over rows.
 
@@ -25,6 +32,7 @@ import numpy as np
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.sampling import inverse_cdf
 from sim.batch import PairBatch
+from sim.kernels.wor_states import ResispecWorState
 from sim.steps import StepStats
 
 CHUNK_ELEMENTS = 1 << 22
@@ -44,40 +52,31 @@ class CandidateTuples:
     exact: bool
 
 
-def draw_tuples(q: np.ndarray, k: int, drafting: str, count: int, rng: np.random.Generator) -> np.ndarray:
-    """``count`` tuples of k candidates (shape (count, k)) drawn from ``q`` by ``drafting``.
-
-    ``"iid"``: the same draws, from the same generator state, as ``count`` successive calls of the
-    core's ``DRAFTING_SCHEMES["iid"].draft(q, k, rng)``. ``"wor"``: successive sampling by the
-    exponential race, the k smallest ``E_x / q(x)`` with ``E_x ~ Exp(1)`` in ascending order; it is
-    the core's Gumbel-top-k (``-log E`` is Gumbel) with a generator ~9x cheaper than Gumbel draws.
-    """
-    if drafting == "iid":
-        return inverse_cdf(q, rng.random((count, k)))
-    with np.errstate(divide="ignore"):
-        arrival = rng.standard_exponential((count, q.size)) / q
-    first = np.argpartition(arrival, k - 1, axis=1)[:, :k]
-    order = np.argsort(np.take_along_axis(arrival, first, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(first, order, axis=1).astype(np.int64)
+def draw_tuples(q: np.ndarray, k: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` tuples of k i.i.d. candidates from ``q`` (shape (count, k)): the same draws, from the
+    same generator state, as ``count`` successive calls of the core's ``DRAFTING_SCHEMES["iid"].draft``."""
+    return inverse_cdf(q, rng.random((count, k)))
 
 
 def candidate_tuples(batch: PairBatch, k: int, drafting: str, samples: int, enumeration_limit: int,
-                     rng: np.random.Generator) -> CandidateTuples:
-    """Enumerate (exact) or sample the candidate tuples of every pair; k is capped at the support
-    of q for drafting schemes that cannot repeat a token."""
+                     streams: list[np.random.Generator]) -> CandidateTuples:
+    """Enumerate (exact) or sample the candidate tuples of every pair, pair n from ``streams[n]``; k is
+    capped at the support of q for drafting schemes that cannot repeat a token."""
     scheme = DRAFTING_SCHEMES[drafting]
     pairs, tuples, weights, steps, exact = [], [], [], [], True
-    for n, q in enumerate(batch.q):
+    for n, (q, stream) in enumerate(zip(batch.q, streams)):
         limit = scheme.max_candidates(q)
         count = k if limit is None else min(k, limit)
         if scheme.tuple_count(q, count) <= enumeration_limit:
             listed = list(scheme.tuples(q, count))
             drawn = np.array([candidates for candidates, _ in listed], dtype=np.int64).reshape(len(listed), count)
             weight = np.array([probability for _, probability in listed])
-        else:
-            drawn = draw_tuples(q, count, drafting, samples, rng)
+        elif drafting == "iid":
+            drawn = draw_tuples(q, count, samples, stream)
             weight = np.full(samples, 1.0 / samples)
             exact = False
+        else:
+            raise ValueError(f"drafting: sampled tuples are i.i.d. only ({drafting} pairs take rejection paths)")
         padded = np.repeat(drawn[:, :1], k, axis=1)
         padded[:, :count] = drawn
         pairs.append(np.full(len(drawn), n))
@@ -114,6 +113,31 @@ def rrs_wor_chain(p: np.ndarray, q: np.ndarray, pair: np.ndarray, candidates: np
         tv[:, i] = mass
         np.divide(excess, mass[:, None], out=target, where=(mass > 0)[:, None])
         undrawn[index, x] = 0.0
+    return accept, tv
+
+
+def resispec_wor_chain(p: np.ndarray, q: np.ndarray, pair: np.ndarray, candidates: np.ndarray,
+                       steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """resispec_wor on each row, depth first over each pair's tuples (see the module docstring)."""
+    rows, k = candidates.shape
+    accept, tv = np.ones((rows, k)), np.zeros((rows, k))
+    for n in np.unique(pair):
+        mine = np.flatnonzero(pair == n)
+        count = int(steps[mine[0]])
+        mine = mine[np.lexsort(candidates[mine, :count].T[::-1])]
+        path = [ResispecWorState.of(p[n], q[n].copy(), count)]  # path[i]: the state after rejecting i candidates
+        previous = None
+        for row in mine:
+            drawn = candidates[row, :count]
+            shared = 0 if previous is None else int(np.argmin(np.append(drawn == previous, False)))
+            del path[shared + 1:]
+            for i, x in enumerate(drawn):
+                if i == len(path):
+                    path.append(path[-1].after_rejecting(int(drawn[i - 1]), count - i))
+                accept[row, i], tv[row, i] = path[i].acceptance(int(x)), path[i].tv
+                if accept[row, i] >= 1.0:
+                    break
+            previous = drawn
     return accept, tv
 
 
