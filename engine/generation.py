@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
-from engine.drafts.registry import make_draft
+from engine.drafts.registry import DEFAULT_DRAFT, make_draft
 from engine.node_log import NodeLog
 from engine.processing import Sampling
 from resispec.audit import pit_audit
@@ -20,7 +20,7 @@ class GenerationRequest:
 
     prompt: str
     verifier: str = "resispec"
-    draft: str = "early-exit"
+    draft: str = DEFAULT_DRAFT
     branching: tuple[int, ...] = (4, 2, 2, 1)
     sampling: Sampling = Sampling()
     max_new_tokens: int = 64

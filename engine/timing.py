@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.drafts import EarlyExitDraft
+from engine.drafts import EarlyExitDraft, TrainedDraft
+from engine.drafts.trained import WEIGHTS_PATH
 from engine.models import load_target
 from engine.tree import CandidateTree
 from engine.tree_lm import TreeLM
@@ -36,16 +37,17 @@ class ForwardTimes:
     Attributes:
         target_token_s: the target p on one token (the root).
         target_tree_s: the target p on the whole tree (`tree_nodes` nodes, root included) in one pass.
-        draft_token_s: early-exit draft q (first `draft_layers` layers) on one token, per layer count.
-        draft_levels_s: the draft growing the tree level by level (leaves not fed), per layer count.
+        draft_token_s: each draft q on one token, by label: "early exit L=<layers>" for the early-exit
+            drafts, "trained" for the trained default draft (when its weights are installed).
+        draft_levels_s: each draft growing the tree level by level (leaves not fed), by label.
     """
 
     prompt_len: int
     tree_nodes: int
     target_token_s: float
     target_tree_s: float
-    draft_token_s: dict[int, float]
-    draft_levels_s: dict[int, float]
+    draft_token_s: dict[str, float]
+    draft_levels_s: dict[str, float]
 
 
 def median_seconds(run: Callable[[], object], repeats: int) -> float:
@@ -96,7 +98,8 @@ def time_forwards(
     repeats: int = 20,
     seed: int = 0,
 ) -> ForwardTimes:
-    """Forward timings of the target and of early-exit drafts on random tokens (seeded by `seed`)."""
+    """Forward timings of the target, of early-exit drafts and of the trained draft (if its weights are
+    installed) on random tokens (seeded by `seed`)."""
     model, _ = load_target()
     generator = torch.Generator().manual_seed(seed)
     vocab = model.config.vocab_size
@@ -111,12 +114,14 @@ def time_forwards(
         return median_seconds(_grow_and_drop(lm, levels), repeats)
 
     target = TreeLM(model)
-    drafts = {layers: EarlyExitDraft(model, layers) for layers in draft_layers}
+    drafts: dict[str, TreeLM] = {f"early exit L={layers}": EarlyExitDraft(model, layers) for layers in draft_layers}
+    if WEIGHTS_PATH.is_file():
+        drafts["trained"] = TrainedDraft(model)
     return ForwardTimes(
         prompt_len=prompt_len,
         tree_nodes=tree.num_nodes,
         target_token_s=median_for(target, root),
         target_tree_s=median_for(target, [(tokens, tree.parents)]),
-        draft_token_s={layers: median_for(draft, root) for layers, draft in drafts.items()},
-        draft_levels_s={layers: median_for(draft, draft_levels) for layers, draft in drafts.items()},
+        draft_token_s={label: median_for(draft, root) for label, draft in drafts.items()},
+        draft_levels_s={label: median_for(draft, draft_levels) for label, draft in drafts.items()},
     )

@@ -12,6 +12,9 @@ from transformers import PreTrainedModel
 
 from engine.tree_lm import TreeLM
 
+DEFAULT_EARLY_EXIT_LAYERS = 6
+"""Depth of the early-exit draft when none is named (CLI ``early-exit``, `default_draft`'s fallback)."""
+
 
 def decoder_view(target: PreTrainedModel, layers: Sequence[nn.Module], norm: nn.Module) -> PreTrainedModel:
     """A causal LM of the target's class running `layers` then `norm`, with the target's embedding,

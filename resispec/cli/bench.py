@@ -16,6 +16,7 @@ BENCH_MODULES: list[str] = [
     "resispec.cli.bench_pooled",
     "resispec.cli.bench_torch_verify",
     "resispec.cli.bench_sim",
+    "resispec.cli.bench_draft",
 ]
 
 

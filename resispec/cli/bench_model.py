@@ -1,4 +1,4 @@
-"""``resispec bench model``: target load times, tree forward times and the early-exit draft's cost."""
+"""``resispec bench model``: target load times, tree forward times and the drafts' (early exit, trained) cost."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
-    parser = bench_subparsers.add_parser("model", help="target load / tree forward / early-exit draft timings")
+    parser = bench_subparsers.add_parser("model", help="target load / tree forward / draft timings")
     parser.add_argument("--prompt-len", type=int, default=64, help="cached prompt length (tokens)")
     parser.add_argument("--branching", type=int, nargs="+", default=[4, 2, 2, 1], help="children per depth")
     parser.add_argument("--draft-layers", type=int, nargs="+", default=[2, 4, 6, 10], help="early-exit depths")
@@ -30,8 +30,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"  target, 1 token:            {1e3 * times.target_token_s:7.1f} ms")
     print(f"  target, tree of {times.tree_nodes} nodes:    {1e3 * times.target_tree_s:7.1f} ms"
           f"  ({times.target_tree_s / times.target_token_s:.2f} x one token)")
-    for layers, seconds in times.draft_token_s.items():
-        levels = times.draft_levels_s[layers]
-        print(f"  early-exit L={layers:2d}, 1 token:  {1e3 * seconds:7.1f} ms"
+    for label, seconds in times.draft_token_s.items():
+        levels = times.draft_levels_s[label]
+        print(f"  {label + ', 1 token:':27s} {1e3 * seconds:7.1f} ms"
               f"  ({seconds / times.target_token_s:.2f} x target); levels of the tree: {1e3 * levels:7.1f} ms")
     return 0

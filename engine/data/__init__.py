@@ -1,0 +1,1 @@
+"""Package data: the prompt set (``prompts.json``) the draft is distilled on."""

@@ -1,0 +1,80 @@
+"""Held-out figures of a draft q against the target p: overlap, verifier acceptance, tokens per round.
+
+Pairs (p, q) are taken at target-generated positions (T = 1) of held-out prompts: p from the stored
+target state, q from the draft as the engine runs it (`Draft.prefill`, then one `grow` of the chain).
+From the acceptance alpha(k) of a verifier with k candidates per node, the expected tokens emitted per
+target forward of a tree with branching (b_1, ..., b_D), if acceptance at each depth were independent
+of the others and of the depth, is
+
+    E[tokens] = 1 + sum_{d=1}^{D} prod_{j=1}^{d} alpha(b_j)
+
+(the accepted path plus the token drawn after it). Real text makes acceptances at successive depths
+positively correlated, so this tends to underestimate; `resispec bench engine` measures it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from transformers import PreTrainedModel
+
+from engine.draft_data import Sequences
+from engine.drafts.base import Draft
+from resispec import get_verifier
+from resispec.verifiers.base import Verifier
+
+
+@torch.no_grad()
+def draft_pairs(
+    target: PreTrainedModel, draft: Draft, data: Sequences, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(p, q): float64 [n, V] at the target positions `rows` of `data` (indices into its stacked target
+    rows, ascending; default: all)."""
+    rows = np.arange(data.num_targets) if rows is None else np.asarray(rows)
+    ps, qs, start = [], [], 0
+    for s in range(len(data.lengths)):
+        tokens, prompt_len, hidden = data.sequence(s)
+        keep = rows[(rows >= start) & (rows < start + len(hidden))] - start
+        start += len(hidden)
+        if len(keep) == 0:
+            continue
+        draft.prefill(tokens[:prompt_len])
+        chain = torch.arange(-1, len(tokens) - prompt_len)
+        q_logits = draft.grow(tokens[prompt_len - 1 :], chain)[:-1]
+        keep = torch.as_tensor(keep)
+        ps.append(torch.softmax(target.lm_head(hidden[keep]).double(), -1))
+        qs.append(torch.softmax(q_logits[keep].double(), -1))
+    return torch.cat(ps).numpy(), torch.cat(qs).numpy()
+
+
+def has_closed_form(verifier: Verifier) -> bool:
+    """Whether `verifier` computes its acceptance in closed form (not by enumerating candidate tuples)."""
+    return type(verifier)._acceptance is not Verifier._acceptance
+
+
+def mean_acceptance(
+    name: str, p: np.ndarray, q: np.ndarray, k: int, draws: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    """Mean over rows of the probability that verifier `name` accepts one of k candidates, and its
+    standard error: exact per row where the verifier has a closed form (error from rows only), else
+    Monte Carlo with `draws` drafts and verifications per row."""
+    verifier = get_verifier(name)
+    if has_closed_form(verifier):
+        values = np.array([verifier.acceptance(pi, qi, k) for pi, qi in zip(p, q)])
+    else:
+        values = np.array([
+            np.mean([verifier.verify_rng(pi, qi, verifier.draft(qi, k, rng), rng)[1] >= 0 for _ in range(draws)])
+            for pi, qi in zip(p, q)
+        ])
+    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
+
+
+def tokens_per_round(acceptance: dict[int, float], branching: Sequence[int]) -> float:
+    """``1 + sum_d prod_{j <= d} acceptance[b_j]`` (see the module docstring)."""
+    total, reach = 1.0, 1.0
+    for children in branching:
+        reach *= acceptance[children]
+        total += reach
+    return total

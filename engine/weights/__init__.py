@@ -1,0 +1,1 @@
+"""Committed model weights (package data): ``draft.safetensors``, the trained default draft."""
