@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -253,3 +255,18 @@ def test_held_out_pairs_acceptance_and_tokens_per_round():
     rrs, _ = mean_acceptance("rrs", p, q, 1, draws=1, rng=rng)
     assert rrs == pytest.approx(np.minimum(p, q).sum(-1).mean())
     assert tokens_per_round({1: 0.5, 2: 0.8}, (2, 1, 1)) == pytest.approx(1 + 0.8 + 0.4 + 0.2)
+
+
+def test_benchmark_prompts_are_not_training_prompts():
+    """The engine benchmark measures the draft on text it was not distilled on: no benchmark prompt
+    shares more than half of its words (Jaccard) with a training prompt."""
+    from engine.bench_engine import load_prompts as load_bench_prompts
+    from engine.draft_data import load_prompts
+
+    def words(text: str) -> set[str]:
+        return set(re.findall(r"[a-z]+", text.lower()))
+
+    training = [words(p.text) for p in load_prompts() if p.split == "train"]
+    for prompt in load_bench_prompts():
+        closest = max(len(words(prompt) & other) / len(words(prompt) | other) for other in training)
+        assert closest <= 0.5, f"benchmark prompt {prompt!r} is close to a training prompt ({closest:.2f})"
