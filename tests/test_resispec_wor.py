@@ -138,7 +138,7 @@ def test_optimal_stopping_certificate_on_generic_pairs():
         assert objective == pytest.approx(plan.acceptance, abs=1e-12), (family, p, q)
 
 
-@pytest.mark.parametrize("name, p, q", [
+CORNER_CASES = [
     ("p == q", [0.5, 0.3, 0.2], [0.5, 0.3, 0.2]),
     ("one-hot p", [0.0, 1.0, 0.0, 0.0], [0.4, 0.3, 0.2, 0.1]),
     ("disjoint", [0.7, 0.3, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5]),
@@ -148,7 +148,11 @@ def test_optimal_stopping_certificate_on_generic_pairs():
     ("subnormal q", [1.0, 0.0], [5e-324, 1.0]),
     ("subnormal q, k = 4", [0.0, 0.0, 0.5, 0.5], [1 / 3, 5e-324, 2 / 3, 5e-324]),
     ("1 - q subnormal", [0.3, 0.3, 0.4], [1.0, 1e-310, 1e-310]),
-])
+]
+"""(name, p, q) of the numerical corner cases (docs/resispec_wor.md section 5); normalised by the tests."""
+
+
+@pytest.mark.parametrize("name, p, q", CORNER_CASES)
 def test_corner_cases(name, p, q):
     p, q = np.array(p), np.array(q)
     p, q = p / p.sum(), q / q.sum()

@@ -13,6 +13,7 @@ from engine.verifiers.ears import TorchEARS
 from engine.verifiers.pooled import TorchPooled
 from engine.verifiers.resispec import TorchResiSpec
 from engine.verifiers.resispec_paper import TorchResiSpecPaper
+from engine.verifiers.resispec_wor import TorchResiSpecWithoutReplacement
 from engine.verifiers.rrs import TorchRRS
 from engine.verifiers.rrs_skip_dup import TorchRRSSkipDuplicates
 from engine.verifiers.rrs_wor import TorchRRSWithoutReplacement
@@ -23,7 +24,7 @@ from engine.verifiers.wor_unmasked import TorchWORUnmasked
 
 _PORTS: tuple[type[TorchVerifier], ...] = (
     TorchSPS, TorchRRS, TorchRRSWithoutReplacement, TorchSpecTr, TorchTopK, TorchResiSpec, TorchPooled,
-    TorchResiSpecPaper, TorchRRSSkipDuplicates, TorchWORUnmasked, TorchEARS,
+    TorchResiSpecWithoutReplacement, TorchResiSpecPaper, TorchRRSSkipDuplicates, TorchWORUnmasked, TorchEARS,
 )
 
 TORCH_VERIFIERS: dict[str, type[TorchVerifier]] = {cls.name: cls for cls in _PORTS}

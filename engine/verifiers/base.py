@@ -35,10 +35,12 @@ from engine.verifiers.validation import (
     same_device,
 )
 
-TorchStepGenerator = Generator[torch.Tensor, None, torch.Tensor]
+TorchStepGenerator = Generator[torch.Tensor, torch.Tensor | None, torch.Tensor]
 """Yields ``a_i`` (B,) for every node, then returns the final residual weights (B, V), unnormalised
-and non-negative. Steps are computed for every node; the rows of a node that has already accepted
-(with certainty once some ``a_i = 1``) are never used and may hold anything, NaN included."""
+and non-negative. Each resume receives the nodes still undecided after the step just yielded (bool
+(B,): every candidate so far rejected), or None (treat every node as undecided), so a step may skip
+the work of decided nodes (resispec_wor: its next plan). The rows of a decided node (or of one that
+accepts with certainty, ``a_i = 1``) are never used and may hold anything, NaN included."""
 
 
 class TorchVerifier(ABC):
@@ -126,7 +128,8 @@ class TorchVerifier(ABC):
 class SequentialTorchVerifier(TorchVerifier):
     """Candidates examined one step at a time for all B nodes together, then the final residual.
 
-    A loop over the k steps (never over nodes or tokens): node b emits its first candidate i with
+    A loop over the k steps (never over nodes or tokens), telling the step generator after each step
+    which nodes are still undecided: node b emits its first candidate i with
     ``u[b, i] < a_i[b]``; if none, ``inverse_cdf(residual[b], u[b, k])``; an empty residual (rounding
     only) emits the last candidate.
     """
@@ -140,10 +143,12 @@ class SequentialTorchVerifier(TorchVerifier):
         k = candidates.shape[1]
         steps = self._steps(p, q, candidates, plan)
         first = torch.full((candidates.shape[0],), k, dtype=torch.long, device=candidates.device)
+        undecided = None
         for i in range(k):
-            hit = u[:, i] < next(steps)
+            hit = u[:, i] < steps.send(undecided)
             first = torch.where(hit & (first == k), i, first)
-        drawn = inverse_cdf(_final_residual(steps), u[:, k])
+            undecided = first == k
+        drawn = inverse_cdf(_final_residual(steps, undecided), u[:, k])
         index = torch.where(first < k, first, torch.where(drawn < 0, k - 1, -1))
         tokens = torch.where(index >= 0, candidates.gather(1, index.clamp(min=0)[:, None])[:, 0], drawn)
         return tokens, index

@@ -45,6 +45,11 @@ class TorchRatioProfile:
         """``g(s) = sum_x min(p(x), s q(x))`` at s (B, m), ``s >= 0``."""
         return self.g_on_piece(s, self.piece_of(s))
 
+    def h(self, s: torch.Tensor) -> torch.Tensor:
+        """``h(s) = s - g(s) = sum_x (s q(x) - p(x))+ = max(s Q_i - P_i, 0)`` at s (B, m), ``s >= 0``."""
+        piece = self.piece_of(s)
+        return (s * self.q_prefix.gather(1, piece) - self.p_prefix.gather(1, piece)).clamp_(min=0.0)
+
 
 def sort_rows_by_ratio(ratio: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(sorted ratios, token order)`` per row of ``ratio`` (B, V), non-negative, no NaN.

@@ -57,17 +57,18 @@ def as_distributions(values: torch.Tensor, name: str) -> torch.Tensor:
     if not values.is_floating_point():
         raise ValueError(f"{name}: expected floating-point probabilities, got dtype {values.dtype}")
     array = values.to(torch.float64)
-    total = _row_sums(array)
+    total = row_sums(array)
     off = (total - 1.0).abs()
     bad = ~((array.amin(dim=-1) >= 0) & (off <= SUM_TOLERANCE)[:, 0])  # NaN fails both comparisons
     raise_for_rows(bad, lambda row: as_distribution(array[row].cpu().numpy(), name))
     return array / torch.where(off > ROUNDING_SLACK, total, 1.0)  # x / 1 is x: rows within slack unchanged
 
 
-def _row_sums(array: torch.Tensor) -> torch.Tensor:
+def row_sums(array: torch.Tensor) -> torch.Tensor:
     """Row sums (B, 1) of a float64 (B, V) batch. On CPU NumPy's pairwise sums, which are the sums
-    ``resispec.validation`` divides by (torch sums in another order, which differs by an ulp in about
-    one row in ten): pooled's ranks reorder at ratio ties, so an ulp there can move a decision."""
+    ``resispec.validation`` (and any NumPy ``x.sum()`` of a row) computes (torch sums in another order,
+    which differs by an ulp in about one row in ten): pooled's ranks reorder at ratio ties, and
+    resispec_wor's fixed point can be steep, so an ulp there can move a decision."""
     if array.device.type == "cpu":
         return torch.from_numpy(array.detach().contiguous().numpy().sum(axis=-1, keepdims=True))
     return array.sum(dim=-1, keepdim=True)

@@ -172,10 +172,14 @@ class SequentialVerifier(Verifier):
         return law, 1.0 - reach
 
 
-def _final_residual(steps: StepGenerator) -> np.ndarray:
-    """Resume the step generator after its k-th rejection to obtain its return value, the residual."""
+def _final_residual(steps: Generator[Any, Any, Any], sent: Any = None) -> Any:
+    """Resume the step generator after its k-th rejection to obtain its return value, the residual.
+
+    ``sent`` is what the resumed ``yield`` evaluates to (None, as with ``next``; the torch
+    verifiers send the mask of the nodes still undecided).
+    """
     try:
-        next(steps)
+        steps.send(sent)
     except StopIteration as stop:
         return stop.value
     raise RuntimeError("a verifier's step generator yielded more acceptance probabilities than candidates")

@@ -102,7 +102,7 @@ def test_greedy_on_the_real_model_equals_autoregressive(real_target, capsys):
     assert outputs["ar"] == outputs["rrs_wor"]
 
 
-@pytest.mark.parametrize("verifier", ["resispec", "rrs_wor", "spectr"])
+@pytest.mark.parametrize("verifier", ["resispec", "rrs_wor", "spectr", "resispec_wor"])
 def test_parity_check_of_torch_against_numpy_during_decoding(tiny_models, verifier):
     target, draft = tiny_models
     decoder = Decoder(target, TreeLM(draft), verifier, (3, 2), Sampling(1.0), seed=6, parity_fraction=1.0)
