@@ -36,6 +36,8 @@ from engine.verifiers.sampling import inverse_cdf
 from resispec.audit import randomized_pit
 
 AUTOREGRESSIVE = "ar"
+HOOKS_STREAM = 1
+"""Second word of the audit hooks' seed ``(seed, HOOKS_STREAM)``: a stream apart from the decisions'."""
 
 
 @dataclass
@@ -76,8 +78,10 @@ class Decoder:
         verifier: a verifier name of the zoo, or ``"ar"`` for plain sampling from the target.
         branching: children per node at each depth, e.g. ``(4, 2, 2, 1)``.
         sampling: temperature / top-k / top-p, applied identically to p and q.
-        seed: all randomness flows from it: verification and PIT uniforms from
-            ``numpy.random.default_rng(seed)``, drafting from a ``torch.Generator`` seeded with it.
+        seed: all randomness flows from it: verification and sampling uniforms from
+            ``numpy.random.default_rng(seed)``, drafting from a ``torch.Generator`` seeded with it, and
+            the audit hooks' uniforms (PIT, parity sampling) from ``default_rng((seed, HOOKS_STREAM))``,
+            so that turning a hook on never changes the decoded tokens.
         audit: record a randomized-PIT value per emitted token.
         parity_fraction: re-decide this fraction of verified nodes with the NumPy reference.
         log: record (p, q, candidates, emitted) of every verified node (``engine.node_log``).
@@ -88,16 +92,17 @@ class Decoder:
                  seed: int = 0, audit: bool = False, parity_fraction: float = 0.0,
                  log: NodeLog | None = None) -> None:
         self.target = TreeLM(target_model)
+        self.rng = np.random.default_rng(seed)
+        self.hooks_rng = np.random.default_rng((seed, HOOKS_STREAM))
         self.speculative = verifier != AUTOREGRESSIVE
         if self.speculative:
             if draft is None:
                 raise ValueError("draft: speculative decoding needs a draft model")
-            self.node_verifier = NodeVerifier(verifier, parity_fraction)
+            self.node_verifier = NodeVerifier(verifier, parity_fraction, self.hooks_rng)
             self.tree = CandidateTree.from_branching(branching)
             self.node_verifier.check_branching(self.tree.branching)
         self.draft = draft
         self.sampling = sampling
-        self.rng = np.random.default_rng(seed)
         self.generator = torch.Generator(device=target_model.device).manual_seed(seed)
         self.audit = audit
         self.log = log
@@ -137,7 +142,7 @@ class Decoder:
     def _emit(self, p: torch.Tensor, token: int) -> None:
         """Record the randomized PIT of ``token`` against ``p`` (V,) when auditing."""
         if self.audit:
-            self.stats.pit.append(randomized_pit(p.cpu().numpy(), token, float(self.rng.random())))
+            self.stats.pit.append(randomized_pit(p.cpu().numpy(), token, float(self.hooks_rng.random())))
 
     def _sample(self, p: torch.Tensor) -> int:
         """One token from p (V,) by inverse CDF at a uniform of the loop's generator."""

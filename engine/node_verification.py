@@ -35,15 +35,21 @@ class NodeVerifier:
     Args:
         name: the verifier's name.
         parity_fraction: probability that a verified node is re-decided by the NumPy reference.
+        parity_rng: the generator choosing those nodes, apart from the decisions' uniforms, so that
+            turning the check on never changes what is decoded (required when ``parity_fraction > 0``).
     """
 
-    def __init__(self, name: str, parity_fraction: float = 0.0) -> None:
+    def __init__(self, name: str, parity_fraction: float = 0.0,
+                 parity_rng: np.random.Generator | None = None) -> None:
         if not 0.0 <= parity_fraction <= 1.0:
             raise ValueError(f"parity_fraction: must lie in [0, 1], got {parity_fraction}")
+        if parity_fraction and parity_rng is None:
+            raise ValueError("parity_rng: a parity check needs its own generator")
         self.verifier: TorchVerifier = get_torch_verifier(name)
         self.reference = get_verifier(name)
         self.name = name
         self.parity_fraction = parity_fraction
+        self.parity_rng = parity_rng
         self.parity = ParityCounts()
 
     def check_branching(self, branching: tuple[int, ...]) -> None:
@@ -81,7 +87,7 @@ class NodeVerifier:
         tokens, index = self.verifier.verify(p[None], q[None], candidates[None].to(p.device),
                                              torch.from_numpy(u)[None].to(p.device))
         decision = int(tokens[0]), int(index[0])
-        if self.parity_fraction and rng.random() < self.parity_fraction:
+        if self.parity_fraction and self.parity_rng.random() < self.parity_fraction:
             expected = self.reference.verify(p.cpu().numpy(), q.cpu().numpy(), candidates.cpu().numpy(), u)
             self.parity.checked += 1
             self.parity.mismatches += expected != decision

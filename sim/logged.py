@@ -48,6 +48,8 @@ METADATA_STRINGS = ("model", "draft_model", "note")
 METADATA_NUMBERS = ("temperature",)
 ID_FIELDS = ("chain", "position", "depth")
 DECISION_FIELDS = ("candidates", "emitted", "accepted_index")
+TAIL_MODES = ("merge", "split")
+"""How a sparse row's tails become tokens (``LoggedPairs.pairs``)."""
 
 
 @dataclass(frozen=True)
@@ -71,14 +73,24 @@ class LoggedPairs:
     def __len__(self) -> int:
         return self.p.shape[0]
 
-    def pairs(self, draft: str = "q", source: str = "logged") -> PairBatch:
-        """The rows as a ``PairBatch`` against ``draft``; a sparse row becomes the (M + 1)-token pair
-        over its kept ids and the tail bucket (last column). Rows are renormalised."""
+    def pairs(self, draft: str = "q", source: str = "logged", tail: str = "merge") -> PairBatch:
+        """The rows as a ``PairBatch`` against ``draft``. A sparse row becomes a pair over its M kept
+        ids plus its tail: ``tail="merge"`` puts both tails in one bucket (M + 1 tokens), which
+        overstates the overlap ``sum min(p, q)`` by at most ``min(p_tail, q_tail)``; ``tail="split"``
+        gives each tail its own bucket (M + 2 tokens: ``(p_tail, 0)`` and ``(0, q_tail)``), which
+        understates it by at most as much. The true overlap lies between. Rows are renormalised."""
         if draft not in self.drafts:
             raise ValueError(f"draft: this log has drafts {', '.join(self.drafts)}, not {draft!r}")
+        if tail not in TAIL_MODES:
+            raise ValueError(f"tail: expected one of {', '.join(TAIL_MODES)}, got {tail!r}")
         q, q_tail = self.drafts[draft]
-        p = _with_tail(self.p, self.p_tail)
-        q = _with_tail(q, q_tail)
+        if tail == "split" and self.sparse:
+            zeros = np.zeros(len(self), dtype=np.float64)
+            p = _with_tail(_with_tail(self.p, self.p_tail), zeros)
+            q = _with_tail(_with_tail(q, zeros), q_tail)
+        else:
+            p = _with_tail(self.p, self.p_tail)
+            q = _with_tail(q, q_tail)
         chain, position = self.ids.get("chain"), self.ids.get("position")
         return PairBatch.from_arrays(p / p.sum(axis=1, keepdims=True), q / q.sum(axis=1, keepdims=True),
                                      source, chain, position)

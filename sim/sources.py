@@ -15,8 +15,10 @@ A source is named by a spec string ``NAME[:key=value,...]`` (``parse_source``):
 - every synthetic family takes ``top_k=K`` and/or ``top_p=P``: target and draft are each truncated
   to their own top-K tokens / smallest top set of mass >= P (ties by token id) and renormalised, as
   a sampler would. This puts zeros in p where q > 0 and in q where p > 0.
-- ``logged:FILE[,draft=NAME]`` -- rows of a logged-pairs file (``sim.logged``), in file order;
-  ``logged:sample`` is the small SmolLM2 example shipped with the package.
+- ``logged:FILE[,draft=NAME][,tail=merge|split]`` -- rows of a logged-pairs file (``sim.logged``), in
+  file order; ``logged:sample`` is the small SmolLM2 example shipped with the package. ``tail``: how a
+  sparse row's tail masses become tokens (``LoggedPairs.pairs``): one shared bucket (``merge``, the
+  default; an upper bound on the overlap) or one bucket each (``split``; a lower bound).
 
 Synthetic pairs are independent across rows; consecutive rows are grouped into chains of
 ``SYNTHETIC_CHAIN`` positions so that tree replays treat them as a stationary sequence.
@@ -33,7 +35,7 @@ import numpy as np
 from scipy.special import softmax
 
 from sim.batch import PairBatch
-from sim.logged import SAMPLE_PATH, read_logged
+from sim.logged import SAMPLE_PATH, TAIL_MODES, read_logged
 
 SYNTHETIC_CHAIN = 16
 """Positions per chain of synthetic pairs (the tree replay walks along chains)."""
@@ -227,15 +229,21 @@ class LoggedSource:
 
     path: str
     draft: str = "q"
+    tail: str = "merge"
+
+    def __post_init__(self) -> None:
+        if self.tail not in TAIL_MODES:
+            raise ValueError(f"source {self.spec!r}: tail must be one of {', '.join(TAIL_MODES)}, got {self.tail!r}")
 
     @property
     def spec(self) -> str:
-        return f"logged:{self.path}" + ("" if self.draft == "q" else f",draft={self.draft}")
+        return (f"logged:{self.path}" + ("" if self.draft == "q" else f",draft={self.draft}")
+                + ("" if self.tail == "merge" else f",tail={self.tail}"))
 
     def sample(self, count: int, rng: np.random.Generator) -> PairBatch:
         """The first ``count`` rows (the generator is unused: logged pairs are fixed)."""
         path = SAMPLE_PATH if self.path == "sample" else self.path
-        batch = read_logged(path).pairs(self.draft, source=self.spec)
+        batch = read_logged(path).pairs(self.draft, source=self.spec, tail=self.tail)
         return batch.head(count)
 
 
@@ -253,8 +261,8 @@ def parse_source(spec: str) -> Source:
     items = [item.strip() for item in arguments.split(",") if item.strip()]
     if name == "logged":
         if not items or "=" in items[0]:
-            raise ValueError(f"source {spec!r}: expected logged:FILE[,draft=NAME] (or logged:sample)")
-        options = _options(spec, items[1:], {"draft": str})
+            raise ValueError(f"source {spec!r}: expected logged:FILE[,draft=NAME][,tail=merge|split] (or logged:sample)")
+        options = _options(spec, items[1:], {"draft": str, "tail": str})
         return LoggedSource(items[0], **options)
     if name not in FAMILIES:
         raise ValueError(f"source {spec!r}: unknown family {name!r}; known: {', '.join([*FAMILIES, 'logged'])}")

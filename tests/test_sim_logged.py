@@ -54,6 +54,31 @@ def test_sparse_round_trip_and_the_tail_bucket(tmp_path):
         back.pairs("q_strong")
 
 
+
+def test_tails_merged_and_split_bracket_the_true_overlap():
+    """A full pair cut to its kept ids: one shared tail bucket overstates ``sum min(p, q)`` and
+    separate buckets understate it, each by at most ``min(p_tail, q_tail)``."""
+    from sim.sources import parse_source
+
+    rng = np.random.default_rng(3)
+    full_p, full_q = rng.dirichlet(np.ones(30), size=50), rng.dirichlet(np.ones(30), size=50)
+    kept = np.sort(np.argsort(-(full_p + full_q), axis=1)[:, :8], axis=1)
+    p, q = np.take_along_axis(full_p, kept, 1), np.take_along_axis(full_q, kept, 1)
+    log = logged_pairs(format=np.array(FORMAT), token_ids=kept, vocab_size=np.array(30), p=p, q=q,
+                       p_tail=1 - p.sum(1), q_tail=1 - q.sum(1))
+    true = np.minimum(full_p, full_q).sum(1)
+    merged, split = (log.pairs(tail=mode) for mode in ("merge", "split"))
+    assert merged.p.shape == (50, 9) and split.p.shape == (50, 10)
+    overlap_merged, overlap_split = (np.minimum(b.p, b.q).sum(1) for b in (merged, split))
+    shared_tail = np.minimum(1 - p.sum(1), 1 - q.sum(1))
+    assert (overlap_split <= true + 1e-12).all() and (true <= overlap_merged + 1e-12).all()
+    assert (overlap_merged - overlap_split <= shared_tail + 1e-12).all() and (overlap_merged > true + 1e-3).any()
+    with pytest.raises(ValueError, match="tail: expected one of merge, split"):
+        log.pairs(tail="drop")
+    assert parse_source("logged:sample,tail=split").tail == "split"
+    with pytest.raises(ValueError, match="tail must be one of"):
+        parse_source("logged:sample,tail=drop")
+
 def broken(change):
     fields = sparse_fields()
     change(fields)

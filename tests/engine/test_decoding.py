@@ -129,3 +129,22 @@ def test_node_log_round_trips_through_the_simulator_format(tiny_models, tmp_path
     accepted = index >= 0
     assert (candidates[accepted, index[accepted]] == emitted[accepted]).all()
     assert logged.pairs().p.shape == (rows, 6)  # 5 kept ids + the tail bucket
+    assert logged.pairs(tail="split").p.shape == (rows, 7)  # 5 kept ids + a tail bucket each
+
+
+@pytest.mark.parametrize("verifier", ["resispec", "ar"])
+def test_audit_hooks_never_change_the_decoded_tokens(tiny_models, tmp_path, verifier):
+    """PIT and parity uniforms come from their own stream: the same seed decodes the same tokens
+    with every hook off or on."""
+    from engine.node_log import NodeLog
+
+    target, draft = tiny_models
+    prompt, branching = torch.tensor([3, 1]), (3, 2)
+    plain = list(Decoder(target, TreeLM(draft), verifier, branching, Sampling(1.0), seed=4).generate(prompt, 40))
+    hooked = Decoder(target, TreeLM(draft), verifier, branching, Sampling(1.0), seed=4, audit=True,
+                     parity_fraction=0.0 if verifier == "ar" else 0.5,
+                     log=None if verifier == "ar" else NodeLog(vocab_size=8, keep=5))
+    assert list(hooked.generate(prompt, 40)) == plain
+    assert len(hooked.stats.pit) == len(plain)
+    if verifier != "ar":
+        assert hooked.stats.parity_checked > 0
