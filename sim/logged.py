@@ -84,13 +84,10 @@ class LoggedPairs:
         if tail not in TAIL_MODES:
             raise ValueError(f"tail: expected one of {', '.join(TAIL_MODES)}, got {tail!r}")
         q, q_tail = self.drafts[draft]
-        if tail == "split" and self.sparse:
-            zeros = np.zeros(len(self), dtype=np.float64)
-            p = _with_tail(_with_tail(self.p, self.p_tail), zeros)
-            q = _with_tail(_with_tail(q, zeros), q_tail)
-        else:
-            p = _with_tail(self.p, self.p_tail)
-            q = _with_tail(q, q_tail)
+        p, q = _with_tail(self.p, self.p_tail), _with_tail(q, q_tail)
+        if tail == "split" and self.sparse:  # buckets (p_tail, 0) then (0, q_tail)
+            p = np.pad(p, ((0, 0), (0, 1)))
+            q = np.insert(q, q.shape[1] - 1, 0.0, axis=1)
         chain, position = self.ids.get("chain"), self.ids.get("position")
         return PairBatch.from_arrays(p / p.sum(axis=1, keepdims=True), q / q.sum(axis=1, keepdims=True),
                                      source, chain, position)

@@ -54,7 +54,6 @@ def test_sparse_round_trip_and_the_tail_bucket(tmp_path):
         back.pairs("q_strong")
 
 
-
 def test_tails_merged_and_split_bracket_the_true_overlap():
     """A full pair cut to its kept ids: one shared tail bucket overstates ``sum min(p, q)`` and
     separate buckets understate it, each by at most ``min(p_tail, q_tail)``."""
@@ -78,6 +77,7 @@ def test_tails_merged_and_split_bracket_the_true_overlap():
     assert parse_source("logged:sample,tail=split").tail == "split"
     with pytest.raises(ValueError, match="tail must be one of"):
         parse_source("logged:sample,tail=drop")
+
 
 def broken(change):
     fields = sparse_fields()

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from engine.decoding import Decoder
+from engine.node_verification import NodeVerifier
 from engine.processing import Sampling, draft_probs, target_probs
 from engine.tree_lm import TreeLM
 from engine.verifiers import TORCH_VERIFIERS
@@ -110,6 +111,8 @@ def test_parity_check_of_torch_against_numpy_during_decoding(tiny_models, verifi
     assert decoder.stats.parity_checked >= 20 and decoder.stats.parity_mismatches == 0
     with pytest.raises(ValueError, match="parity_fraction"):
         Decoder(target, TreeLM(draft), verifier, (2,), parity_fraction=1.5)
+    with pytest.raises(ValueError, match="parity_rng: a parity check needs its own generator"):
+        NodeVerifier(verifier, parity_fraction=0.5)
 
 
 def test_node_log_round_trips_through_the_simulator_format(tiny_models, tmp_path):
@@ -133,7 +136,7 @@ def test_node_log_round_trips_through_the_simulator_format(tiny_models, tmp_path
 
 
 @pytest.mark.parametrize("verifier", ["resispec", "ar"])
-def test_audit_hooks_never_change_the_decoded_tokens(tiny_models, tmp_path, verifier):
+def test_audit_hooks_never_change_the_decoded_tokens(tiny_models, verifier):
     """PIT and parity uniforms come from their own stream: the same seed decodes the same tokens
     with every hook off or on."""
     from engine.node_log import NodeLog
