@@ -16,6 +16,7 @@ COMMAND_MODULES: list[str] = [
     "resispec.cli.generate",
     "resispec.cli.theory",
     "resispec.cli.sim",
+    "resispec.cli.explore",
 ]
 
 
