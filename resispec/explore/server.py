@@ -28,13 +28,15 @@ def check_address(host: str, port: int) -> None:
             raise AddressError(f"--host: cannot listen on {host}:{port} ({error.strerror or error})") from None
 
 
-def serve(host: str = "127.0.0.1", port: int = 5006, open_browser: bool = True) -> None:
-    """Serve the explorer at ``http://host:port/`` until interrupted (one fresh page per browser tab)."""
+def serve(host: str = "127.0.0.1", port: int = 5006, open_browser: bool = True, threaded: bool = False):
+    """Serve the explorer at ``http://host:port/`` (one fresh page per browser tab): until interrupted,
+    or, with ``threaded``, from a background thread whose server is returned (stop it with ``.stop()``)."""
     check_address(host, port)
     import panel as pn
 
     from resispec.explore.view import Explorer
 
     pn.extension()
-    pn.serve({"/": lambda: Explorer().layout}, address=host, port=port, show=open_browser, title="resispec explore",
-             websocket_origin=[f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"], print_url=True)
+    return pn.serve({"/": lambda: Explorer().layout}, address=host, port=port, show=open_browser,
+                    title="resispec explore", threaded=threaded, print_url=not threaded,
+                    websocket_origin=[f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"])

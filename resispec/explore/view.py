@@ -69,7 +69,7 @@ def numbers_table(shown: Display) -> str:
             f'<td class="acceptance">{_format(numbers.acceptance)}</td><td>{_format(ratio)}</td>'
             f'<td class="law {verdict}">{law}</td><td class="max-error {verdict}">{_format(numbers.max_error, 2)}</td>'
             f'<td>{html.escape(numbers.drift_method or "not in the simulator")}</td><td class="draw">{draw}</td></tr>')
-    header = ("<tr><th>verifier</th><th>drafting</th><th>acceptance</th><th>/ optimum</th><th>exact output law</th>"
+    header = ("<tr><th>verifier</th><th>drafting</th><th>acceptance</th><th>/ optimum of its drafting</th><th>exact output law</th>"
               "<th>max |law - p|</th><th>drift curve</th><th>live draw (seeded)</th></tr>")
     best = shown.bounds
     summary = (f"<p>optima at k = {shown.state.k}: alpha* (i.i.d.) = {_format(best.iid)}, alpha*-WOR = "
@@ -83,11 +83,21 @@ def _curves(numbers: list[VerifierNumbers], attribute: str) -> dict:
     shown = [entry for entry in numbers if getattr(entry, attribute)]
     return {
         "xs": [list(range(1, len(getattr(entry, attribute)) + 1)) for entry in shown],
-        "ys": [[value if not math.isnan(value) else float("nan") for value in getattr(entry, attribute)]
-               for entry in shown],
+        "ys": [list(getattr(entry, attribute)) for entry in shown],
         "name": [verifier_label(entry.name) for entry in shown],
         "color": [PALETTE[list(VERIFIERS).index(entry.name) % len(PALETTE)] for entry in shown],
     }
+
+
+def _points(curves: dict) -> dict:
+    """The vertices of ``_curves`` as markers (a one-step curve, e.g. at k = 1 or pooled's, is a point)."""
+    data: dict[str, list] = {"x": [], "y": [], "name": [], "color": []}
+    for xs, ys, name, color in zip(curves["xs"], curves["ys"], curves["name"], curves["color"]):
+        data["x"] += xs
+        data["y"] += ys
+        data["name"] += [name] * len(xs)
+        data["color"] += [color] * len(xs)
+    return data
 
 
 def _law_points(shown: Display) -> dict:
@@ -110,24 +120,24 @@ class Explorer:
 
     def __init__(self, preset: str = "counterexample", k: int = 2, verifiers: tuple[str, ...] | None = None,
                  seed: int = 0) -> None:
-        self.preset = pn.widgets.Select(name="preset", options=list(PRESETS), value=preset)
-        self.vocab = pn.widgets.IntSlider(name="V (tokens)", start=2, end=MAX_VOCAB, value=8)
-        self.alpha = pn.widgets.FloatSlider(name="Dirichlet alpha", start=0.05, end=5.0, step=0.05, value=1.0)
-        self.zipf_s = pn.widgets.FloatSlider(name="Zipf exponent s", start=0.2, end=3.0, step=0.05, value=1.1)
-        self.temperature = pn.widgets.FloatSlider(name="temperature", start=0.2, end=3.0, step=0.05, value=1.0)
-        self.top_k = pn.widgets.IntSlider(name="top-k (0: none)", start=0, end=MAX_VOCAB, value=0)
-        self.row = pn.widgets.IntSlider(name="logged row", start=0, end=presets.logged_rows() - 1, value=0)
-        self.pair_seed = pn.widgets.IntInput(name="pair seed", value=0, start=0)
-        self.p_text = pn.widgets.TextInput(name="p (target), comma-separated")
-        self.q_text = pn.widgets.TextInput(name="q (draft), comma-separated")
-        self.k = pn.widgets.RadioButtonGroup(name="k", options=list(range(1, MAX_K + 1)), value=k,
+        self.preset = pn.widgets.Select(label="preset", options=list(PRESETS), value=preset)
+        self.vocab = pn.widgets.IntSlider(label="V (tokens)", start=2, end=MAX_VOCAB, value=8)
+        self.alpha = pn.widgets.FloatSlider(label="Dirichlet alpha", start=0.05, end=5.0, step=0.05, value=1.0)
+        self.zipf_s = pn.widgets.FloatSlider(label="Zipf exponent s", start=0.2, end=3.0, step=0.05, value=1.1)
+        self.temperature = pn.widgets.FloatSlider(label="temperature", start=0.2, end=3.0, step=0.05, value=1.0)
+        self.top_k = pn.widgets.IntSlider(label="top-k (0: none)", start=0, end=MAX_VOCAB, value=0)
+        self.row = pn.widgets.IntSlider(label="logged row", start=0, end=presets.logged_rows() - 1, value=0)
+        self.pair_seed = pn.widgets.IntInput(label="pair seed", value=0, start=0)
+        self.p_text = pn.widgets.TextInput(label="p (target), comma-separated")
+        self.q_text = pn.widgets.TextInput(label="q (draft), comma-separated")
+        self.k = pn.widgets.RadioButtonGroup(label="k", options=list(range(1, MAX_K + 1)), value=k,
                                              css_classes=["k-choice"])
         names = list(VERIFIERS) if verifiers is None else list(verifiers)
         self.verifiers = pn.widgets.CheckBoxGroup(
-            name="verifiers", options={verifier_label(name): name for name in VERIFIERS}, value=names)
-        self.seed = pn.widgets.IntInput(name="draw seed", value=seed, start=0)
-        self.draw_button = pn.widgets.Button(name="draw", button_type="primary")
-        self.law_limit = pn.widgets.IntInput(name="enumerate the exact law up to (tuples)", value=LAW_LIMIT, start=1)
+            label="verifiers", options={verifier_label(name): name for name in VERIFIERS}, value=names)
+        self.seed = pn.widgets.IntInput(label="draw seed", value=seed, start=0)
+        self.draw_button = pn.widgets.Button(label="draw", color="primary")
+        self.law_limit = pn.widgets.IntInput(label="enumerate the exact law up to (tuples)", value=LAW_LIMIT, start=1)
         self.note = pn.pane.HTML("", css_classes=["note"])
         self.table = pn.pane.HTML("", sizing_mode="stretch_width")
         self.timing = pn.pane.Str("")
@@ -242,16 +252,21 @@ class Explorer:
         self.law_figure.scatter(x="x", y="y", color="color", size=9, alpha=0.7, source=self.law_points)
         self.law_figure.add_tools(HoverTool(tooltips=[("verifier", "@name"), ("law", "@y")]))
 
-        self.drift_source = ColumnDataSource({"xs": [], "ys": [], "name": [], "color": []})
-        self.tv_source = ColumnDataSource({"xs": [], "ys": [], "name": [], "color": []})
-        self.drift_figure = self._curve_figure(self.drift_source, "acceptance of candidate i given i - 1 rejections")
-        self.tv_figure = self._curve_figure(self.tv_source, "TV(residual after i - 1 rejections, proposal of i)")
+        self.drift_source, self.drift_points = (ColumnDataSource({"xs": [], "ys": [], "name": [], "color": []}),
+                                                ColumnDataSource({"x": [], "y": [], "name": [], "color": []}))
+        self.tv_source, self.tv_points = (ColumnDataSource({"xs": [], "ys": [], "name": [], "color": []}),
+                                          ColumnDataSource({"x": [], "y": [], "name": [], "color": []}))
+        self.drift_figure = self._curve_figure(self.drift_source, self.drift_points,
+                                               "acceptance of candidate i given i - 1 rejections")
+        self.tv_figure = self._curve_figure(self.tv_source, self.tv_points,
+                                            "TV(residual after i - 1 rejections, proposal of i)")
 
     @staticmethod
-    def _curve_figure(source: ColumnDataSource, title: str):
+    def _curve_figure(source: ColumnDataSource, points: ColumnDataSource, title: str):
         chart = figure(height=240, sizing_mode="stretch_width", title=title, x_axis_label="candidate i",
                        y_range=(0, 1.02), tools="")
         chart.multi_line(xs="xs", ys="ys", color="color", line_width=2, source=source, legend_field="name")
+        chart.scatter(x="x", y="y", color="color", size=6, source=points)
         chart.legend.label_text_font_size, chart.legend.spacing, chart.legend.padding = "9px", 0, 2
         chart.legend.location = "bottom_left"
         chart.xaxis.ticker = FixedTicker(ticks=list(range(1, MAX_K + 1)))
@@ -281,8 +296,10 @@ class Explorer:
         self.law_figure.x_range.factors = labels
         self.law_bars.data = {"x": labels, "top": state.p}
         self.law_points.data = _law_points(shown)
-        self.drift_source.data = _curves(shown.verifiers, "drift")
-        self.tv_source.data = _curves(shown.verifiers, "residual_tv")
+        for lines, points, attribute in ((self.drift_source, self.drift_points, "drift"),
+                                         (self.tv_source, self.tv_points, "residual_tv")):
+            lines.data = _curves(shown.verifiers, attribute)
+            points.data = _points(lines.data)
         self.table.object = numbers_table(shown)
 
     def _layout(self):

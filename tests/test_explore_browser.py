@@ -1,0 +1,116 @@
+"""`resispec explore` in a real browser: headless Chromium (Debian's ``chromium`` + ``chromium-driver``,
+installed by .ci/install) driven by Selenium. Serves the app on a free localhost port, sets k = 1 on the
+counterexample, checks the displayed laws, and saves the README's screenshot (docs/figures/explore.png).
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import socket
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from resispec import VERIFIERS
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOT = ROOT / "docs" / "figures" / "explore.png"
+BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+pytest.importorskip("panel", reason="the explorer needs the explore extra (panel)")
+Image = pytest.importorskip("PIL.Image", reason="the screenshot is shrunk with Pillow (a dependency of bokeh)")
+webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (test extra)")
+pytestmark = pytest.mark.skipif(
+    BROWSER is None or DRIVER is None,
+    reason="no headless browser: install Debian's chromium and chromium-driver (bash .ci/install does)")
+
+DEEP_QUERY = """
+const [selector, start] = arguments, found = [];
+(function walk(root) {
+  if (root.shadowRoot) walk(root.shadowRoot);
+  root.querySelectorAll(selector).forEach(element => found.push(element));
+  root.querySelectorAll('*').forEach(element => { if (element.shadowRoot) walk(element.shadowRoot); });
+})(start || document);
+return found;
+"""
+"""Every element matching a CSS selector under ``start`` (default: the page), inside Panel's shadow roots too."""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def page():
+    from resispec.explore.server import serve
+
+    port = _free_port()
+    server = serve("127.0.0.1", port, open_browser=False, threaded=True)
+    options = webdriver.ChromeOptions()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        options.add_argument(argument)
+    options.binary_location = BROWSER
+    driver = None
+    try:
+        def serving() -> bool:
+            try:
+                return urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).status == 200
+            except OSError:
+                return False
+
+        _wait(serving, 60, "the server")
+        driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(DRIVER))
+        driver.get(f"http://127.0.0.1:{port}/")
+        yield driver
+    finally:
+        if driver is not None:
+            driver.quit()
+        server.stop()
+
+
+def _cells(driver) -> dict[str, dict[str, str]]:
+    """The numbers table as shown: verifier -> {law, max-error} cell texts (read in one script, so a
+    redraw cannot swap the table between two reads)."""
+    return driver.execute_script(DEEP_QUERY.replace("return found;", """
+        const table = {};
+        for (const row of found) {
+          const cell = kind => (row.querySelector('td.' + kind) || {textContent: ''}).textContent.trim();
+          table[row.dataset.verifier] = {'law': cell('law'), 'max-error': cell('max-error')};
+        }
+        return table;"""), "tr[data-verifier]")
+
+
+def test_counterexample_at_k_1_shows_the_published_rule_biased_and_the_exact_verifiers_on_p(page):
+    _wait(lambda: _cells(page).get("resispec_paper", {}).get("law"), 60, "the numbers table")
+    (k_group,) = page.execute_script(DEEP_QUERY, ".k-choice")
+    buttons = page.execute_script(DEEP_QUERY, "button", k_group)
+    (one,) = [button for button in buttons if button.text.strip() == "1"]
+    one.click()
+    expected = "(0.4, 0.48, 0.12)"
+    table = _wait(lambda: (cells := _cells(page))["resispec_paper"]["law"] == expected and cells, 30,
+                  f"resispec_paper's law to read {expected} at k = 1")
+    assert table["resispec_paper"]["max-error"] == "0.18"
+    (p_law,) = page.execute_script(DEEP_QUERY.replace("return found;", "return found.map(e => e.textContent);"), ".p-law")
+    assert p_law == "(0.4, 0.3, 0.3)"
+    exact = [name for name in table if VERIFIERS[name].claims_exact]
+    assert len(exact) >= 7
+    for name in exact:
+        assert float(table[name]["max-error"]) <= 1e-12, (name, table[name])
+        assert table[name]["law"] == "(0.4, 0.3, 0.3)", (name, table[name])
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    Image.open(io.BytesIO(page.get_screenshot_as_png())).convert("RGB").quantize(64).save(SCREENSHOT, optimize=True)
