@@ -113,4 +113,4 @@ def test_counterexample_at_k_1_shows_the_published_rule_biased_and_the_exact_ver
         assert float(table[name]["max-error"]) <= 1e-12, (name, table[name])
         assert table[name]["law"] == "(0.4, 0.3, 0.3)", (name, table[name])
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    Image.open(io.BytesIO(page.get_screenshot_as_png())).convert("RGB").quantize(64).save(SCREENSHOT, optimize=True)
+    Image.open(io.BytesIO(page.get_screenshot_as_png())).convert("RGB").quantize(256).save(SCREENSHOT, optimize=True)

@@ -135,3 +135,14 @@ def test_the_page_refuses_a_bad_typed_edit_and_keeps_the_last_good_pair():
     page.p_text.value = "2, 1, 1"
     assert "renormalised" in page.note.object
     np.testing.assert_allclose(page.p_values, [0.5, 0.25, 0.25])
+
+
+def test_dragging_a_bar_top_renormalises_and_refuses_an_all_zero_distribution():
+    view = pytest.importorskip("resispec.explore.view", reason="the view needs the explore extra (panel)")
+    page = view.Explorer(verifiers=("resispec",))
+    page._dragged("data", None, {"x": [0, 1, 2, 0, 1, 2], "y": [0.5, 0.5, -0.2, 0.6, 0.3, 0.1]})
+    np.testing.assert_allclose(page.p_values, [0.5, 0.5, 0.0])
+    assert page.p_text.value == "0.5, 0.5, 0" and "dragged" in page.note.object
+    page._dragged("data", None, {"x": [0, 1, 2, 0, 1, 2], "y": [0.5, 0.5, 0.0, 0.0, 0.0, 0.0]})
+    assert "all entries are zero" in page.note.object
+    np.testing.assert_allclose(page.q_values, Q)

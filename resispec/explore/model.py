@@ -22,6 +22,7 @@ Verifiers come from the registry ``resispec.VERIFIERS`` (a verifier added there 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -34,10 +35,11 @@ from sim.optima import WorSettings, alpha_star_wor, support_capped
 
 MAX_VOCAB = 16
 MAX_K = 6
-LAW_LIMIT = 512
+LAW_LIMIT = 256
 """Default ceiling on the candidate tuples one exact-law enumeration may visit (keeps a redraw fast)."""
-MONTE_CARLO = MonteCarlo(samples=256, enumeration_limit=LAW_LIMIT)
-"""The simulator's settings here: tuples enumerated up to ``LAW_LIMIT``, else 256 sampled per verifier."""
+MONTE_CARLO = MonteCarlo(samples=128, enumeration_limit=LAW_LIMIT)
+"""The simulator's settings here: tuples enumerated up to ``LAW_LIMIT``, else 128 sampled tuples (or
+rejection paths) per verifier."""
 
 
 @dataclass(frozen=True)
@@ -199,29 +201,44 @@ def draw(name: str, p: np.ndarray, q: np.ndarray, k: int, seed: int) -> Draw:
 
 
 def verifier_numbers(name: str, state: State, best: Bounds) -> VerifierNumbers:
-    """The numbers of one verifier on ``state`` (see the module docstring for where each comes from)."""
+    """The numbers of one verifier on ``state`` (see the module docstring for where each comes from).
+    Remembered for the last ``CACHE_SIZE`` inputs, so toggling a verifier recomputes only that one."""
+    return _numbers(name, state.p.tobytes(), state.q.tobytes(), state.k, state.seed, state.law_limit, best)
+
+
+CACHE_SIZE = 256
+
+
+def forget() -> None:
+    """Drop the remembered numbers (a benchmark times edits that change the pair)."""
+    _numbers.cache_clear()
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def _numbers(name: str, p_bytes: bytes, q_bytes: bytes, k: int, seed: int, law_limit: int,
+             best: Bounds) -> VerifierNumbers:
     verifier = get_verifier(name)
     base = dict(name=name, claims_exact=verifier.claims_exact, drafting=verifier.drafting)
-    p, q, k = state.p, state.q, state.k
+    p, q = np.frombuffer(p_bytes), np.frombuffer(q_bytes)
     try:
         verifier.bind(p, q, k)
     except ValueError as error:
         return VerifierNumbers(**base, refused=str(error))
     numbers: dict = dict(optimum=best.for_drafting(verifier.drafting))
     tuples = verifier.scheme.tuple_count(q, k)
-    if tuples <= state.law_limit:
-        law = exact_law(verifier, p, q, k, max_tuples=state.law_limit)
+    if tuples <= law_limit:
+        law = exact_law(verifier, p, q, k, max_tuples=law_limit)
         numbers.update(law=law.law, max_error=law.max_error, acceptance=law.acceptance)
     else:
-        numbers["law_note"] = f"not enumerated: {tuples} candidate tuples > {state.law_limit}"
+        numbers["law_note"] = f"not enumerated: {tuples} candidate tuples > {law_limit}"
     if name in SUPPORTED:
         stats = step_stats(name, PairBatch.from_arrays(p[None], q[None]), k,
-                           np.random.default_rng([state.seed, *name.encode()]), MONTE_CARLO)
+                           np.random.default_rng([seed, *name.encode()]), MONTE_CARLO)
         numbers.update(drift=[estimate.value for estimate in stats.drift_curve()],
                        residual_tv=[estimate.value for estimate in stats.residual_curve()],
                        drift_method=stats.method)
         numbers.setdefault("acceptance", float(stats.acceptance[0]))
-    numbers["draw"] = draw(name, p, q, k, state.seed)
+    numbers["draw"] = draw(name, p, q, k, seed)
     return VerifierNumbers(**base, **numbers)
 
 

@@ -268,7 +268,7 @@ class Explorer:
         chart.multi_line(xs="xs", ys="ys", color="color", line_width=2, source=source, legend_field="name")
         chart.scatter(x="x", y="y", color="color", size=6, source=points)
         chart.legend.label_text_font_size, chart.legend.spacing, chart.legend.padding = "9px", 0, 2
-        chart.legend.location = "bottom_left"
+        chart.add_layout(chart.legend[0], "right")
         chart.xaxis.ticker = FixedTicker(ticks=list(range(1, MAX_K + 1)))
         chart.add_tools(HoverTool(tooltips=[("verifier", "@name")]))
         return chart
