@@ -9,6 +9,7 @@ import pytest
 from resispec import VERIFIERS, get_verifier
 from resispec.audit.exact import exact_law
 from resispec.bounds import optimal_acceptance
+from resispec.shaping import schedule
 from resispec.explore import model, presets
 from sim import PairBatch, parse_source, step_stats
 
@@ -38,11 +39,23 @@ def test_every_registered_verifier_is_shown_by_default_with_the_core_numbers():
         if entry.refused:  # sps takes one candidate: the verifier's own message, nothing else
             assert entry.name in entry.refused and entry.law is None and entry.acceptance is None
             continue
-        law = exact_law(entry.name, P, Q, 2)
-        np.testing.assert_array_equal(entry.law, law.law)
-        assert entry.max_error == law.max_error and entry.acceptance == law.acceptance
+        law = exact_law(entry.name, P, Q, 2)  # the audit's enumeration (the model may split it by step)
+        np.testing.assert_allclose(entry.law, law.law, rtol=0, atol=1e-15)
+        assert entry.max_error == pytest.approx(law.max_error, abs=1e-15)
+        assert entry.acceptance == pytest.approx(law.acceptance, abs=1e-15)
         assert entry.acceptance == pytest.approx(verifier.acceptance(P, Q, 2), abs=1e-12)
         assert entry.optimum == shown.bounds.for_drafting(verifier.drafting)
+
+
+def test_residuals_are_the_cores_step_laws_and_resispecs_are_its_residual_targets():
+    p, q, _ = presets.dirichlet(0.5, 5, 1)
+    (resispec, pooled) = model.display(model.State(p, q, 3, ("resispec", "pooled"))).verifiers
+    plan = schedule(p, q, 3)
+    for step in range(3):
+        target = np.maximum(p - plan.T[0] * q, 0.0) + np.minimum(p, plan.T[step] * q)
+        np.testing.assert_allclose(resispec.residuals[step], target / plan.R[step], atol=1e-12)
+        assert resispec.reached[step] == pytest.approx(plan.R[step], abs=1e-12)
+    assert pooled.residuals == [] and pooled.law is not None  # not sequential: a law, no steps
 
 
 def test_drift_curves_are_the_simulators():

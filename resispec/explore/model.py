@@ -2,9 +2,12 @@
 
 Pure functions, no widgets. Every number comes from the toolkit's own exact functions:
 
-- the output law and its error: ``resispec.audit.exact_law`` (``law = sum_xbar P(xbar) law(. | xbar)``,
-  ``max_error = max_y |law(y) - p(y)|``), run when the drafting rule has at most ``law_limit`` candidate
-  tuples (the cost grows like ``support(q) ** k``);
+- the output law and its error (``law = sum_xbar P(xbar) law(. | xbar)``, ``max_error = max_y |law(y) -
+  p(y)|``), enumerated when the drafting rule has at most ``law_limit`` candidate tuples (the cost grows
+  like ``support(q) ** k``): ``resispec.enumeration.enumerate_steps`` for a sequential verifier, which
+  also gives the residuals, ``resispec.audit.exact_law`` for the others;
+- the residual after i - 1 rejections: the law of the output given that candidates 1..i-1 were
+  rejected (``StepLaws.residual``; for rrs and resispec the residual target ``r_i`` itself);
 - the drift curve ``c_i = P(candidate i accepted | 1..i-1 rejected)`` and the residual drift
   ``TV(r_i, s_i)`` (``r_i`` the residual target after i - 1 rejections, ``s_i`` the proposal of
   candidate i): the simulator's kernels, ``sim.step_stats`` on a one-pair batch (verifiers in
@@ -30,6 +33,8 @@ import numpy as np
 from resispec import VERIFIERS, get_verifier
 from resispec.audit.exact import EXACT_TOLERANCE, exact_law
 from resispec.bounds import optimal_acceptance
+from resispec.enumeration import enumerate_steps
+from resispec.verifiers import SequentialVerifier
 from sim import SUPPORTED, MonteCarlo, PairBatch, step_stats
 from sim.optima import WorSettings, alpha_star_wor, support_capped
 
@@ -147,6 +152,8 @@ class VerifierNumbers:
     law: np.ndarray | None = None
     max_error: float | None = None
     law_note: str = ""
+    residuals: list[np.ndarray] = field(default_factory=list)
+    reached: list[float] = field(default_factory=list)
     drift: list[float] = field(default_factory=list)
     residual_tv: list[float] = field(default_factory=list)
     drift_method: str = ""
@@ -226,7 +233,12 @@ def _numbers(name: str, p_bytes: bytes, q_bytes: bytes, k: int, seed: int, law_l
         return VerifierNumbers(**base, refused=str(error))
     numbers: dict = dict(optimum=best.for_drafting(verifier.drafting))
     tuples = verifier.scheme.tuple_count(q, k)
-    if tuples <= law_limit:
+    if tuples <= law_limit and isinstance(verifier, SequentialVerifier):
+        steps = enumerate_steps(verifier.bind(p, q, k), law_limit)
+        numbers.update(law=steps.law, max_error=float(np.abs(steps.law - p).max()),
+                       acceptance=float(steps.accepted.sum()), reached=[float(value) for value in steps.reached[:k]],
+                       residuals=[steps.residual(step) for step in range(1, k + 1)])
+    elif tuples <= law_limit:
         law = exact_law(verifier, p, q, k, max_tuples=law_limit)
         numbers.update(law=law.law, max_error=law.max_error, acceptance=law.acceptance)
     else:

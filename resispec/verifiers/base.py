@@ -154,22 +154,31 @@ class SequentialVerifier(Verifier):
         return inverse_cdf(residual, u[candidates.size]), -1
 
     def _law(self, bound: "BoundVerifier", candidates: np.ndarray) -> tuple[np.ndarray, float]:
+        accepted, final, left = self._step_masses(bound, candidates)
         law = np.zeros(bound.p.size)
+        np.add.at(law, candidates, accepted)  # in candidate order, as the steps run
+        return law + final, 1.0 - left
+
+    def _step_masses(self, bound: "BoundVerifier", candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(accepted, final, left)``: ``accepted[i] = reach_i a_i`` the probability that candidate i is
+        the one emitted (shape (k,)), ``final = reach_{k+1} norm(residual)`` the output mass of the final
+        residual (shape (V,)), ``left = reach_{k+1}``. A final residual without mass hands ``left`` to
+        the last candidate (the numerical convention of the module docstring), and ``left`` is then 0."""
+        accepted, final = np.zeros(candidates.size), np.zeros(bound.p.size)
         reach = 1.0
         steps = self._steps(bound, candidates)
         for index in range(candidates.size):
             acceptance = next(steps)
-            law[candidates[index]] += reach * acceptance
+            accepted[index] = reach * acceptance
             reach *= 1.0 - acceptance
             if reach == 0.0:
-                return law, 1.0
+                return accepted, final, 0.0
         residual = _final_residual(steps)
         mass = residual.sum()
         if not mass > 0:
-            law[candidates[-1]] += reach
-            return law, 1.0
-        law += reach * (residual / mass)
-        return law, 1.0 - reach
+            accepted[-1] += reach
+            return accepted, final, 0.0
+        return accepted, reach * (residual / mass), reach
 
 
 def _final_residual(steps: Generator[Any, Any, Any], sent: Any = None) -> Any:
@@ -226,6 +235,14 @@ class BoundVerifier:
     def conditional_law(self, candidates: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact law of the emitted token given these candidates."""
         return self.verifier._law(self, self._candidates(candidates))[0]
+
+    def step_masses(self, candidates: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """A sequential verifier's law given these candidates, step by step: ``(accepted, final, left)``
+        with ``law = sum_i accepted[i] delta(x_i) + final`` (``SequentialVerifier._step_masses``);
+        ``ValueError`` for a verifier that is not sequential."""
+        if not isinstance(self.verifier, SequentialVerifier):
+            raise ValueError(f"verifier: {self.verifier.name} is not sequential; it has no per-candidate steps")
+        return self.verifier._step_masses(self, self._candidates(candidates))
 
     def accept_probability(self, candidates: Sequence[int] | np.ndarray) -> float:
         """Probability that one of these candidates is accepted."""
