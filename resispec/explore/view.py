@@ -137,17 +137,18 @@ class Explorer:
             label="verifiers", options={verifier_label(name): name for name in VERIFIERS}, value=names)
         self.seed = pn.widgets.IntInput(label="draw seed", value=seed, start=0)
         self.draw_button = pn.widgets.Button(label="draw", color="primary")
+        self.residual_of = pn.widgets.Select(label="residuals of", options=list(VERIFIERS), value="resispec")
         self.law_limit = pn.widgets.IntInput(label="enumerate the exact law up to (tuples)", value=LAW_LIMIT, start=1)
         self.note = pn.pane.HTML("", css_classes=["note"])
         self.table = pn.pane.HTML("", sizing_mode="stretch_width")
-        self.timing = pn.pane.Str("")
+        self.residual_note = pn.pane.Str("")
         self.p_values, self.q_values, self.labels = presets.counterexample()
         self._build_figures()
         self._load_preset()
         for widget in (self.preset, self.vocab, self.alpha, self.zipf_s, self.temperature, self.top_k, self.row,
                        self.pair_seed):
             widget.param.watch(lambda _: self._load_preset(), "value")
-        for widget in (self.k, self.verifiers, self.seed, self.law_limit):
+        for widget in (self.k, self.verifiers, self.seed, self.law_limit, self.residual_of):
             widget.param.watch(lambda _: self.redraw(), "value")
         self.p_text.param.watch(lambda _: self._typed(), "value")
         self.q_text.param.watch(lambda _: self._typed(), "value")
@@ -260,6 +261,38 @@ class Explorer:
                                                "acceptance of candidate i given i - 1 rejections")
         self.tv_figure = self._curve_figure(self.tv_source, self.tv_points,
                                             "TV(residual after i - 1 rejections, proposal of i)")
+        self._residual_figures()
+
+    def _residual_figures(self) -> None:
+        """One small bar chart per step i: the residual after i - 1 rejections (bars) against q (line)."""
+        self.residual_sources, self.residual_charts = [], []
+        for step in range(1, MAX_K + 1):
+            source = ColumnDataSource({"x": [], "residual": [], "q": []})
+            chart = figure(height=170, width=220, x_range=[], y_range=(0, 1), tools="", toolbar_location=None,
+                           title=f"after {step - 1} rejection{'s' if step != 2 else ''}")
+            chart.vbar(x="x", top="residual", width=0.8, color=P_COLOUR, source=source)
+            chart.scatter(x="x", y="q", color=Q_COLOUR, size=6, source=source)
+            chart.title.text_font_size = "10px"
+            chart.xaxis.major_label_orientation = 0.8
+            self.residual_sources.append(source)
+            self.residual_charts.append(chart)
+
+    def _show_residuals(self, shown: Display) -> None:
+        labels = list(shown.state.token_labels)
+        chosen = [entry for entry in shown.verifiers if entry.name == self.residual_of.value]
+        residuals = chosen[0].residuals if chosen else []
+        for step, (source, chart) in enumerate(zip(self.residual_sources, self.residual_charts)):
+            chart.visible = step < len(residuals)
+            if not chart.visible:
+                continue
+            chart.x_range.factors = labels
+            source.data = {"x": labels, "residual": residuals[step], "q": shown.state.q}
+            chart.title.text = (f"after {step} rejection{'' if step == 1 else 's'} "
+                                f"(reached {_format(chosen[0].reached[step], 3)})")
+        note = "" if residuals else (
+            f"{self.residual_of.value}: no residuals shown (not selected, not sequential, or its law is not "
+            "enumerated at this size)")
+        self.residual_note.object = note
 
     @staticmethod
     def _curve_figure(source: ColumnDataSource, points: ColumnDataSource, title: str):
@@ -300,6 +333,7 @@ class Explorer:
                                          (self.tv_source, self.tv_points, "residual_tv")):
             lines.data = _curves(shown.verifiers, attribute)
             points.data = _points(lines.data)
+        self._show_residuals(shown)
         self.table.object = numbers_table(shown)
 
     def _layout(self):
@@ -310,9 +344,14 @@ class Explorer:
         main = pn.Column(
             pn.Row(pn.pane.Bokeh(self.pair_figure, sizing_mode="stretch_width"),
                    pn.pane.Bokeh(self.law_figure, sizing_mode="stretch_width"), sizing_mode="stretch_width"),
+            self.table,
             pn.Row(pn.pane.Bokeh(self.drift_figure, sizing_mode="stretch_width"),
                    pn.pane.Bokeh(self.tv_figure, sizing_mode="stretch_width"), sizing_mode="stretch_width"),
-            self.table, sizing_mode="stretch_width")
+            pn.pane.Markdown("#### Residual after i - 1 rejections (bars; dots: q). For rrs and resispec it is the "
+                             "residual target r_i; for the others, averaged over the drafts that reach step i."),
+            pn.Row(self.residual_of, self.residual_note),
+            pn.Row(*[pn.pane.Bokeh(chart) for chart in self.residual_charts]),
+            sizing_mode="stretch_width")
         return pn.Row(controls, main, sizing_mode="stretch_width")
 
 
