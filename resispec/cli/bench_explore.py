@@ -34,9 +34,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
         return 0
-    rows = [[r.vocab, r.k, f"{r.redraw_ms:.1f}", f"{r.model_ms:.1f}", f"{r.enumerated}/{r.verifiers}"] for r in results]
-    print(format_table(["V", "k", "redraw ms", "model ms", "laws enumerated"], rows))
-    print("\nredraw: Explorer.redraw() (the model, the figures' data and the table); model: model.display(state). "
-          "Medians of repeats in this run; a law is enumerated when its drafting has at most the page's limit of "
+    rows = [[r.vocab, r.k, f"{r.redraw_ms:.1f}", f"{r.redraw_cpu_ms:.1f}", f"{r.model_ms:.1f}",
+             f"{r.enumerated}/{r.verifiers}"] for r in results]
+    print(format_table(["V", "k", "redraw ms", "redraw CPU ms", "model ms", "laws enumerated"], rows))
+    print("\nredraw: Explorer.redraw() (the model, the figures' data and the table), wall and this process's CPU "
+          "time (what other jobs on the machine do not inflate); model: model.display(state), wall. Medians of "
+          "repeats in this run, each cold; a law is enumerated when its drafting has at most the page's limit of "
           "candidate tuples.")
     return 0
