@@ -12,6 +12,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from resispec import VERIFIERS
@@ -23,6 +24,7 @@ DRIVER = shutil.which("chromedriver")
 pytest.importorskip("panel", reason="the explorer needs the explore extra (panel)")
 Image = pytest.importorskip("PIL.Image", reason="the screenshot is shrunk with Pillow (a dependency of bokeh)")
 webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (test extra)")
+from selenium.webdriver.common.keys import Keys  # noqa: E402  (after the skip: selenium is optional)
 pytestmark = pytest.mark.skipif(
     BROWSER is None or DRIVER is None,
     reason="no headless browser: install Debian's chromium and chromium-driver (bash .ci/install does)")
@@ -95,18 +97,26 @@ def _cells(driver) -> dict[str, dict[str, str]]:
         return table;"""), "tr[data-verifier]")
 
 
+def _texts(driver, selector: str) -> list[str]:
+    """The text of every element matching ``selector`` (of its shadow root, for a Panel pane)."""
+    return driver.execute_script(DEEP_QUERY.replace("return found;", "return found.map(e => (e.shadowRoot || e).textContent);"),
+                                 selector)
+
+
+def _click_k(driver, k: int) -> None:
+    _wait(lambda: _cells(driver).get("resispec_paper", {}).get("law"), 60, "the numbers table")
+    (k_group,) = driver.execute_script(DEEP_QUERY, ".k-choice")
+    (button,) = [button for button in driver.execute_script(DEEP_QUERY, "button", k_group) if button.text.strip() == str(k)]
+    button.click()
+
+
 def test_counterexample_at_k_1_shows_the_published_rule_biased_and_the_exact_verifiers_on_p(page):
-    _wait(lambda: _cells(page).get("resispec_paper", {}).get("law"), 60, "the numbers table")
-    (k_group,) = page.execute_script(DEEP_QUERY, ".k-choice")
-    buttons = page.execute_script(DEEP_QUERY, "button", k_group)
-    (one,) = [button for button in buttons if button.text.strip() == "1"]
-    one.click()
+    _click_k(page, 1)
     expected = "(0.4, 0.48, 0.12)"
     table = _wait(lambda: (cells := _cells(page))["resispec_paper"]["law"] == expected and cells, 30,
                   f"resispec_paper's law to read {expected} at k = 1")
     assert table["resispec_paper"]["max-error"] == "0.18"
-    (p_law,) = page.execute_script(DEEP_QUERY.replace("return found;", "return found.map(e => e.textContent);"), ".p-law")
-    assert p_law == "(0.4, 0.3, 0.3)"
+    assert _texts(page, ".p-law") == ["(0.4, 0.3, 0.3)"]
     exact = [name for name in table if VERIFIERS[name].claims_exact]
     assert len(exact) >= 7
     for name in exact:
@@ -114,3 +124,23 @@ def test_counterexample_at_k_1_shows_the_published_rule_biased_and_the_exact_ver
         assert table[name]["law"] == "(0.4, 0.3, 0.3)", (name, table[name])
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     Image.open(io.BytesIO(page.get_screenshot_as_png())).convert("RGB").quantize(256).save(SCREENSHOT, optimize=True)
+
+
+def test_a_typed_edit_is_renormalised_with_a_note_and_redraws(page):
+    from resispec.explore.model import State, display
+    from resispec.explore.view import numbers_table
+
+    _click_k(page, 1)
+    (box,) = page.execute_script(DEEP_QUERY, "input", page.execute_script(DEEP_QUERY, ".q-values")[0])
+    box.clear()
+    box.send_keys("5, 3, 2" + Keys.ENTER)
+    p, q = np.array([0.4, 0.3, 0.3]), np.array([0.5, 0.3, 0.2])
+    (paper,) = display(State(p, q, 1, ("resispec_paper",))).verifiers
+    expected = numbers_table(display(State(p, q, 1, ("resispec_paper",)))).split('class="law bias">')[1].split("<")[0]
+    assert paper.biased and expected != "(0.4, 0.48, 0.12)"
+    shown = _wait(lambda: (cells := _cells(page))["resispec_paper"]["law"] == expected and cells, 30,
+                  f"resispec_paper's law to read {expected} for q = (.5, .3, .2)")
+    assert any("q (draft): renormalised (the values summed to 10)" in text for text in _texts(page, ".note"))
+    for name, cells in shown.items():
+        if VERIFIERS[name].claims_exact:
+            assert float(cells["max-error"]) <= 1e-12, (name, cells)

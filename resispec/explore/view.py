@@ -128,8 +128,8 @@ class Explorer:
         self.top_k = pn.widgets.IntSlider(label="top-k (0: none)", start=0, end=MAX_VOCAB, value=0)
         self.row = pn.widgets.IntSlider(label="logged row", start=0, end=presets.logged_rows() - 1, value=0)
         self.pair_seed = pn.widgets.IntInput(label="pair seed", value=0, start=0)
-        self.p_text = pn.widgets.TextInput(label="p (target), comma-separated")
-        self.q_text = pn.widgets.TextInput(label="q (draft), comma-separated")
+        self.p_text = pn.widgets.TextInput(label="p (target), comma-separated", css_classes=["p-values"])
+        self.q_text = pn.widgets.TextInput(label="q (draft), comma-separated", css_classes=["q-values"])
         self.k = pn.widgets.RadioButtonGroup(label="k", options=list(range(1, MAX_K + 1)), value=k,
                                              css_classes=["k-choice"])
         names = list(VERIFIERS) if verifiers is None else list(verifiers)
@@ -314,6 +314,12 @@ class Explorer:
         except ValueError as error:
             self._refuse(str(error))
             return
+        with pn.io.unlocked():  # Bokeh models changed from any widget callback, locked or not
+            self._push(shown)
+
+    def _push(self, shown: Display) -> None:
+        """Write ``shown`` into the figures' data sources, the residual charts and the table."""
+        state = shown.state
         labels, size = list(state.token_labels), state.p.size
         self._quiet = True
         offsets = np.arange(size, dtype=np.float64)
