@@ -159,3 +159,13 @@ def test_dragging_a_bar_top_renormalises_and_refuses_an_all_zero_distribution():
     page._dragged("data", None, {"x": [0, 1, 2, 0, 1, 2], "y": [0.5, 0.5, 0.0, 0.0, 0.0, 0.0]})
     assert "all entries are zero" in page.note.object
     np.testing.assert_allclose(page.q_values, Q)
+
+
+def test_token_labels_fall_back_to_ids_without_the_tokenizer(monkeypatch):
+    from resispec.explore import tokens
+
+    monkeypatch.setattr(tokens, "_tokenizer", lambda: None)
+    assert tokens.decode_tokens([28, 436]) == ["#28", "#436"]
+    _, _, labels = presets.logged_row(0, 4, tokens.decode_tokens)
+    assert len(labels) == 4 and labels[-1] == presets.TAIL_LABEL
+    assert all(label.startswith("#") and label[1:].isdigit() for label in labels[:-1])

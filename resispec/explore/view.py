@@ -161,7 +161,17 @@ class Explorer:
         return State(self.p_values, self.q_values, int(self.k.value), tuple(self.verifiers.value),
                      int(self.seed.value), self.labels, int(self.law_limit.value))
 
+    def _preset_widgets(self) -> dict[str, list]:
+        """The parameters each preset reads (the others are hidden)."""
+        return {"counterexample": [], "dirichlet": [self.vocab, self.pair_seed, self.alpha],
+                "zipf": [self.vocab, self.pair_seed, self.zipf_s],
+                "llm-like": [self.vocab, self.pair_seed, self.temperature, self.top_k],
+                "logged row": [self.vocab, self.row]}
+
     def _load_preset(self) -> None:
+        used = self._preset_widgets()
+        for widget in {id(widget): widget for widgets in used.values() for widget in widgets}.values():
+            widget.visible = any(widget is chosen for chosen in used[self.preset.value])
         try:
             chosen = self._preset_pair()
         except ValueError as error:
