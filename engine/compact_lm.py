@@ -22,6 +22,7 @@ Used for the target (float32) and the quantized self-drafts; any other architect
 from __future__ import annotations
 
 from collections.abc import Callable
+from weakref import WeakKeyDictionary
 
 import torch
 from torch import nn
@@ -88,33 +89,49 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return x * cos + rotated * sin
 
 
+class _Weights:
+    """A model's weights as `CompactLM` uses them (fused, packed); shared by every `CompactLM` of the model."""
+
+    def __init__(self, model: nn.Module, pad_small_rows: bool) -> None:
+        config = model.config
+        self.num_heads = config.num_attention_heads
+        self.num_kv_heads = config.num_key_value_heads
+        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        self.embed = model.model.embed_tokens.weight
+        self.layers = [_Layer(layer, pad_small_rows) for layer in model.model.layers]
+        self.final_norm = (model.model.norm.weight, model.model.norm.variance_epsilon)
+        self.head = fused_projection([model.get_output_embeddings()], pad_small_rows)
+        self.rotary = model.model.rotary_emb
+
+
+_PREPARED: WeakKeyDictionary[nn.Module, dict[bool, _Weights]] = WeakKeyDictionary()
+
+
 class CompactLM(TreeCacheLM):
     """A Llama-family causal LM (transformers weights, shared not copied) with a preallocated KV cache.
 
     Args:
         model: a ``LlamaForCausalLM`` (float32, bfloat16, or with `Int8Linear` layers).
         pad_small_rows: use `PaddedLinear` for float32 products (default on).
+
+    The fused (and packed) weights are prepared once per model and shared by its `CompactLM` instances;
+    each instance has its own KV cache.
     """
 
     def __init__(self, model: nn.Module, pad_small_rows: bool = True) -> None:
         if not is_compact_compatible(model):
             raise TypeError(f"CompactLM: {type(model).__name__} is not a Llama-family model it reproduces")
-        config = model.config
-        self.num_heads = config.num_attention_heads
-        self.num_kv_heads = config.num_key_value_heads
-        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-        self.scale = self.head_dim ** -0.5
-        self.embed = model.model.embed_tokens.weight
-        self.layers = [_Layer(layer, pad_small_rows) for layer in model.model.layers]
-        self.final_norm = (model.model.norm.weight, model.model.norm.variance_epsilon)
-        self.head = fused_projection([model.get_output_embeddings()], pad_small_rows)
-        self.rotary = model.model.rotary_emb
+        prepared = _PREPARED.setdefault(model, {})
+        if pad_small_rows not in prepared:
+            prepared[pad_small_rows] = _Weights(model, pad_small_rows)
+        self.weights = prepared[pad_small_rows]
         super().__init__(model)
 
     def _reset_cache(self) -> None:
-        shape = (len(self.layers), self.num_kv_heads, INITIAL_CAPACITY, self.head_dim)
-        self._keys = self.embed.new_empty(shape)
-        self._values = self.embed.new_empty(shape)
+        w = self.weights
+        shape = (len(w.layers), w.num_kv_heads, INITIAL_CAPACITY, w.head_dim)
+        self._keys = w.embed.new_empty(shape)
+        self._values = w.embed.new_empty(shape)
         self._length = 0
 
     def _reserve(self, length: int) -> None:
@@ -145,20 +162,20 @@ class CompactLM(TreeCacheLM):
         end = start + rows
         self._reserve(end)
         mask = None if bool(allowed.all()) else allowed[None, None]
-        h = self.embed[input_ids]
-        cos, sin = (t[0] for t in self.rotary(h[None], positions[None]))
-        sizes = [self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim, self.num_kv_heads * self.head_dim]
-        for index, layer in enumerate(self.layers):
-            q, k, v = layer.qkv(rms_norm(h, layer.norm_in)).split(sizes, dim=-1)
-            q = rotate(q.view(rows, self.num_heads, self.head_dim).transpose(0, 1), cos, sin)
-            k = rotate(k.view(rows, self.num_kv_heads, self.head_dim).transpose(0, 1), cos, sin)
-            self._keys[index, :, start:end] = k
-            self._values[index, :, start:end] = v.view(rows, self.num_kv_heads, self.head_dim).transpose(0, 1)
+        w = self.weights
+        heads, kv_heads, dim = w.num_heads, w.num_kv_heads, w.head_dim
+        h = w.embed[input_ids]
+        cos, sin = (t[0] for t in w.rotary(h[None], positions[None]))
+        for index, layer in enumerate(w.layers):
+            q, k, v = layer.qkv(rms_norm(h, layer.norm_in)).split([heads * dim, kv_heads * dim, kv_heads * dim], dim=-1)
+            q = rotate(q.view(rows, heads, dim).transpose(0, 1), cos, sin)
+            self._keys[index, :, start:end] = rotate(k.view(rows, kv_heads, dim).transpose(0, 1), cos, sin)
+            self._values[index, :, start:end] = v.view(rows, kv_heads, dim).transpose(0, 1)
             attended = functional.scaled_dot_product_attention(
                 q[None], self._keys[index, :, :end][None], self._values[index, :, :end][None],
-                attn_mask=mask, scale=self.scale, enable_gqa=True)
+                attn_mask=mask, scale=dim ** -0.5, enable_gqa=True)
             h = h + layer.o(attended[0].transpose(0, 1).reshape(rows, -1))
             gate, up = layer.gate_up(rms_norm(h, layer.norm_post)).chunk(2, dim=-1)
             h = h + layer.down(functional.silu(gate) * up)
         self._length = end
-        return self.head(rms_norm(h, self.final_norm))
+        return w.head(rms_norm(h, w.final_norm))

@@ -7,6 +7,9 @@ copy on about 0.98 (docs/draft.md), for a fraction of a float32 forward.
 
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
+from torch import nn
 from transformers import PreTrainedModel
 
 from engine.compact_lm import CompactLM
@@ -24,7 +27,14 @@ class SelfDraft(CompactLM):
 
     def __init__(self, target: PreTrainedModel, scheme: str) -> None:
         self.scheme = scheme
-        super().__init__(quantized_copy(target, scheme))
+        copies = _COPIES.setdefault(target, {})
+        if scheme not in copies:
+            copies[scheme] = quantized_copy(target, scheme)
+        super().__init__(copies[scheme])
+
+
+_COPIES: WeakKeyDictionary[nn.Module, dict[str, PreTrainedModel]] = WeakKeyDictionary()
+"""Quantized copies by target and scheme, built once per target (each `SelfDraft` has its own KV cache)."""
 
 
 def default_self_draft_scheme(target: PreTrainedModel) -> str:
