@@ -7,8 +7,9 @@ for training or tuning; a test keeps them apart from the training prompts):
 - the engine with each verifier (default: every exact one) and the tree (default ``auto``);
 - ``hf``: transformers ``generate(do_sample=True)`` on the same target;
 - ``hf-assisted:N``: transformers assisted generation with the same target and the same draft model as
-  ``assistant_model`` (``do_sample=True``, ``num_assistant_tokens=N``, constant schedule), for each N
-  given; the best of them is *the peer*.
+  ``assistant_model`` (``do_sample=True``, ``num_assistant_tokens=N``, constant schedule and the
+  assistant's confidence threshold off, so that every round drafts N tokens), for each N given; the
+  best of them is *the peer*.
 
 For each prompt every configuration runs in turn, so background load spreads evenly over them. Per
 configuration: tokens, target forwards, tokens per target forward, tokens/s, speedup over ``ar``, and
@@ -98,10 +99,11 @@ def hf_generate(model, tokenizer, prompt: str, max_new_tokens: int, sampling: Sa
     ids = prompt_ids(tokenizer, prompt, chat=True)[None].to(model.device)
     timers = [ForwardTimer(model)] + ([ForwardTimer(assistant)] if assistant is not None else [])
     options = dict(do_sample=True, temperature=sampling.temperature, top_k=None, top_p=None,
-                   max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens, pad_token_id=tokenizer.eos_token_id)
+                   max_new_tokens=max_new_tokens, pad_token_id=tokenizer.eos_token_id)
     if assistant is not None:
         options.update(assistant_model=assistant, num_assistant_tokens=assistant_tokens,
                        num_assistant_tokens_schedule="constant")
+        assistant.generation_config.assistant_confidence_threshold = 0.0  # read from the assistant's config
     torch.manual_seed(seed)
     try:
         start = time.perf_counter()

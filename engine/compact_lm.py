@@ -4,10 +4,10 @@ The same network as transformers' ``LlamaForCausalLM`` (pre-norm decoder layers,
 attention with rotary positions, SwiGLU MLP, RMSNorm), computed with fewer, larger operations:
 
     h_0 = E[x];   for each layer l:
-        a = RMSNorm(h) ;  [Q | K | V] = a W_qkv^T  (one fused product);  Q, K <- rope(Q, K, positions)
+        a = RMSNorm(h) ;  [Q | K | V] = a W_qkv^T  (one fused product);  Q, K <- rope(Q, K, positions) (together)
         h <- h + softmax(Q K^T / sqrt(d) + mask) V  W_o^T
         b = RMSNorm(h) ;  [G | U] = b W_gu^T  (one fused product);  h <- h + (silu(G) * U) W_down^T
-    logits = RMSNorm(h) W_head^T,   RMSNorm(h) = w * h / sqrt(mean(h^2) + eps)  (in float32).
+    logits = RMSNorm(h) W_head^T,   RMSNorm(h) = w * h / sqrt(mean(h^2) + eps)  (one fused op).
 
 Keys and values live in one tensor per side, [layers, kv_heads, capacity, head_dim], written in place
 (doubling the capacity when full); cache surgery after a commit is one gather per side. Float32 linear
@@ -76,10 +76,9 @@ class _Layer:
 
 
 def rms_norm(h: torch.Tensor, norm: tuple[torch.Tensor, float]) -> torch.Tensor:
-    """``w * h / sqrt(mean(h^2) + eps)``, the mean in float32, cast back to h's dtype before scaling."""
+    """``w * h / sqrt(mean(h^2) + eps)`` (one fused op; float32 accumulation for bfloat16 inputs)."""
     weight, eps = norm
-    h32 = h.float()
-    return weight * (h32 * torch.rsqrt(h32.pow(2).mean(-1, keepdim=True) + eps)).to(h.dtype)
+    return functional.rms_norm(h, weight.shape, weight, eps)
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -167,12 +166,12 @@ class CompactLM(TreeCacheLM):
         h = w.embed[input_ids]
         cos, sin = (t[0] for t in w.rotary(h[None], positions[None]))
         for index, layer in enumerate(w.layers):
-            q, k, v = layer.qkv(rms_norm(h, layer.norm_in)).split([heads * dim, kv_heads * dim, kv_heads * dim], dim=-1)
-            q = rotate(q.view(rows, heads, dim).transpose(0, 1), cos, sin)
-            self._keys[index, :, start:end] = rotate(k.view(rows, kv_heads, dim).transpose(0, 1), cos, sin)
-            self._values[index, :, start:end] = v.view(rows, kv_heads, dim).transpose(0, 1)
+            qkv = layer.qkv(rms_norm(h, layer.norm_in)).view(rows, heads + 2 * kv_heads, dim).transpose(0, 1)
+            qk = rotate(qkv[: heads + kv_heads], cos, sin)  # queries and keys rotated together
+            self._keys[index, :, start:end] = qk[heads:]
+            self._values[index, :, start:end] = qkv[heads + kv_heads:]
             attended = functional.scaled_dot_product_attention(
-                q[None], self._keys[index, :, :end][None], self._values[index, :, :end][None],
+                qk[None, :heads], self._keys[index, :, :end][None], self._values[index, :, :end][None],
                 attn_mask=mask, scale=dim ** -0.5, enable_gqa=True)
             h = h + layer.o(attended[0].transpose(0, 1).reshape(rows, -1))
             gate, up = layer.gate_up(rms_norm(h, layer.norm_post)).chunk(2, dim=-1)

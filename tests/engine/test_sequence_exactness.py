@@ -56,7 +56,7 @@ def target_law(models):
 
 
 def sequence_counts(models, verifier: str, seed: int, branching: tuple[int, ...] | None = None,
-                    draft_scheme: str | None = None) -> np.ndarray:
+                    draft_scheme: str | None = None, samples: int = SAMPLES) -> np.ndarray:
     """Counts of the first LENGTH tokens over SAMPLES generations; i.i.d. trees (3, 2) repeat tokens often
     at vocabulary 8, so they exercise the shared rows of equal siblings (`engine.expand`)."""
     target, draft = models
@@ -65,7 +65,7 @@ def sequence_counts(models, verifier: str, seed: int, branching: tuple[int, ...]
     q = SelfDraft(draft, draft_scheme) if draft_scheme else TreeLM(draft)
     decoder = Decoder(target, q, verifier, branching, Sampling(1.0), seed=seed)
     counts = np.zeros(VOCAB**LENGTH, dtype=np.int64)
-    for _ in range(SAMPLES):
+    for _ in range(samples):
         tokens = list(decoder.generate(PROMPT, LENGTH))
         counts[np.ravel_multi_index(tokens, (VOCAB,) * LENGTH)] += 1
     return counts
@@ -90,7 +90,6 @@ def test_autoregressive_baseline_matches_too(models, target_law):
 
 @pytest.mark.parametrize("verifier, branching, scheme", [
     ("resispec", (1, 1, 1), None),  # a chain: every node decided by sps in one batched call
-    ("rrs_wor", (1, 1, 1), "int8"),
     ("pooled", (3, 2), "int8"),
     ("resispec_wor", (2, 2), "bf16"),
 ])
@@ -99,7 +98,7 @@ def test_chains_and_quantized_self_drafts_reproduce_the_target_law(models, targe
     assert chi.pvalue >= LEVEL, (verifier, branching, scheme, chi)
 
 
-@pytest.mark.parametrize("verifier", ["resispec_paper", "ears"])
-def test_controls_on_a_chain_keep_their_own_rule_and_are_rejected(models, target_law, verifier):
-    chi = merged_chi_square(sequence_counts(models, verifier, 5, (1, 1, 1), "int8"), target_law)
+def test_a_control_on_a_chain_keeps_its_own_rule_and_is_rejected(models, target_law):
+    verifier = "resispec_paper"
+    chi = merged_chi_square(sequence_counts(models, verifier, 5, (1, 1, 1), "int8", samples=600), target_law)
     assert chi.pvalue < LEVEL, (verifier, chi)
