@@ -1,68 +1,167 @@
-"""``resispec bench engine``: speculative decoding vs autoregressive sampling on a fixed prompt set.
+"""``resispec bench engine``: the engine against plain decoding and against transformers' assisted generation.
 
-For each prompt (``engine/data/bench_prompts.json``) every configuration runs in turn, so background
-load spreads evenly over them; per configuration the emitted tokens, target forwards and wall time
-are summed over the prompts. Speedup = tokens/s of a verifier / tokens/s of ``ar`` in this run.
+Configurations, all in one run over the held-out prompts (``engine/data/bench_prompts.json``, never used
+for training or tuning; a test keeps them apart from the training prompts):
+
+- ``ar``: the engine's plain autoregressive sampling from the float32 target (the baseline);
+- the engine with each verifier (default: every exact one) and the tree (default ``auto``);
+- ``hf``: transformers ``generate(do_sample=True)`` on the same target;
+- ``hf-assisted:N``: transformers assisted generation with the same target and the same draft model as
+  ``assistant_model`` (``do_sample=True``, ``num_assistant_tokens=N``, constant schedule and the
+  assistant's confidence threshold off, so that every round drafts N tokens), for each N given; the
+  best of them is *the peer*.
+
+For each prompt every configuration runs in turn, so background load spreads evenly over them. Per
+configuration: tokens, target forwards, tokens per target forward, tokens/s, speedup over ``ar``, and
+where the time goes (draft forwards, target forwards, verification, the rest). For transformers the
+split comes from forward hooks on the two models. Sampling is T-scaled softmax with nothing else on
+both sides (transformers' top-k/top-p defaults switched off).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import torch
+from tqdm import tqdm
+
 from engine.decoding import AUTOREGRESSIVE
-from engine.generation import GenerationRequest, generate
+from engine.drafts.registry import make_draft
+from engine.generation import GenerationRequest, generate, prompt_ids
 from engine.processing import Sampling
 
 PROMPTS_FILE = Path(__file__).parent / "data" / "bench_prompts.json"
+HF = "hf"
+HF_ASSISTED = "hf-assisted"
 
 
 @dataclass
 class EngineRow:
-    verifier: str
+    """Totals of one configuration over the prompts (seconds of wall time)."""
+
+    name: str
     tokens: int = 0
     target_forwards: int = 0
     seconds: float = 0.0
-    speedup: float = float("nan")
+    draft_seconds: float = 0.0
+    target_seconds: float = 0.0
+    verify_seconds: float = 0.0
+    speedup: float | None = None
+    tree: str = ""
 
     @property
-    def tokens_per_second(self) -> float:
-        return self.tokens / self.seconds if self.seconds else float("nan")
+    def tokens_per_second(self) -> float | None:
+        return self.tokens / self.seconds if self.seconds else None
 
     @property
-    def accepted_per_forward(self) -> float:
-        return self.tokens / self.target_forwards if self.target_forwards else float("nan")
+    def accepted_per_forward(self) -> float | None:
+        return self.tokens / self.target_forwards if self.target_forwards else None
+
+    @property
+    def other_seconds(self) -> float:
+        return self.seconds - self.draft_seconds - self.target_seconds - self.verify_seconds
 
     def to_dict(self) -> dict:
         return {**asdict(self), "tokens_per_second": self.tokens_per_second,
-                "accepted_per_forward": self.accepted_per_forward}
+                "accepted_per_forward": self.accepted_per_forward, "other_seconds": self.other_seconds}
 
 
 def load_prompts(path: Path = PROMPTS_FILE) -> list[str]:
     return json.loads(path.read_text())
 
 
-def bench_engine(model, tokenizer, verifiers: Sequence[str], draft: str, branching: tuple[int, ...],
+class ForwardTimer:
+    """Counts a module's forward calls and their wall time (forward pre/post hooks)."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        self.calls, self.seconds, self._start = 0, 0.0, 0.0
+        self._handles = [module.register_forward_pre_hook(self._before), module.register_forward_hook(self._after)]
+
+    def _before(self, *_) -> None:
+        self._start = time.perf_counter()
+
+    def _after(self, *_) -> None:
+        self.calls += 1
+        self.seconds += time.perf_counter() - self._start
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+
+def hf_generate(model, tokenizer, prompt: str, max_new_tokens: int, sampling: Sampling, seed: int,
+                assistant=None, assistant_tokens: int = 0) -> EngineRow:
+    """One transformers generation (plain, or assisted by ``assistant``), timed, with its forward split."""
+    ids = prompt_ids(tokenizer, prompt, chat=True)[None].to(model.device)
+    timers = [ForwardTimer(model)] + ([ForwardTimer(assistant)] if assistant is not None else [])
+    options = dict(do_sample=True, temperature=sampling.temperature, top_k=None, top_p=None,
+                   max_new_tokens=max_new_tokens, pad_token_id=tokenizer.eos_token_id)
+    if assistant is not None:
+        options.update(assistant_model=assistant, num_assistant_tokens=assistant_tokens,
+                       num_assistant_tokens_schedule="constant")
+        assistant.generation_config.assistant_confidence_threshold = 0.0  # read from the assistant's config
+    torch.manual_seed(seed)
+    try:
+        start = time.perf_counter()
+        with torch.no_grad():
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), **options)
+        seconds = time.perf_counter() - start
+    finally:
+        for timer in timers:
+            timer.remove()
+    return EngineRow("", tokens=out.shape[1] - ids.shape[1], target_forwards=timers[0].calls, seconds=seconds,
+                     target_seconds=timers[0].seconds,
+                     draft_seconds=timers[1].seconds if assistant is not None else 0.0)
+
+
+def bench_engine(model, tokenizer, verifiers: Sequence[str], draft: str, branching: tuple[int, ...] | str,
                  max_new_tokens: int, sampling: Sampling, seed: int, prompts: Sequence[str],
-                 progress: Callable[[str], None] | None = None) -> list[EngineRow]:
-    """One row per configuration (``ar`` first), summed over ``prompts``."""
+                 assistant_tokens: Sequence[int] = (), threads: int = 1, progress: bool = False) -> list[EngineRow]:
+    """One row per configuration (``ar`` first), summed over ``prompts`` (module docstring)."""
     names = [AUTOREGRESSIVE, *[v for v in verifiers if v != AUTOREGRESSIVE]]
-    rows = {name: EngineRow(name) for name in names}
+    peers = ([HF] + [f"{HF_ASSISTED}:{n}" for n in assistant_tokens]) if assistant_tokens else []
+    rows = {name: EngineRow(name) for name in [*names, *peers]}
+    assistant = make_draft(draft, model).model if assistant_tokens else None
+    bar = tqdm(total=len(prompts) * len(rows), desc="bench engine", unit="run", disable=not progress)
     for index, prompt in enumerate(prompts):
         for name in names:
             request = GenerationRequest(prompt=prompt, verifier=name, draft=draft, branching=branching,
-                                        sampling=sampling, max_new_tokens=max_new_tokens, seed=seed + index)
+                                        sampling=sampling, max_new_tokens=max_new_tokens, seed=seed + index,
+                                        threads=threads)
             tokens, stats = generate(model, tokenizer, request)
-            row = rows[name]
-            row.tokens += len(tokens)
-            row.target_forwards += stats.target_forwards
-            row.seconds += stats.seconds
-            if progress:
-                progress(f"prompt {index + 1}/{len(prompts)} {name}: {stats.tokens_per_second:.2f} tokens/s, "
-                         f"{stats.accepted_per_forward:.2f} tokens/forward")
+            _add(rows[name], EngineRow(name, len(tokens), stats.target_forwards, stats.seconds, stats.draft_seconds,
+                                       stats.target_seconds, stats.verify_seconds,
+                                       tree=",".join(map(str, stats.tree.get("branching", [])))))
+            _report(bar, name, len(tokens), stats.seconds, stats.target_forwards)
+        for name in peers:
+            count = int(name.split(":")[1]) if ":" in name else 0
+            row = hf_generate(model, tokenizer, prompt, max_new_tokens, sampling, seed + index,
+                              assistant if count else None, count)
+            _add(rows[name], row)
+            _report(bar, name, row.tokens, row.seconds, row.target_forwards)
+    bar.close()
     baseline = rows[AUTOREGRESSIVE].tokens_per_second
     for row in rows.values():
-        row.speedup = row.tokens_per_second / baseline
+        row.speedup = row.tokens_per_second / baseline if baseline and row.tokens_per_second else None
     return list(rows.values())
+
+
+def best_peer(rows: Sequence[EngineRow]) -> EngineRow | None:
+    """The fastest transformers assisted-generation row (the peer)."""
+    assisted = [row for row in rows if row.name.startswith(HF_ASSISTED) and row.tokens_per_second]
+    return max(assisted, key=lambda row: row.tokens_per_second, default=None)
+
+
+def _add(total: EngineRow, part: EngineRow) -> None:
+    for field in ("tokens", "target_forwards", "seconds", "draft_seconds", "target_seconds", "verify_seconds"):
+        setattr(total, field, getattr(total, field) + getattr(part, field))
+    total.tree = part.tree if total.tree in ("", part.tree) else "varies"
+
+
+def _report(bar: tqdm, name: str, tokens: int, seconds: float, forwards: int) -> None:
+    bar.set_postfix_str(f"{name}: {tokens / seconds:.1f} tokens/s, {tokens / max(forwards, 1):.2f} tokens/forward")
+    bar.update()

@@ -3,12 +3,18 @@
 One speculative round (node 0 = the last emitted token):
 
 1. the draft grows the tree level by level; each internal node's children are drawn from its
-   processed q by the verifier's drafting rule (``engine.expand.expand_tree``);
-2. the target scores every node in one forward over its KV cache (``TreeLM.grow``);
+   processed q by the verifier's drafting rule (``engine.expand.expand_tree``; equal root-to-node
+   paths share one row of both models);
+2. the target scores every row in one forward over its KV cache (``grow``);
 3. verification walks down from the root: at node n the verifier sees p_n, q_n and n's children;
    an accepted child becomes the next node, a rejection emits a residual token and stops; reaching a
    leaf emits one token drawn from p at the leaf;
 4. both models keep the accepted path's KV entries (``commit``); the last emitted token is the next root.
+
+On a chain (one child per node) with a verifier whose one-candidate rule is single-draft speculative
+sampling (``single_candidate_is_sps``), every node is decided by sps in one batched call, each node with
+its own uniforms: a node's decision depends only on its own (p, q, candidate, uniforms), so deciding the
+nodes past the first rejection too (and ignoring them) leaves the law of the walk unchanged.
 
 Each emitted token is distributed as p at the node where it was emitted, given everything before it,
 so the emitted sequence follows the target's sequential law (per-node exactness, induction on depth).
@@ -25,14 +31,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from engine.compact_lm import lm_for
 from engine.drafts.base import Draft
-from engine.expand import expand_tree
+from engine.expand import DraftedTree, expand_tree
 from engine.node_log import NodeLog
 from engine.node_verification import NodeVerifier
 from engine.processing import Sampling, draft_probs, target_probs
 from engine.tree import CandidateTree
-from engine.tree_lm import TreeLM
 from engine.verifiers.sampling import inverse_cdf
+from resispec import get_verifier
 from resispec.audit import randomized_pit
 
 AUTOREGRESSIVE = "ar"
@@ -54,6 +61,15 @@ class DecodeStats:
     pit: list[float] = field(default_factory=list)
     parity_checked: int = 0
     parity_mismatches: int = 0
+    draft_seconds: float = 0.0
+    target_seconds: float = 0.0
+    verify_seconds: float = 0.0
+    tree: dict = field(default_factory=dict)
+
+    @property
+    def bookkeeping_seconds(self) -> float:
+        """Wall time outside the draft's and the target's forwards and verification (caches, hooks, loop)."""
+        return self.seconds - self.draft_seconds - self.target_seconds - self.verify_seconds
 
     @property
     def tokens_per_second(self) -> float:
@@ -91,7 +107,7 @@ class Decoder:
                  branching: tuple[int, ...] = (4, 2, 2, 1), sampling: Sampling = Sampling(),
                  seed: int = 0, audit: bool = False, parity_fraction: float = 0.0,
                  log: NodeLog | None = None) -> None:
-        self.target = TreeLM(target_model)
+        self.target = lm_for(target_model)
         self.rng = np.random.default_rng(seed)
         self.hooks_rng = np.random.default_rng((seed, HOOKS_STREAM))
         self.speculative = verifier != AUTOREGRESSIVE
@@ -101,6 +117,9 @@ class Decoder:
             self.node_verifier = NodeVerifier(verifier, parity_fraction, self.hooks_rng)
             self.tree = CandidateTree.from_branching(branching)
             self.node_verifier.check_branching(self.tree.branching)
+            chain = all(b == 1 for b in self.tree.branching)
+            self.chain_verifier = (NodeVerifier("sps", parity_fraction, self.hooks_rng)
+                                   if chain and get_verifier(verifier).single_candidate_is_sps else None)
         self.draft = draft
         self.sampling = sampling
         self.generator = torch.Generator(device=target_model.device).manual_seed(seed)
@@ -152,9 +171,13 @@ class Decoder:
         return token
 
     def _autoregressive_step(self, root: int) -> list[int]:
+        start = time.perf_counter()
         logits = self.target.grow(torch.tensor([root]), torch.tensor([-1]))
         self.stats.target_forwards += 1
+        self.stats.target_seconds += time.perf_counter() - start
+        start = time.perf_counter()
         token = self._sample(target_probs(logits, self.sampling)[0])
+        self.stats.verify_seconds += time.perf_counter() - start
         self.target.commit(torch.tensor([root]))
         return [token]
 
@@ -163,13 +186,34 @@ class Decoder:
 
     def _speculative_round(self, root: int, position: int) -> list[int]:
         """One round; ``position`` is the number of tokens this generation emitted before it."""
-        tree = self.tree
-        tokens, q_logits = expand_tree(self.draft, tree, root, self._choose)
+        tree, clock = self.tree, time.perf_counter()
+        drafted = expand_tree(self.draft, tree, root, self._choose)
         self.stats.draft_forwards += tree.depth
-        p_all = target_probs(self.target.grow(tokens, tree.parents), self.sampling)
+        self.stats.draft_seconds += time.perf_counter() - clock
+        clock = time.perf_counter()
+        p_rows = self.target.grow(drafted.row_tokens, drafted.row_parents)
         self.stats.target_forwards += 1
-        q_all = draft_probs(q_logits, self.sampling)
-        token_list = tokens.tolist()
+        self.stats.target_seconds += time.perf_counter() - clock
+        clock = time.perf_counter()
+        node, emitted = self._walk(drafted, target_probs(p_rows, self.sampling)[drafted.row],
+                                   draft_probs(drafted.q_logits, self.sampling), position)
+        self.stats.verify_seconds += time.perf_counter() - clock
+        token_list = drafted.tokens.tolist()
+        accepted = torch.tensor([token_list[n] for n in tree.path(node)])
+        self.target.commit(accepted)
+        self.draft.commit(accepted)
+        self.stats.parity_checked = self.node_verifier.parity.checked + (
+            self.chain_verifier.parity.checked if self.chain_verifier else 0)
+        self.stats.parity_mismatches = self.node_verifier.parity.mismatches + (
+            self.chain_verifier.parity.mismatches if self.chain_verifier else 0)
+        return emitted
+
+    def _walk(self, drafted: DraftedTree, p_all: torch.Tensor, q_all: torch.Tensor, position: int) -> tuple[int, list[int]]:
+        """Verification from the root down: ``(deepest accepted node, emitted tokens)``."""
+        tree, tokens = self.tree, drafted.tokens
+        decided = None
+        if self.chain_verifier is not None:  # every node at once (module docstring)
+            decided = self.chain_verifier.verify_batch(p_all[: tree.depth], q_all, tokens[1:, None], self.rng)
         node, emitted = 0, []
         while True:
             depth = int(tree.depths[node])
@@ -178,8 +222,12 @@ class Decoder:
                 break
             self._count(depth, accepted=False)
             children = tree.children(node)
-            candidates = self.node_verifier.candidates(q_all[node], tokens[children])
-            token, index = self.node_verifier.verify(p_all[node], q_all[node], candidates, self.rng)
+            if decided is not None:
+                candidates = tokens[children]
+                token, index = int(decided[0][node]), int(decided[1][node])
+            else:
+                candidates = self.node_verifier.candidates(q_all[node], tokens[children])
+                token, index = self.node_verifier.verify(p_all[node], q_all[node], candidates, self.rng)
             if self.log is not None:
                 self.log.record(p_all[node], q_all[node], candidates, token, index, position + len(emitted), depth)
             self._emit(p_all[node], token)
@@ -188,12 +236,7 @@ class Decoder:
                 break
             self._count(depth, accepted=True)
             node = children.start + index
-        accepted = torch.tensor([token_list[n] for n in tree.path(node)])
-        self.target.commit(accepted)
-        self.draft.commit(accepted)
-        self.stats.parity_checked = self.node_verifier.parity.checked
-        self.stats.parity_mismatches = self.node_verifier.parity.mismatches
-        return emitted
+        return node, emitted
 
     def _count(self, depth: int, accepted: bool) -> None:
         counters = self.stats.accepted_by_depth if accepted else self.stats.reached_by_depth

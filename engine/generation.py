@@ -7,11 +7,16 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.calibration import choose_tree
 from engine.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
-from engine.drafts.registry import DEFAULT_DRAFT, make_draft
+from engine.drafts.registry import DEFAULT_DRAFT, make_draft, resolve_draft_name
 from engine.node_log import NodeLog
 from engine.processing import Sampling
 from resispec.audit import pit_audit
+
+
+AUTO_TREE = "auto"
+"""``branching = "auto"``: the tree maximising expected tokens per second (`engine.calibration.choose_tree`)."""
 
 
 @dataclass
@@ -21,13 +26,14 @@ class GenerationRequest:
     prompt: str
     verifier: str = "resispec"
     draft: str = DEFAULT_DRAFT
-    branching: tuple[int, ...] = (4, 2, 2, 1)
+    branching: tuple[int, ...] | str = AUTO_TREE
     sampling: Sampling = Sampling()
     max_new_tokens: int = 64
     seed: int = 0
     audit: bool = False
     chat: bool = True
     parity_fraction: float = 0.0
+    threads: int = 2
 
 
 def prompt_ids(tokenizer, prompt: str, chat: bool) -> torch.Tensor:
@@ -45,7 +51,8 @@ def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[st
     """Run one generation; ``on_text`` receives the newly decoded text after every token; ``log``
     records every verified node."""
     draft = None if request.verifier == AUTOREGRESSIVE else make_draft(request.draft, model)
-    decoder = Decoder(model, draft, request.verifier, request.branching, request.sampling,
+    branching, tree_info = resolve_tree(model, tokenizer, draft, request)
+    decoder = Decoder(model, draft, request.verifier, branching, request.sampling,
                       request.seed, request.audit, request.parity_fraction, log)
     tokens: list[int] = []
     shown = ""
@@ -56,14 +63,34 @@ def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[st
             text = tokenizer.decode(tokens, skip_special_tokens=True)
             on_text(text[len(shown):])
             shown = text
+    decoder.stats.tree = tree_info
     return tokens, decoder.stats
+
+
+def tree_text(branching: tuple[int, ...] | str) -> str:
+    """``(4, 2)`` -> ``"4,2"``; ``"auto"`` stays."""
+    return branching if isinstance(branching, str) else ",".join(map(str, branching))
+
+
+def resolve_tree(model, tokenizer, draft, request: GenerationRequest) -> tuple[tuple[int, ...], dict]:
+    """The branching to decode with, and what to report about it (for ``auto``: the prediction)."""
+    if request.verifier == AUTOREGRESSIVE:
+        return (1,), {}
+    if request.branching != AUTO_TREE:
+        return tuple(request.branching), {"branching": list(request.branching)}
+    choice, calibration, cached = choose_tree(model, tokenizer, draft, resolve_draft_name(request.draft, model),
+                                              request.verifier, request.sampling, request.threads)
+    return choice.branching, {"branching": list(choice.branching), "auto": True, "calibration_cached": cached,
+                              "predicted_tokens_per_forward": choice.tokens_per_round,
+                              "predicted_tokens_per_second": choice.tokens_per_second,
+                              "acceptance": calibration.acceptance}
 
 
 def node_log_for(model, request: GenerationRequest, keep: int) -> NodeLog:
     """A node log whose metadata names the model, the draft and the sampling settings."""
     return NodeLog(model.config.vocab_size, keep, metadata={
         "model": "SmolLM2-135M-Instruct", "draft_model": request.draft,
-        "note": f"resispec generate: verifier {request.verifier}, tree {','.join(map(str, request.branching))}, "
+        "note": f"resispec generate: verifier {request.verifier}, tree {tree_text(request.branching)}, "
                 f"top_k {request.sampling.top_k}, top_p {request.sampling.top_p}",
         **({"temperature": request.sampling.temperature} if request.sampling.temperature > 0 else {}),
     })
@@ -78,6 +105,9 @@ def summary(tokenizer, tokens: list[int], stats: DecodeStats, audit: bool) -> di
         "accepted_per_forward": stats.accepted_per_forward,
         "target_forwards": stats.target_forwards,
         "acceptance_by_depth": stats.acceptance_by_depth,
+        "tree": stats.tree,
+        "seconds": {"total": stats.seconds, "draft": stats.draft_seconds, "target_forward": stats.target_seconds,
+                    "verification": stats.verify_seconds, "bookkeeping": stats.bookkeeping_seconds},
         "parity": {"checked": stats.parity_checked, "mismatches": stats.parity_mismatches},
     }
     if audit:

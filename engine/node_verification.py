@@ -83,12 +83,20 @@ class NodeVerifier:
     def verify(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
                rng: np.random.Generator) -> tuple[int, int]:
         """``(token, index)`` for one node (p, q (V,), its real candidates (k',)); index = slot or -1."""
-        u = rng.random(self.verifier.uniforms_needed(candidates.numel()))
-        tokens, index = self.verifier.verify(p[None], q[None], candidates[None].to(p.device),
-                                             torch.from_numpy(u)[None].to(p.device))
-        decision = int(tokens[0]), int(index[0])
-        if self.parity_fraction and self.parity_rng.random() < self.parity_fraction:
-            expected = self.reference.verify(p.cpu().numpy(), q.cpu().numpy(), candidates.cpu().numpy(), u)
-            self.parity.checked += 1
-            self.parity.mismatches += expected != decision
-        return decision
+        tokens, index = self.verify_batch(p[None], q[None], candidates[None], rng)
+        return int(tokens[0]), int(index[0])
+
+    def verify_batch(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
+                     rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """Decide B nodes at once (p, q (B, V), candidates (B, k)), each with its own uniforms (row b of a
+        (B, uniforms_needed(k)) draw); ``(tokens (B,), index (B,))`` on the CPU, index = slot or -1."""
+        u = rng.random((candidates.shape[0], self.verifier.uniforms_needed(candidates.shape[1])))
+        tokens, index = self.verifier.verify(p, q, candidates.to(p.device), torch.from_numpy(u).to(p.device))
+        tokens, index = tokens.cpu(), index.cpu()
+        for b in range(candidates.shape[0]):
+            if self.parity_fraction and self.parity_rng.random() < self.parity_fraction:
+                expected = self.reference.verify(p[b].cpu().numpy(), q[b].cpu().numpy(),
+                                                  candidates[b].cpu().numpy(), u[b])
+                self.parity.checked += 1
+                self.parity.mismatches += expected != (int(tokens[b]), int(index[b]))
+        return tokens, index

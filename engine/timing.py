@@ -1,7 +1,8 @@
 """Timing the model side of the engine: target load (first and cached), tree forwards, draft cost.
 
-Every forward figure is the median over `repeats` runs of one `TreeLM.grow` on top of a cached prompt;
-between runs the tree is dropped (``commit`` of nothing), so each run sees the same cache.
+Every forward figure is the median over `repeats` runs of one ``grow`` on top of a cached prompt;
+between runs the tree is dropped (``commit`` of nothing), so each run sees the same cache. Forward cost
+per node count compares transformers' own forward (`TreeLM`, before) with `CompactLM` (after), in one run.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.drafts import EarlyExitDraft, TrainedDraft
+from engine.compact_lm import CompactLM
+from engine.drafts import EarlyExitDraft, SelfDraft, TrainedDraft
 from engine.drafts.trained import WEIGHTS_PATH
 from engine.models import load_target
 from engine.tree import CandidateTree
-from engine.tree_lm import TreeLM
+from engine.tree_lm import TreeCacheLM, TreeLM
+
+NODE_COUNTS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,7 @@ def time_loads() -> LoadTimes:
     return LoadTimes(first_s=middle - start, cached_s=end - middle)
 
 
-def _grow_and_drop(lm: TreeLM, levels: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], None]:
+def _grow_and_drop(lm: TreeCacheLM, levels: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], None]:
     """A run: grow each (tokens, parents) level in turn, then drop the whole tree."""
 
     def run() -> None:
@@ -109,12 +113,13 @@ def time_forwards(
     root = [(tokens[:1], tree.parents[:1])]
     draft_levels = [(tokens[tree.level(d)], tree.parents[tree.level(d)]) for d in range(tree.depth)]
 
-    def median_for(lm: TreeLM, levels: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> float:
+    def median_for(lm: TreeCacheLM, levels: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> float:
         lm.prefill(prompt)
         return median_seconds(_grow_and_drop(lm, levels), repeats)
 
-    target = TreeLM(model)
-    drafts: dict[str, TreeLM] = {f"early exit L={layers}": EarlyExitDraft(model, layers) for layers in draft_layers}
+    target = CompactLM(model)
+    drafts: dict[str, TreeCacheLM] = {"int8 self-draft": SelfDraft(model, "int8"), "bf16 self-draft": SelfDraft(model, "bf16")}
+    drafts.update({f"early exit L={layers}": EarlyExitDraft(model, layers) for layers in draft_layers})
     if WEIGHTS_PATH.is_file():
         drafts["trained"] = TrainedDraft(model)
     return ForwardTimes(
@@ -125,3 +130,31 @@ def time_forwards(
         draft_token_s={label: median_for(draft, root) for label, draft in drafts.items()},
         draft_levels_s={label: median_for(draft, draft_levels) for label, draft in drafts.items()},
     )
+
+
+@dataclass(frozen=True)
+class NodeCountTimes:
+    """Median seconds of one forward over n chained nodes, per n: the target through transformers' forward
+    (``before``), through `CompactLM` (``after``), and the self-drafts through `CompactLM`."""
+
+    counts: tuple[int, ...]
+    before_s: list[float]
+    after_s: list[float]
+    drafts_s: dict[str, list[float]]
+
+
+def time_node_counts(counts: Sequence[int] = NODE_COUNTS, prompt_len: int = 64, repeats: int = 10,
+                     seed: int = 0) -> NodeCountTimes:
+    """Forward cost per node count, interleaved per count so that background load hits all alike."""
+    model, _ = load_target()
+    generator = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(0, model.config.vocab_size, (prompt_len,), generator=generator)
+    lms = {"before": TreeLM(model), "after": CompactLM(model),
+           "int8 self-draft": SelfDraft(model, "int8"), "bf16 self-draft": SelfDraft(model, "bf16")}
+    results: dict[str, list[float]] = {name: [] for name in lms}
+    for n in counts:
+        chain = [(torch.cat([prompt[-1:], torch.randint(0, 1000, (n - 1,), generator=generator)]), torch.arange(-1, n - 1))]
+        for name, lm in lms.items():
+            lm.prefill(prompt)
+            results[name].append(median_seconds(_grow_and_drop(lm, chain), repeats))
+    return NodeCountTimes(tuple(counts), results.pop("before"), results.pop("after"), results)

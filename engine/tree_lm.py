@@ -22,12 +22,15 @@ from engine.kv import keep_entries
 from engine.tree import additive_mask, ancestor_matrix, node_depths
 
 
-class TreeLM:
-    """A causal LM (transformers interface) with a prefix KV cache and a tree of nodes on top.
+class TreeCacheLM:
+    """The bookkeeping of a causal LM with a prefix KV cache and a tree of nodes on top.
+
+    Subclasses supply the forward pass and the cache: `_reset_cache`, `_run` (one forward of tokens at
+    given positions under a boolean attention pattern, keys/values appended to the cache) and
+    `_keep_entries` (cache surgery after a commit).
 
     Args:
-        model: a transformers causal LM (e.g. `LlamaForCausalLM`) taking ``input_ids``, ``position_ids``,
-            a 4D additive ``attention_mask`` and a ``cache``, with ``config``, ``device`` and ``dtype``.
+        model: a transformers causal LM with ``config`` and ``device`` (its ``vocab_size`` is q's or p's).
     """
 
     def __init__(self, model: nn.Module) -> None:
@@ -35,9 +38,21 @@ class TreeLM:
         self.vocab_size: int = model.config.vocab_size
         self.reset()
 
+    def _reset_cache(self) -> None:
+        raise NotImplementedError
+
+    def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+        """Logits float [n, V] of ``input_ids`` (long [n]) at ``positions`` (long [n]); ``allowed`` bool
+        [n, cached + n]: which cached or new entries each new token attends to."""
+        raise NotImplementedError
+
+    def _keep_entries(self, prefix_len: int, keep: list[int]) -> None:
+        """Keep cached positions ``[0, prefix_len)`` then ``prefix_len + keep[i]``; drop the rest."""
+        raise NotImplementedError
+
     def reset(self) -> None:
         """Forget everything: empty cache, no pending tokens, no tree."""
-        self._cache = DynamicCache(config=self.model.config)
+        self._reset_cache()
         self.prefix_len = 0
         self._pending = torch.empty(0, dtype=torch.long, device=self.model.device)
         self._tree_tokens: list[int] = []
@@ -103,7 +118,7 @@ class TreeLM:
         matched = [frontier[0]] if depth else []
         while matched and self._tree_parents[matched[0]] >= 0:
             matched.insert(0, self._tree_parents[matched[0]])
-        keep_entries(self._cache, self.prefix_len, matched)
+        self._keep_entries(self.prefix_len, matched)
         self.prefix_len += len(matched)
         self._pending = torch.cat([self._pending, accepted[len(matched):].to(self.model.device)])
         self._tree_tokens, self._tree_parents = [], []
@@ -124,14 +139,28 @@ class TreeLM:
             self.prefix_len + torch.arange(num_pending),
             context + torch.tensor(node_depths(parents)[num_nodes - num_new :], dtype=torch.long),
         ])
-        device = self.model.device
-        out = self.model(
-            input_ids=torch.cat([pending, tokens])[None],
-            position_ids=positions.to(device)[None],
-            attention_mask=additive_mask(allowed.to(device), self.model.dtype),
-            cache=self._cache,
-            use_cache=True,
-        )
+        logits = self._run(torch.cat([pending, tokens]), positions.to(self.model.device),
+                           allowed.to(self.model.device))
         self.prefix_len += num_pending
         self._pending = pending[:0]
-        return out.logits[0, num_pending:]
+        return logits[num_pending:]
+
+
+class TreeLM(TreeCacheLM):
+    """A transformers causal LM (any architecture) as a `TreeCacheLM`: its own forward and `DynamicCache`.
+
+    Args:
+        model: a transformers causal LM (e.g. `LlamaForCausalLM`) taking ``input_ids``, ``position_ids``,
+            a 4D additive ``attention_mask`` and a ``cache``, with ``config``, ``device`` and ``dtype``.
+    """
+
+    def _reset_cache(self) -> None:
+        self._cache = DynamicCache(config=self.model.config)
+
+    def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+        out = self.model(input_ids=input_ids[None], position_ids=positions[None],
+                         attention_mask=additive_mask(allowed, self.model.dtype), cache=self._cache, use_cache=True)
+        return out.logits[0]
+
+    def _keep_entries(self, prefix_len: int, keep: list[int]) -> None:
+        keep_entries(self._cache, prefix_len, keep)

@@ -2,6 +2,7 @@
 
 from engine.drafts.base import Draft
 from engine.drafts.early_exit import EarlyExitDraft, decoder_view
-from engine.drafts.trained import TrainedDraft, default_draft
+from engine.drafts.self_draft import SelfDraft
+from engine.drafts.trained import TrainedDraft
 
-__all__ = ["Draft", "EarlyExitDraft", "TrainedDraft", "decoder_view", "default_draft"]
+__all__ = ["Draft", "EarlyExitDraft", "SelfDraft", "TrainedDraft", "decoder_view"]

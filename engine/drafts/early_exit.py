@@ -13,7 +13,7 @@ from transformers import PreTrainedModel
 from engine.tree_lm import TreeLM
 
 DEFAULT_EARLY_EXIT_LAYERS = 6
-"""Depth of the early-exit draft when none is named (CLI ``early-exit``, `default_draft`'s fallback)."""
+"""Depth of the early-exit draft when none is named (CLI ``early-exit``)."""
 
 
 def decoder_view(target: PreTrainedModel, layers: Sequence[nn.Module], norm: nn.Module) -> PreTrainedModel:

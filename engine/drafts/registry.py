@@ -1,5 +1,6 @@
-"""Drafts by name, for the CLI and benchmarks: ``default`` (the engine's default draft), ``trained`` (the
-distilled draft, `TrainedDraft`), ``early-exit`` (``early-exit-L`` picks the depth L)."""
+"""Drafts by name, for the CLI and benchmarks: ``default`` (``int8`` on CPU, ``bf16`` elsewhere), ``int8`` and
+``bf16`` (quantized self-drafts, `SelfDraft`), ``trained`` (the distilled draft, `TrainedDraft`),
+``early-exit`` (``early-exit-L`` picks the depth L). Every draft exposes ``model``, a transformers causal LM."""
 
 from __future__ import annotations
 
@@ -9,16 +10,23 @@ from transformers import PreTrainedModel
 
 from engine.drafts.base import Draft
 from engine.drafts.early_exit import DEFAULT_EARLY_EXIT_LAYERS, EarlyExitDraft
-from engine.drafts.trained import TrainedDraft, default_draft
+from engine.drafts.self_draft import SelfDraft, default_self_draft_scheme
+from engine.drafts.trained import TrainedDraft
 
 DEFAULT_DRAFT = "default"
-DRAFT_NAMES = ("default", "trained", "early-exit", "early-exit-L")
+DRAFT_NAMES = ("default", "int8", "bf16", "trained", "early-exit", "early-exit-L")
+
+
+def resolve_draft_name(name: str, target: PreTrainedModel) -> str:
+    """The concrete draft ``name`` stands for (``default`` -> ``int8`` on CPU, ``bf16`` elsewhere)."""
+    return default_self_draft_scheme(target) if name == DEFAULT_DRAFT else name
 
 
 def make_draft(name: str, target: PreTrainedModel) -> Draft:
     """The draft called ``name`` for the real target model ``target``."""
-    if name == "default":
-        return default_draft(target)
+    name = resolve_draft_name(name, target)
+    if name in ("int8", "bf16"):
+        return SelfDraft(target, name)
     if name == "trained":
         return TrainedDraft(target)
     match = re.fullmatch(r"early-exit(?:-(\d+))?", name)

@@ -19,7 +19,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import PreTrainedModel
 
-from engine.drafts.early_exit import DEFAULT_EARLY_EXIT_LAYERS, EarlyExitDraft, decoder_view
+from engine.drafts.early_exit import decoder_view
 from engine.tree_lm import TreeLM
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
@@ -96,11 +96,3 @@ class TrainedDraft(TreeLM):
         self.meta = meta
         self.own = own
         super().__init__(own.view(target))
-
-
-def default_draft(target: PreTrainedModel, path: Path = WEIGHTS_PATH) -> TreeLM:
-    """The engine's default draft: `TrainedDraft` when trained weights at `path` fit `target`, else the
-    early-exit draft over the target's first `DEFAULT_EARLY_EXIT_LAYERS` layers (or all, if fewer)."""
-    if path.is_file() and fits(read_draft_meta(path), target):
-        return TrainedDraft(target, path)
-    return EarlyExitDraft(target, min(DEFAULT_EARLY_EXIT_LAYERS, target.config.num_hidden_layers))

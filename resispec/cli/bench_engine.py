@@ -1,25 +1,28 @@
-"""``resispec bench engine``: tokens per target forward and speedup over autoregressive sampling."""
+"""``resispec bench engine``: the engine vs plain decoding vs transformers' assisted generation, one run."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from resispec.cli.generate import parse_tree
+from resispec.cli.generate import DRAFT_HELP, TREE_HELP, parse_tree
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
-    parser = bench_subparsers.add_parser("engine", help="speculative vs autoregressive decoding on a fixed prompt set")
+    parser = bench_subparsers.add_parser(
+        "engine", help="speculative decoding vs autoregressive vs transformers' assisted generation (held-out prompts)")
     parser.add_argument("--verifier", nargs="+", default=None, help="verifiers (default: every exact one)")
-    parser.add_argument("--draft", default=None, help="draft model (default: the engine's default draft)")
-    parser.add_argument("--tree", type=parse_tree, default=(4, 2, 2, 1), help="branching per depth")
+    parser.add_argument("--draft", default=None, help=DRAFT_HELP)
+    parser.add_argument("--tree", type=parse_tree, default="auto", help=TREE_HELP)
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--prompts", type=int, default=None, help="use only the first N prompts")
     parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--assistant-tokens", type=int, nargs="*", default=[4, 6, 8],
+                        help="transformers assisted generation with these constant numbers of assistant tokens "
+                             "(the best is the peer); none: skip transformers")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=run)
 
@@ -27,29 +30,47 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.bench_engine import bench_engine, load_prompts
-    from engine.drafts.registry import DEFAULT_DRAFT
+    from engine.bench_engine import best_peer, bench_engine, load_prompts
+    from engine.drafts.registry import DEFAULT_DRAFT, resolve_draft_name
     from engine.models import load_target
     from engine.processing import Sampling
     from resispec.cli.table import format_table
     from resispec.verifiers import VERIFIERS
 
     torch.set_num_threads(args.threads)
+    widest = 1 if args.tree == "auto" else max(args.tree)
     verifiers = args.verifier or [name for name, cls in VERIFIERS.items()
-                                  if cls.claims_exact and (cls.max_k is None or cls.max_k >= max(args.tree))]
+                                  if cls.claims_exact and (cls.max_k is None or cls.max_k >= widest)]
     model, tokenizer = load_target(device=args.device)
+    draft = args.draft or DEFAULT_DRAFT
     prompts = load_prompts()[: args.prompts]
-    rows = bench_engine(model, tokenizer, verifiers, args.draft or DEFAULT_DRAFT, args.tree, args.max_new_tokens,
-                        Sampling(args.temperature), args.seed, prompts,
-                        progress=lambda line: print(line, file=sys.stderr, flush=True))
+    rows = bench_engine(model, tokenizer, verifiers, draft, args.tree, args.max_new_tokens, Sampling(args.temperature),
+                        args.seed, prompts, args.assistant_tokens, args.threads, progress=True)
+    peer = best_peer(rows)
+    engine_rows = [row for row in rows if row.name in verifiers]
+    best = max(engine_rows, key=lambda row: row.tokens_per_second or 0, default=None)
+    versus_peer = best.tokens_per_second / peer.tokens_per_second if best and peer else None
+    settings = {"draft": resolve_draft_name(draft, model), "tree": args.tree if args.tree == "auto" else list(args.tree),
+                "prompts": len(prompts), "max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
+                "threads": args.threads, "peer": peer.name if peer else None, "best_engine": best.name if best else None,
+                "engine_over_peer": versus_peer}
     if args.json:
-        print(json.dumps({"draft": args.draft or DEFAULT_DRAFT, "tree": list(args.tree), "prompts": len(prompts),
-                          "rows": [row.to_dict() for row in rows]}, indent=2))
+        print(json.dumps({**settings, "rows": [row.to_dict() for row in rows]}, indent=2, allow_nan=False))
         return 0
+
+    def share(row, part):
+        return f"{100 * part / row.seconds:.0f}%" if row.seconds else "-"
+
     print(format_table(
-        ["verifier", "tokens", "target forwards", "tokens / forward", "tokens / s", "speedup vs ar"],
-        [[r.verifier, r.tokens, r.target_forwards, f"{r.accepted_per_forward:.3f}", f"{r.tokens_per_second:.2f}",
-          f"{r.speedup:.2f}x"] for r in rows]))
-    print(f"\ndraft {args.draft or DEFAULT_DRAFT}, tree {','.join(map(str, args.tree))}, {len(prompts)} prompts x "
-          f"{args.max_new_tokens} new tokens, T = {args.temperature}, {args.threads} threads; all from one run.")
+        ["configuration", "tree", "tokens", "tokens / forward", "tokens / s", "speedup vs ar", "draft", "target fwd",
+         "verify", "other"],
+        [[r.name, r.tree or "-", r.tokens, f"{r.accepted_per_forward:.2f}", f"{r.tokens_per_second:.2f}",
+          f"{r.speedup:.2f}x", share(r, r.draft_seconds), share(r, r.target_seconds), share(r, r.verify_seconds),
+          share(r, r.other_seconds)] for r in rows]))
+    print(f"\ndraft {settings['draft']}, tree {args.tree if args.tree == 'auto' else ','.join(map(str, args.tree))}, "
+          f"{len(prompts)} held-out prompts x {args.max_new_tokens} new tokens, T = {args.temperature}, "
+          f"{args.threads} thread(s); all from one run.")
+    if versus_peer is not None:
+        print(f"best engine configuration ({best.name}) / best transformers assisted generation ({peer.name}): "
+              f"{versus_peer:.2f}x")
     return 0

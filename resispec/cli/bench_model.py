@@ -6,20 +6,23 @@ import argparse
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
-    parser = bench_subparsers.add_parser("model", help="target load / tree forward / draft timings")
+    parser = bench_subparsers.add_parser("model", help="target load / tree forward / draft timings; forward cost per node count before/after")
     parser.add_argument("--prompt-len", type=int, default=64, help="cached prompt length (tokens)")
     parser.add_argument("--branching", type=int, nargs="+", default=[4, 2, 2, 1], help="children per depth")
     parser.add_argument("--draft-layers", type=int, nargs="+", default=[2, 4, 6, 10], help="early-exit depths")
     parser.add_argument("--repeats", type=int, default=20, help="timed runs per figure (median)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--skip-load", action="store_true", help="skip the (slow) first-load timing")
+    parser.add_argument("--node-counts", type=int, nargs="+", default=None,
+                        help="forward cost per node count, transformers' forward vs CompactLM (default 1..64)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.timing import time_forwards, time_loads
+    from engine.timing import NODE_COUNTS, time_forwards, time_loads, time_node_counts
+    from resispec.cli.table import format_table
 
     torch.set_num_threads(args.threads)
     if not args.skip_load:
@@ -34,4 +37,11 @@ def run(args: argparse.Namespace) -> int:
         levels = times.draft_levels_s[label]
         print(f"  {label + ', 1 token:':27s} {1e3 * seconds:7.1f} ms"
               f"  ({seconds / times.target_token_s:.2f} x target); levels of the tree: {1e3 * levels:7.1f} ms")
+    nodes = time_node_counts(args.node_counts or NODE_COUNTS, args.prompt_len, args.repeats)
+    print("\nforward cost per node count (chain of n nodes on the cached prompt), ms, one run:")
+    print(format_table(
+        ["nodes", "target before (transformers)", "target after (CompactLM)", "after / 1 node", *nodes.drafts_s],
+        [[n, f"{1e3 * b:.1f}", f"{1e3 * a:.1f}", f"{a / nodes.after_s[0]:.2f}x",
+          *[f"{1e3 * d[i]:.1f}" for d in nodes.drafts_s.values()]]
+         for i, (n, b, a) in enumerate(zip(nodes.counts, nodes.before_s, nodes.after_s))]))
     return 0

@@ -7,8 +7,17 @@ import json
 import sys
 
 
-def parse_tree(text: str) -> tuple[int, ...]:
-    """``"4,2,2,1"`` -> (4, 2, 2, 1)."""
+TREE_HELP = ("auto (default: the tree maximising expected tokens/s from measured acceptance and costs, "
+             "calibrated once and cached) or the branching per depth, e.g. 1,1,1,1 (a chain) or 4,2,2,1")
+DTYPES = {"float32": "float32", "bfloat16": "bfloat16"}
+DTYPE_HELP = ("the target's dtype: float32 (default; every token is distributed exactly as the float32 model's p) "
+              "or bfloat16 (faster, but it CHANGES p: samples follow the bfloat16 model, not the float32 one)")
+
+
+def parse_tree(text: str) -> tuple[int, ...] | str:
+    """``"4,2,2,1"`` -> (4, 2, 2, 1); ``"auto"`` stays ``"auto"``."""
+    if text == "auto":
+        return text
     try:
         branching = tuple(int(part) for part in text.split(","))
     except ValueError:
@@ -18,12 +27,17 @@ def parse_tree(text: str) -> tuple[int, ...]:
     return branching
 
 
+DRAFT_HELP = ("draft model: default (int8 on CPU, bf16 elsewhere), int8 / bf16 (quantized copies of the target, "
+              "built at load time), trained (the distilled 3-layer draft), early-exit-L")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("generate", help="generate text with SmolLM2-135M-Instruct and a verifier")
     parser.add_argument("--prompt", required=True, help="the user message (chat template applied)")
     parser.add_argument("--verifier", default="resispec", help="a verifier name, or 'ar' for plain sampling")
-    parser.add_argument("--draft", default=None, help="draft model (default: the engine's default draft)")
-    parser.add_argument("--tree", type=parse_tree, default=(4, 2, 2, 1), help="branching per depth, e.g. 4,2,2,1")
+    parser.add_argument("--draft", default=None, help=DRAFT_HELP)
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32", help=DTYPE_HELP)
+    parser.add_argument("--tree", type=parse_tree, default="auto", help=TREE_HELP)
     parser.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
     parser.add_argument("--top-k", type=int, default=None)
     parser.add_argument("--top-p", type=float, default=None)
@@ -54,9 +68,9 @@ def run(args: argparse.Namespace) -> int:
     request = GenerationRequest(
         prompt=args.prompt, verifier=args.verifier, draft=args.draft or DEFAULT_DRAFT, branching=args.tree,
         sampling=Sampling(args.temperature, args.top_k, args.top_p), max_new_tokens=args.max_new_tokens,
-        seed=args.seed, audit=args.audit, chat=not args.raw, parity_fraction=args.parity,
+        seed=args.seed, audit=args.audit, chat=not args.raw, parity_fraction=args.parity, threads=args.threads,
     )
-    model, tokenizer = load_target(device=args.device)
+    model, tokenizer = load_target(device=args.device, dtype=getattr(torch, args.dtype))
     stream = None if args.json else (lambda text: print(text, end="", flush=True))
     log = node_log_for(model, request, args.log_keep) if args.log else None
     tokens, stats = generate(model, tokenizer, request, on_text=stream, log=log)
@@ -69,6 +83,13 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(f"\n{record['tokens']} tokens, {record['tokens_per_second']:.2f} tokens/s, "
           f"{record['accepted_per_forward']:.3f} tokens per target forward ({record['target_forwards']} forwards)")
+    tree = record["tree"]
+    if tree.get("auto"):
+        print(f"tree auto: {','.join(map(str, tree['branching']))} (predicted {tree['predicted_tokens_per_forward']:.2f} "
+              f"tokens per forward, measured {record['accepted_per_forward']:.2f}; calibration "
+              f"{'cached' if tree['calibration_cached'] else 'measured now'})")
+    seconds = record["seconds"]
+    print("time: " + ", ".join(f"{name} {value:.2f} s" for name, value in seconds.items()))
     if record["acceptance_by_depth"]:
         print("acceptance by depth: " + ", ".join(f"d{d + 1} {a:.3f}" for d, a in enumerate(record["acceptance_by_depth"])))
     if log is not None:

@@ -39,13 +39,18 @@ class Verifier(ABC):
     """A multi-candidate verifier: drafting rule plus accept/reject rule.
 
     Class attributes: ``name``; ``drafting`` (``"iid"``, ``"wor"`` or ``"topk"``); ``claims_exact``
-    (False for the known-biased controls); ``max_k`` (None: any k >= 1).
+    (False for the known-biased controls); ``max_k`` (None: any k >= 1); ``single_candidate_is_sps``:
+    with one candidate x ~ q the rule is single-draft speculative sampling (accept with
+    ``min(1, p(x) / q(x))``, else draw from ``norm((p - q)+)``), as for every exact verifier of sampled
+    candidates that reaches ``sum_x min(p, q)`` at k = 1 (its accepted mass at x is then min(p(x), q(x)),
+    which fixes the residual); the engine then verifies chains as sps does (tests compare the laws).
     """
 
     name: ClassVar[str]
     drafting: ClassVar[str]
     claims_exact: ClassVar[bool]
     max_k: ClassVar[int | None] = None
+    single_candidate_is_sps: ClassVar[bool] = False
 
     @property
     def scheme(self) -> DraftingScheme:

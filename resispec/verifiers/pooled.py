@@ -45,6 +45,7 @@ class Pooled(Verifier):
     name = "pooled"
     drafting = "iid"
     claims_exact = True
+    single_candidate_is_sps = True
 
     def uniforms_needed(self, k: int) -> int:
         """``2k + 2``: an interval and a position uniform per candidate, then accept and residual."""

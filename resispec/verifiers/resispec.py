@@ -26,6 +26,7 @@ class ResiSpec(SequentialVerifier):
     name = "resispec"
     drafting = "iid"
     claims_exact = True
+    single_candidate_is_sps = True
 
     def _prepare(self, p: np.ndarray, q: np.ndarray, k: int) -> Schedule:
         return schedule_from_profile(RatioProfile(p, q), k)

@@ -32,6 +32,7 @@ class ResiSpecWithoutReplacement(SequentialVerifier):
     name = "resispec_wor"
     drafting = "wor"
     claims_exact = True
+    single_candidate_is_sps = True
 
     def _prepare(self, p: np.ndarray, q: np.ndarray, k: int) -> LatestFirstPlan | None:
         """The first step's plan (shared by every tuple); None for k = 1 (a plain rrs_wor step)."""

@@ -21,6 +21,7 @@ class RRS(SequentialVerifier):
     name = "rrs"
     drafting = "iid"
     claims_exact = True
+    single_candidate_is_sps = True
 
     def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
         target = bound.p

@@ -20,6 +20,7 @@ class RRSWithoutReplacement(SequentialVerifier):
     name = "rrs_wor"
     drafting = "wor"
     claims_exact = True
+    single_candidate_is_sps = True
 
     def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
         target, undrawn = bound.p, bound.q.copy()

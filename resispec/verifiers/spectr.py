@@ -55,6 +55,7 @@ class SpecTr(SequentialVerifier):
     name = "spectr"
     drafting = "iid"
     claims_exact = True
+    single_candidate_is_sps = True
 
     def _prepare(self, p: np.ndarray, q: np.ndarray, k: int) -> SpecTrPlan:
         return spectr_plan(p, q, k)

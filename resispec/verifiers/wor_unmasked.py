@@ -19,6 +19,7 @@ class WORUnmasked(RRS):
     name = "wor_unmasked"
     drafting = "wor"
     claims_exact = False
+    single_candidate_is_sps = False  # a control keeps its own rule everywhere
 
     def _acceptance(self, bound: BoundVerifier) -> float:
         return enumerate_law(bound).acceptance

@@ -96,11 +96,29 @@ def test_generate_cli_json_on_the_real_model(real_target, capsys):
 @pytest.mark.real_model
 def test_greedy_on_the_real_model_equals_autoregressive(real_target, capsys):
     outputs = {}
-    for verifier in ("ar", "rrs_wor"):
-        main(["generate", "--prompt", "Name a color.", "--max-new-tokens", "8", "--tree", "2,1",
+    for verifier, tree in (("ar", "1"), ("rrs_wor", "2,1"), ("resispec", "1,1,1,1,1")):
+        main(["generate", "--prompt", "Name a color.", "--max-new-tokens", "12", "--tree", tree,
               "--verifier", verifier, "--temperature", "0", "--json", "--threads", "1"])
         outputs[verifier] = json.loads(capsys.readouterr().out)["text"]
-    assert outputs["ar"] == outputs["rrs_wor"]
+    assert outputs["ar"] == outputs["rrs_wor"] == outputs["resispec"]
+
+
+@pytest.mark.real_model
+def test_generate_defaults_calibrate_a_tree_and_report_the_split(real_target, capsys, tmp_path, monkeypatch):
+    import engine.calibration
+
+    monkeypatch.setattr(engine.calibration, "cache_root", lambda: tmp_path)  # a fresh calibration
+    argv = ["generate", "--prompt", "Name three fruits.", "--max-new-tokens", "16", "--audit", "--json",
+            "--threads", "1"]
+    assert main(argv) == 0
+    record = json.loads(capsys.readouterr().out)
+    tree = record["tree"]
+    assert tree["auto"] and not tree["calibration_cached"] and tree["predicted_tokens_per_forward"] > 1
+    assert 0.8 < tree["acceptance"][0] <= 1  # the int8 self-draft: sum min(p, q) at T = 1
+    assert record["accepted_per_forward"] > 1.5 and record["tokens"] == 16
+    parts = record["seconds"]
+    assert parts["draft"] > 0 and parts["target_forward"] > 0 and parts["verification"] > 0
+    assert main(argv) == 0 and json.loads(capsys.readouterr().out)["tree"]["calibration_cached"]
 
 
 @pytest.mark.parametrize("verifier", ["resispec", "rrs_wor", "spectr", "resispec_wor"])

@@ -57,7 +57,9 @@ def test_expand_tree_follows_choose_and_returns_q_at_internal_nodes(tiny_models)
     def top_k(q_logits: torch.Tensor, k: int) -> torch.Tensor:
         return q_logits.topk(k, dim=-1).indices
 
-    tokens, q_logits = expand_tree(draft, tree, root_token=1, choose=top_k)
+    drafted = expand_tree(draft, tree, root_token=1, choose=top_k)
+    tokens, q_logits = drafted.tokens, drafted.q_logits
+    assert drafted.row.tolist() == list(range(tree.num_nodes))  # distinct children: one row per node
     internal = tree.level(tree.depth).start
     assert tokens.shape == (tree.num_nodes,) and q_logits.shape == (internal, q_model.config.vocab_size)
     assert tokens[0] == 1 and draft.tree_size == internal
@@ -66,3 +68,29 @@ def test_expand_tree_follows_choose_and_returns_q_at_internal_nodes(tiny_models)
         torch.testing.assert_close(q_logits[node], expected, rtol=0, atol=ATOL)
         children = (tree.parents == node).nonzero().flatten()
         assert tokens[children].tolist() == top_k(q_logits[node], len(children)).tolist()
+
+
+def test_equal_prefixes_share_a_row_and_keep_their_own_children(tiny_models):
+    p_model, q_model = tiny_models
+    prompt = torch.tensor([2, 7, 1])
+    tree = CandidateTree.from_branching((3, 2))
+    generator = torch.Generator().manual_seed(0)
+
+    def repeat_first(q_logits: torch.Tensor, k: int) -> torch.Tensor:  # first child always token 4
+        drawn = torch.randint(0, q_logits.shape[-1], (q_logits.shape[0], k), generator=generator)
+        drawn[:, :2] = 4
+        return drawn
+
+    draft = TreeLM(q_model)
+    draft.prefill(prompt)
+    drafted = expand_tree(draft, tree, root_token=1, choose=repeat_first)
+    rows = len(drafted.row_tokens)
+    assert rows < tree.num_nodes and draft.tree_size == len(set(drafted.row[: tree.level(1).stop].tolist()))
+    target = TreeLM(p_model)
+    target.prefill(prompt)
+    by_row = target.grow(drafted.row_tokens, drafted.row_parents)[drafted.row]
+    for node in range(tree.num_nodes):
+        path = drafted.tokens[tree.path(node)]
+        assert drafted.row_tokens[drafted.row[node]] == drafted.tokens[node]
+        torch.testing.assert_close(by_row[node], last_logits(p_model, torch.cat([prompt[:-1], path])),
+                                   rtol=0, atol=ATOL)

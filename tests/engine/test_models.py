@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import engine.models as models
+from engine.compact_lm import CompactLM
 from engine.drafts import EarlyExitDraft
 from engine.tree import CandidateTree
 from engine.tree_lm import TreeLM
@@ -66,14 +67,15 @@ def test_cached_checkpoint_holds_the_gguf_weights(real_target):
 
 @pytest.mark.real_model
 @requires_target_wheel
-def test_real_tree_logits_and_commit(real_target):
+@pytest.mark.parametrize("lm_class", [TreeLM, CompactLM])
+def test_real_tree_logits_and_commit(real_target, lm_class):
     model, tokenizer = real_target
     prompt = tokenizer("The capital of France is", return_tensors="pt").input_ids[0]
     assert tokenizer.decode(prompt) == "The capital of France is"
     tree = CandidateTree.from_branching((2, 2))
     words = [" Paris", " London", ".", ",", " the", " a"]  # depth 1: Paris, London; depth 2: two each
     tokens = torch.cat([prompt[-1:], torch.tensor([tokenizer(w).input_ids[0] for w in words])])
-    target = TreeLM(model)
+    target = lm_class(model)
     target.prefill(prompt)
     logits = target.grow(tokens, tree.parents)
     for node in (1, 4, 6):

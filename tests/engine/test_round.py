@@ -44,7 +44,7 @@ def test_greedy_tree_decoding_reproduces_greedy_p(tiny_models, branching):
         draft.prefill(prompt)
         emitted, root, deepest = prompt.tolist(), int(prompt[-1]), 0
         while len(emitted) < len(expected):
-            tokens, _ = expand_tree(draft, tree, root, top_k)
+            tokens = expand_tree(draft, tree, root, top_k).tokens
             node, root = greedy_accept(tree, tokens, target.grow(tokens, tree.parents))
             accepted = tokens[tree.path(node)]
             target.commit(accepted)

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from engine.decoding import Decoder
+from engine.drafts.self_draft import SelfDraft
 from engine.processing import Sampling
 from engine.tiny import tiny_llama
 from engine.tree_lm import TreeLM
@@ -54,12 +55,17 @@ def target_law(models):
     return law
 
 
-def sequence_counts(models, verifier: str, seed: int) -> np.ndarray:
+def sequence_counts(models, verifier: str, seed: int, branching: tuple[int, ...] | None = None,
+                    draft_scheme: str | None = None, samples: int = SAMPLES) -> np.ndarray:
+    """Counts of the first LENGTH tokens over SAMPLES generations; i.i.d. trees (3, 2) repeat tokens often
+    at vocabulary 8, so they exercise the shared rows of equal siblings (`engine.expand`)."""
     target, draft = models
-    branching = (1, 1) if verifier in VERIFIERS and VERIFIERS[verifier].max_k == 1 else (3, 2)
-    decoder = Decoder(target, TreeLM(draft), verifier, branching, Sampling(1.0), seed=seed)
+    if branching is None:
+        branching = (1, 1) if verifier in VERIFIERS and VERIFIERS[verifier].max_k == 1 else (3, 2)
+    q = SelfDraft(draft, draft_scheme) if draft_scheme else TreeLM(draft)
+    decoder = Decoder(target, q, verifier, branching, Sampling(1.0), seed=seed)
     counts = np.zeros(VOCAB**LENGTH, dtype=np.int64)
-    for _ in range(SAMPLES):
+    for _ in range(samples):
         tokens = list(decoder.generate(PROMPT, LENGTH))
         counts[np.ravel_multi_index(tokens, (VOCAB,) * LENGTH)] += 1
     return counts
@@ -80,3 +86,19 @@ def test_controls_are_rejected_at_the_sequence_level(models, target_law, verifie
 def test_autoregressive_baseline_matches_too(models, target_law):
     chi = merged_chi_square(sequence_counts(models, "ar", seed=3), target_law)
     assert chi.pvalue >= LEVEL
+
+
+@pytest.mark.parametrize("verifier, branching, scheme", [
+    ("resispec", (1, 1, 1), None),  # a chain: every node decided by sps in one batched call
+    ("pooled", (3, 2), "int8"),
+    ("resispec_wor", (2, 2), "bf16"),
+])
+def test_chains_and_quantized_self_drafts_reproduce_the_target_law(models, target_law, verifier, branching, scheme):
+    chi = merged_chi_square(sequence_counts(models, verifier, 4, branching, scheme), target_law)
+    assert chi.pvalue >= LEVEL, (verifier, branching, scheme, chi)
+
+
+def test_a_control_on_a_chain_keeps_its_own_rule_and_is_rejected(models, target_law):
+    verifier = "resispec_paper"
+    chi = merged_chi_square(sequence_counts(models, verifier, 5, (1, 1, 1), "int8", samples=600), target_law)
+    assert chi.pvalue < LEVEL, (verifier, chi)

@@ -11,8 +11,8 @@ from safetensors import safe_open
 
 from engine.distill import TrainConfig, kl_and_overlap, learning_rate, step_sequences, train
 from engine.draft_data import GenerationConfig, Sequences, generate_shards, sample_continuations
-from engine.drafts import Draft, EarlyExitDraft, TrainedDraft, default_draft
-from engine.drafts.trained import WEIGHTS_PATH, DraftLayers, read_draft_meta, save_draft
+from engine.drafts import Draft, EarlyExitDraft, SelfDraft, TrainedDraft
+from engine.drafts.trained import WEIGHTS_PATH, DraftLayers, fits, read_draft_meta, save_draft
 from engine.tiny import tiny_llama
 from engine.tree_lm import TreeLM
 from tests.engine.test_models import requires_target_wheel
@@ -87,9 +87,8 @@ def test_saved_draft_reloads_in_float32_and_shares_only_embedding_and_head(tmp_p
     sequence = torch.tensor([3, 1, 4, 1, 5])
     expected = own.view(target)(sequence[None]).logits[0, 1:]
     torch.testing.assert_close(chain_logits(draft, sequence, 2), expected, rtol=1e-2, atol=1e-2)
-    assert isinstance(default_draft(target, path), TrainedDraft)
-    assert isinstance(default_draft(target, tmp_path / "absent.safetensors"), EarlyExitDraft)
-    assert isinstance(default_draft(target), EarlyExitDraft)  # committed weights do not fit a tiny target
+    assert fits(read_draft_meta(path), target)
+    assert not fits(read_draft_meta(WEIGHTS_PATH), target)  # committed weights do not fit a tiny target
     with pytest.raises(ValueError, match="do not fit"):
         TrainedDraft(target, WEIGHTS_PATH)
 
@@ -199,8 +198,7 @@ def test_real_trained_draft_beats_the_early_exit_draft(real_target):
     from engine.draft_data import encode_prompts, load_prompts
 
     model, tokenizer = real_target
-    draft = default_draft(model)
-    assert isinstance(draft, TrainedDraft)
+    draft = TrainedDraft(model)
     heldout = [p for p in load_prompts() if p.split == "heldout"]
     prompts = encode_prompts(tokenizer, heldout[:2])
     data = sample_continuations(model, prompts, 24, tokenizer.eos_token_id, torch.Generator().manual_seed(0))
@@ -221,7 +219,8 @@ def test_registry_names_the_trained_and_default_drafts():
 
     target = tiny_llama(seed=2, num_layers=3)
     assert DEFAULT_DRAFT == "default"
-    assert isinstance(make_draft("default", target), EarlyExitDraft)  # committed weights are SmolLM2's
+    default = make_draft("default", target)
+    assert isinstance(default, SelfDraft) and default.scheme == "int8"  # CPU: the int8 self-draft
     assert make_draft("early-exit-2", target).num_layers == 2
     with pytest.raises(ValueError, match="do not fit"):
         make_draft("trained", target)

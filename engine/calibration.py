@@ -1,0 +1,204 @@
+"""Calibration for ``--tree auto``: measured acceptance of the verifier and measured forward costs.
+
+Once per (target, draft, verifier, sampling) and machine:
+
+- **acceptance** ``A(k)``, k = 1..K: the target samples a continuation of each calibration prompt
+  (``engine/data/prompts.json``, the draft-training prompts, never the benchmark's), both models score
+  it teacher-forced, and A(k) is the mean over positions of the verifier's exact acceptance with k
+  candidates at (p_t, q_t), from the core (`resispec` ``acceptance``). For a verifier whose
+  one-candidate rule is sps, ``A(1) = sum_x min(p, q)`` over the whole vocabulary. For k >= 2 (and for
+  top-k drafting) the pair is restricted to the ``ACCEPTANCE_SUPPORT`` tokens of largest ``p + q`` plus
+  one merged tail token (the WOR verifiers enumerate tuples, impossible at V = 49152); merging the tail
+  slightly overstates acceptance (docs/sim.md, ``tail=merge``).
+- **costs**: median seconds of one target forward over n nodes (n = 1..32, sampled and interpolated)
+  and of one draft forward over w rows, on a cache of the calibration prompt, plus the verification and
+  bookkeeping time per round measured on a short decode.
+
+The result is cached as JSON under the resispec cache folder (`engine.models.cache_root`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from engine.compact_lm import lm_for
+from engine.drafts.base import Draft
+from engine.models import cache_root
+from engine.processing import Sampling, draft_probs, target_probs
+from engine.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree
+from resispec import get_verifier
+
+ACCEPTANCE_SUPPORT = 32
+COST_POINTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+CALIBRATION_PROMPT_COUNT = 2
+FORMAT = 1
+
+
+@dataclass
+class Calibration:
+    """Measured inputs of `engine.tree_search.best_tree` (seconds; ``acceptance[k - 1] = A(k)``)."""
+
+    acceptance: list[float]
+    target_seconds: dict[int, float]
+    draft_seconds: dict[int, float]
+    round_seconds: float
+    positions: int
+
+    def target_cost(self, nodes: int) -> float:
+        return _interpolate(self.target_seconds, nodes)
+
+    def draft_cost(self, rows: int) -> float:
+        return _interpolate(self.draft_seconds, rows)
+
+    def choose(self, max_nodes: int = MAX_NODES) -> TreeChoice:
+        return best_tree(self.acceptance, self.target_cost, self.draft_cost, self.round_seconds, max_nodes)
+
+
+def _interpolate(points: dict[int, float], x: int) -> float:
+    keys = sorted(points)
+    return float(np.interp(x, keys, [points[k] for k in keys]))
+
+
+def truncated_pair(p: np.ndarray, q: np.ndarray, support: int = ACCEPTANCE_SUPPORT) -> tuple[np.ndarray, np.ndarray]:
+    """(p, q) on the ``support`` tokens of largest p + q, plus one token holding the rest of each's mass."""
+    top = np.argsort(-(p + q), kind="stable")[:support]
+    p_top, q_top = p[top], q[top]
+    return (np.append(p_top, max(0.0, 1.0 - p_top.sum())), np.append(q_top, max(0.0, 1.0 - q_top.sum())))
+
+
+def measure_acceptance(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_children: int) -> list[float]:
+    """``A(1..K)``: mean exact acceptance over the rows (module docstring)."""
+    rule = get_verifier(verifier)
+    top = max_children if rule.max_k is None else min(max_children, rule.max_k)
+    curve = []
+    for k in range(1, top + 1):
+        if k == 1 and rule.single_candidate_is_sps:
+            curve.append(float(np.minimum(p_rows, q_rows).sum(axis=1).mean()))
+            continue
+        values = []
+        for p, q in zip(p_rows, q_rows):
+            p_cut, q_cut = truncated_pair(p, q)
+            values.append(rule.acceptance(p_cut / p_cut.sum(), q_cut / q_cut.sum(), k))
+        curve.append(float(np.mean(values)))
+    return curve
+
+
+def _median_seconds(run, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure_costs(lm, prompt: torch.Tensor, points: Sequence[int], repeats: int) -> dict[int, float]:
+    """Median seconds of one forward over n chained nodes on top of ``prompt``'s cache, per n in ``points``."""
+    lm.prefill(prompt)
+    root = torch.tensor([int(prompt[-1])])
+    lm.grow(root, torch.tensor([-1]))
+    lm.commit(root)
+
+    def forward(n: int):
+        lm.grow(torch.full((n,), int(prompt[-1])), torch.arange(-1, n - 1))
+        lm.commit(root)
+
+    forward(1)
+    return {n: _median_seconds(lambda: forward(n), repeats) for n in points}
+
+
+def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: Sequence[torch.Tensor],
+              new_tokens: int = 24, max_children: int = MAX_CHILDREN, repeats: int = 3, seed: int = 0) -> Calibration:
+    """Measure `Calibration` for this target, draft, verifier and sampling (module docstring)."""
+    generator = torch.Generator().manual_seed(seed)
+    target = lm_for(model)
+    p_rows, q_rows = [], []
+    for prompt in prompts:
+        sequence = _sample_continuation(target, prompt, new_tokens, sampling, generator)
+        chain = sequence[len(prompt) - 1:]
+        parents = torch.arange(-1, len(chain) - 1)
+        for lm, rows, to_probs in ((target, p_rows, target_probs), (draft, q_rows, draft_probs)):
+            lm.prefill(prompt)
+            rows.append(to_probs(lm.grow(chain, parents).float(), sampling)[:-1].numpy())
+    p_all, q_all = np.concatenate(p_rows), np.concatenate(q_rows)
+    acceptance = measure_acceptance(p_all, q_all, verifier, max_children)
+    prompt = prompts[0]
+    target_seconds = measure_costs(target, prompt, COST_POINTS, repeats)
+    draft_seconds = measure_costs(draft, prompt, COST_POINTS, repeats)
+    round_seconds = _round_overhead(p_all, q_all, verifier)
+    return Calibration(acceptance, target_seconds, draft_seconds, round_seconds, len(p_all))
+
+
+def _sample_continuation(target, prompt: torch.Tensor, new_tokens: int, sampling: Sampling,
+                         generator: torch.Generator) -> torch.Tensor:
+    """The prompt followed by ``new_tokens`` tokens sampled from the target (p processed by ``sampling``)."""
+    target.prefill(prompt)
+    tokens = prompt.tolist()
+    for _ in range(new_tokens):
+        root = torch.tensor(tokens[-1:])
+        p = target_probs(target.grow(root, torch.tensor([-1])).float(), sampling)[0]
+        target.commit(root)
+        tokens.append(int(torch.multinomial(p, 1, generator=generator)))
+    return torch.tensor(tokens)
+
+
+def _round_overhead(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str) -> float:
+    """Seconds per round outside the forwards: one node's verification with the torch port, doubled for
+    probability processing and bookkeeping (a rough, measured constant)."""
+    from engine.node_verification import NodeVerifier
+
+    node = NodeVerifier(verifier)
+    p, q = torch.from_numpy(p_rows[:1]), torch.from_numpy(q_rows[:1])
+    candidates = node.draft(q, 1, torch.Generator().manual_seed(0))
+    rng = np.random.default_rng(0)
+    return 2 * _median_seconds(lambda: node.verify_batch(p, q, candidates, rng), 5)
+
+
+def calibration_key(model, draft_name: str, verifier: str, sampling: Sampling, threads: int) -> str:
+    """Cache key: target (name and size), draft, verifier, sampling settings, thread count, device."""
+    identity = {"target": getattr(model.config, "_name_or_path", ""), "vocab": model.config.vocab_size,
+                "layers": model.config.num_hidden_layers, "dtype": str(model.dtype), "device": str(model.device),
+                "draft": draft_name, "verifier": verifier, "sampling": asdict(sampling), "threads": threads,
+                "format": FORMAT}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def cached_calibration(key: str, compute) -> tuple[Calibration, bool]:
+    """The calibration stored under ``key``, or ``compute()`` stored there; second item: whether cached."""
+    path = cache_root() / "calibration" / f"{key}.json"
+    if path.is_file():
+        data = json.loads(path.read_text())
+        return Calibration(data["acceptance"], {int(k): v for k, v in data["target_seconds"].items()},
+                           {int(k): v for k, v in data["draft_seconds"].items()}, data["round_seconds"],
+                           data["positions"]), True
+    calibration = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_suffix(".tmp")
+    staging.write_text(json.dumps(asdict(calibration), indent=1))
+    staging.replace(path)
+    return calibration, False
+
+
+def calibration_prompts(tokenizer, count: int = CALIBRATION_PROMPT_COUNT) -> list[torch.Tensor]:
+    """The first ``count`` draft-training prompts, chat-formatted (never the benchmark's held-out prompts)."""
+    from engine.draft_data import encode_prompts, load_prompts
+
+    return encode_prompts(tokenizer, [p for p in load_prompts() if p.split == "train"][:count])
+
+
+def choose_tree(model, tokenizer, draft: Draft, draft_name: str, verifier: str, sampling: Sampling,
+                threads: int) -> tuple[TreeChoice, Calibration, bool]:
+    """The ``--tree auto`` choice for this configuration, calibrating once (cached); third item: whether the
+    calibration came from the cache."""
+    key = calibration_key(model, draft_name, verifier, sampling, threads)
+    calibration, cached = cached_calibration(
+        key, lambda: calibrate(model, draft, verifier, sampling, calibration_prompts(tokenizer)))
+    return calibration.choose(), calibration, cached

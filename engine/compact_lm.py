@@ -1,0 +1,180 @@
+"""`CompactLM`: a lean forward of a Llama-family causal LM over a preallocated KV cache.
+
+The same network as transformers' ``LlamaForCausalLM`` (pre-norm decoder layers, grouped-query
+attention with rotary positions, SwiGLU MLP, RMSNorm), computed with fewer, larger operations:
+
+    h_0 = E[x];   for each layer l:
+        a = RMSNorm(h) ;  [Q | K | V] = a W_qkv^T  (one fused product);  Q, K <- rope(Q, K, positions) (together)
+        h <- h + softmax(Q K^T / sqrt(d) + mask) V  W_o^T
+        b = RMSNorm(h) ;  [G | U] = b W_gu^T  (one fused product);  h <- h + (silu(G) * U) W_down^T
+    logits = RMSNorm(h) W_head^T,   RMSNorm(h) = w * h / sqrt(mean(h^2) + eps)  (one fused op).
+
+Keys and values live in one tensor per side, [layers, kv_heads, capacity, head_dim], written in place
+(doubling the capacity when full); cache surgery after a commit is one gather per side. Float32 linear
+layers use `engine.small_rows.PaddedLinear` (flat cost for the few rows of a round); `Int8Linear`
+layers (`engine.quantize`) are fused the same way. Rotary cos/sin come from the model's own rotary
+module. Logits equal the transformers forward up to floating-point rounding (tests pin the difference).
+
+Used for the target (float32) and the quantized self-drafts; any other architecture goes through
+`engine.tree_lm.TreeLM`. `lm_for(model)` picks one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from weakref import WeakKeyDictionary
+
+import torch
+from torch import nn
+from torch.nn import functional
+
+from engine.quantize import Int8Linear
+from engine.small_rows import PaddedLinear, mkl_packing_available
+from engine.tree_lm import TreeCacheLM, TreeLM
+
+Projection = Callable[[torch.Tensor], torch.Tensor]
+INITIAL_CAPACITY = 512
+
+
+def fused_projection(parts: list[nn.Module], pad_small_rows: bool) -> Projection:
+    """One product computing the outputs of the linear layers ``parts`` side by side."""
+    if all(isinstance(part, Int8Linear) for part in parts):
+        return Int8Linear.concatenate(parts)
+    if not all(isinstance(part, nn.Linear) and part.bias is None for part in parts):
+        raise TypeError(f"CompactLM: expected bias-free nn.Linear or Int8Linear layers, got {parts}")
+    weight = torch.cat([part.weight.detach() for part in parts])
+    if pad_small_rows and mkl_packing_available(weight):
+        return PaddedLinear(weight)
+    return lambda x: functional.linear(x, weight)
+
+
+def is_compact_compatible(model: nn.Module) -> bool:
+    """A Llama-family model `CompactLM` reproduces: SwiGLU, no biases, default rotary, full attention."""
+    config = getattr(model, "config", None)
+    return (getattr(config, "model_type", None) in ("llama", "smollm3") and config.hidden_act == "silu"
+            and not getattr(config, "attention_bias", False) and not getattr(config, "mlp_bias", False)
+            and getattr(config, "sliding_window", None) is None and hasattr(model, "model")
+            and getattr(config, "no_rope_layers", None) is None)
+
+
+def lm_for(model: nn.Module) -> TreeCacheLM:
+    """`CompactLM` for the models it reproduces, `TreeLM` (transformers' own forward) otherwise."""
+    return CompactLM(model) if is_compact_compatible(model) else TreeLM(model)
+
+
+class _Layer:
+    """One decoder layer's weights, fused."""
+
+    def __init__(self, layer: nn.Module, pad_small_rows: bool) -> None:
+        attention, mlp = layer.self_attn, layer.mlp
+        self.qkv = fused_projection([attention.q_proj, attention.k_proj, attention.v_proj], pad_small_rows)
+        self.o = fused_projection([attention.o_proj], pad_small_rows)
+        self.gate_up = fused_projection([mlp.gate_proj, mlp.up_proj], pad_small_rows)
+        self.down = fused_projection([mlp.down_proj], pad_small_rows)
+        self.norm_in = (layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon)
+        self.norm_post = (layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon)
+
+
+def rms_norm(h: torch.Tensor, norm: tuple[torch.Tensor, float]) -> torch.Tensor:
+    """``w * h / sqrt(mean(h^2) + eps)`` (one fused op; float32 accumulation for bfloat16 inputs)."""
+    weight, eps = norm
+    return functional.rms_norm(h, weight.shape, weight, eps)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding ``x cos + rotate_half(x) sin`` (x [heads, n, d], cos/sin [n, d])."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+class _Weights:
+    """A model's weights as `CompactLM` uses them (fused, packed); shared by every `CompactLM` of the model."""
+
+    def __init__(self, model: nn.Module, pad_small_rows: bool) -> None:
+        config = model.config
+        self.num_heads = config.num_attention_heads
+        self.num_kv_heads = config.num_key_value_heads
+        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        self.embed = model.model.embed_tokens.weight
+        self.layers = [_Layer(layer, pad_small_rows) for layer in model.model.layers]
+        self.final_norm = (model.model.norm.weight, model.model.norm.variance_epsilon)
+        self.head = fused_projection([model.get_output_embeddings()], pad_small_rows)
+        self.rotary = model.model.rotary_emb
+
+
+_PREPARED: WeakKeyDictionary[nn.Module, dict[bool, _Weights]] = WeakKeyDictionary()
+
+
+class CompactLM(TreeCacheLM):
+    """A Llama-family causal LM (transformers weights, shared not copied) with a preallocated KV cache.
+
+    Args:
+        model: a ``LlamaForCausalLM`` (float32, bfloat16, or with `Int8Linear` layers).
+        pad_small_rows: use `PaddedLinear` for float32 products (default on).
+
+    The fused (and packed) weights are prepared once per model and shared by its `CompactLM` instances;
+    each instance has its own KV cache.
+    """
+
+    def __init__(self, model: nn.Module, pad_small_rows: bool = True) -> None:
+        if not is_compact_compatible(model):
+            raise TypeError(f"CompactLM: {type(model).__name__} is not a Llama-family model it reproduces")
+        prepared = _PREPARED.setdefault(model, {})
+        if pad_small_rows not in prepared:
+            prepared[pad_small_rows] = _Weights(model, pad_small_rows)
+        self.weights = prepared[pad_small_rows]
+        super().__init__(model)
+
+    def _reset_cache(self) -> None:
+        w = self.weights
+        shape = (len(w.layers), w.num_kv_heads, INITIAL_CAPACITY, w.head_dim)
+        self._keys = w.embed.new_empty(shape)
+        self._values = w.embed.new_empty(shape)
+        self._length = 0
+
+    def _reserve(self, length: int) -> None:
+        capacity = self._keys.shape[2]
+        if length <= capacity:
+            return
+        while capacity < length:
+            capacity *= 2
+        for name in ("_keys", "_values"):
+            old = getattr(self, name)
+            new = old.new_empty(old.shape[0], old.shape[1], capacity, old.shape[3])
+            new[:, :, : self._length] = old[:, :, : self._length]
+            setattr(self, name, new)
+
+    def _keep_entries(self, prefix_len: int, keep: list[int]) -> None:
+        if any(not 0 <= k < self._length - prefix_len for k in keep):
+            raise ValueError(f"keep must index the {self._length - prefix_len} entries past prefix_len={prefix_len}")
+        if keep != list(range(len(keep))):
+            index = torch.tensor(keep, device=self._keys.device) + prefix_len
+            end = prefix_len + len(keep)
+            self._keys[:, :, prefix_len:end] = self._keys[:, :, index]
+            self._values[:, :, prefix_len:end] = self._values[:, :, index]
+        self._length = prefix_len + len(keep)
+
+    @torch.no_grad()
+    def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+        rows, start = len(input_ids), self._length
+        end = start + rows
+        self._reserve(end)
+        mask = None if bool(allowed.all()) else allowed[None, None]
+        w = self.weights
+        heads, kv_heads, dim = w.num_heads, w.num_kv_heads, w.head_dim
+        h = w.embed[input_ids]
+        cos, sin = (t[0] for t in w.rotary(h[None], positions[None]))
+        for index, layer in enumerate(w.layers):
+            qkv = layer.qkv(rms_norm(h, layer.norm_in)).view(rows, heads + 2 * kv_heads, dim).transpose(0, 1)
+            qk = rotate(qkv[: heads + kv_heads], cos, sin)  # queries and keys rotated together
+            self._keys[index, :, start:end] = qk[heads:]
+            self._values[index, :, start:end] = qkv[heads + kv_heads:]
+            attended = functional.scaled_dot_product_attention(
+                qk[None, :heads], self._keys[index, :, :end][None], self._values[index, :, :end][None],
+                attn_mask=mask, scale=dim ** -0.5, enable_gqa=True)
+            h = h + layer.o(attended[0].transpose(0, 1).reshape(rows, -1))
+            gate, up = layer.gate_up(rms_norm(h, layer.norm_post)).chunk(2, dim=-1)
+            h = h + layer.down(functional.silu(gate) * up)
+        self._length = end
+        return w.head(rms_norm(h, w.final_norm))

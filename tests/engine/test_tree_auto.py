@@ -1,0 +1,81 @@
+"""``--tree auto``: the shape search against brute force, and calibration end to end on the tiny models."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from engine.calibration import Calibration, calibrate, cached_calibration, measure_acceptance, truncated_pair
+from engine.processing import Sampling
+from engine.tiny import tiny_pair
+from engine.tree_lm import TreeLM
+from engine.tree_search import best_tree, expected_tokens
+
+
+def _brute_force(acceptance, target_cost, draft_cost, round_cost, max_nodes, max_depth, max_children):
+    best = None
+    for depth in range(1, max_depth + 1):
+        for branching in itertools.product(range(1, max_children + 1), repeat=depth):
+            widths = list(itertools.accumulate(branching, lambda a, b: a * b))
+            nodes = 1 + sum(widths)
+            if nodes > max_nodes:
+                continue
+            seconds = sum(draft_cost(w) for w in [1] + widths[:-1]) + target_cost(nodes) + round_cost
+            rate = expected_tokens(branching, acceptance) / seconds
+            if best is None or rate > best[0]:
+                best = (rate, branching)
+    return best
+
+
+@pytest.mark.parametrize("acceptance, flat", [((0.96, 0.97, 0.975), True), ((0.4, 0.6, 0.7), True),
+                                              ((0.96, 0.97, 0.975), False), ((0.5, 0.8, 0.9), False)])
+def test_best_tree_is_the_brute_force_optimum(acceptance, flat):
+    target_cost = (lambda n: 0.040 + 0.0005 * n) if flat else (lambda n: 0.040 * n)
+    draft_cost = lambda w: 0.008 + 0.001 * w  # noqa: E731
+    choice = best_tree(acceptance, target_cost, draft_cost, 0.002, max_nodes=20, max_depth=6, max_children=3)
+    rate, branching = _brute_force(acceptance, target_cost, draft_cost, 0.002, 20, 6, 3)
+    assert choice.branching == branching
+    assert choice.tokens_per_second == pytest.approx(rate, rel=1e-12)
+
+
+def test_best_tree_follows_the_costs():
+    cheap_rows = best_tree((0.5, 0.75, 0.85, 0.9), lambda n: 0.04, lambda w: 0.001)
+    costly_rows = best_tree((0.5, 0.75, 0.85, 0.9), lambda n: 0.04 * n, lambda w: 0.001)
+    assert sum(cheap_rows.branching) > len(cheap_rows.branching)  # flat cost: a wide tree pays
+    assert costly_rows.branching == (1,)  # each node costs a forward: one candidate is best
+    with pytest.raises(ValueError, match="acceptance"):
+        best_tree((1.2,), lambda n: 1.0, lambda w: 1.0)
+
+
+def test_truncated_pair_keeps_the_top_tokens_and_the_tail_mass():
+    p, q = torch.softmax(torch.randn(100, generator=torch.Generator().manual_seed(0)), 0).double().numpy(), None
+    q = p[::-1].copy()
+    p_cut, q_cut = truncated_pair(p, q, support=8)
+    assert p_cut.shape == (9,) and p_cut.sum() == pytest.approx(1.0) and q_cut.sum() == pytest.approx(1.0)
+
+
+def test_acceptance_curve_uses_the_verifier_and_grows_with_k():
+    generator = torch.Generator().manual_seed(1)
+    p = torch.softmax(torch.randn(6, 40, generator=generator) * 2, -1).double().numpy()
+    q = torch.softmax(torch.randn(6, 40, generator=generator) * 2, -1).double().numpy()
+    curve = measure_acceptance(p, q, "resispec", 3)
+    assert curve[0] == pytest.approx(float((p.clip(max=q)).sum(1).mean()), abs=1e-12)
+    assert curve[0] < curve[1] < curve[2] <= 1
+    assert len(measure_acceptance(p, q, "sps", 3)) == 1
+
+
+def test_calibration_runs_on_tiny_models_and_is_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("RESISPEC_CACHE", str(tmp_path))
+    p_model, q_model = tiny_pair(0)
+    prompts = [torch.tensor([1, 2, 3]), torch.tensor([4, 5])]
+    calibration = calibrate(p_model, TreeLM(q_model), "rrs", Sampling(1.0), prompts, new_tokens=6, max_children=3,
+                            repeats=1)
+    assert len(calibration.acceptance) == 3 and calibration.positions == 12
+    assert all(seconds > 0 for seconds in calibration.target_seconds.values())
+    choice = calibration.choose()
+    assert 1 <= len(choice.branching) and choice.tokens_per_round >= 1
+    stored, cached = cached_calibration("k", lambda: calibration)
+    again, cached_again = cached_calibration("k", lambda: pytest.fail("recomputed"))
+    assert (cached, cached_again) == (False, True) and again == stored and isinstance(again, Calibration)
