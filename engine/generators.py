@@ -10,7 +10,7 @@
 - ``jsonl:FILE``: sequences produced anywhere, one JSON object a line (``read_jsonl``).
 
 Sequence j continues prompt ``j mod len(prompts)``; every generator stops a sequence after the
-tokenizer's end-of-sequence token or ``max_new_tokens``. All randomness flows from ``seed``: the engine's
+end-of-sequence id ``eos_id`` or ``max_new_tokens``. All randomness flows from ``seed``: the engine's
 ``Decoder(seed=...)`` or, for transformers (which draws from torch's global generator), ``torch.manual_seed``
 inside ``torch.random.fork_rng`` so the caller's global state is left as it was.
 """
@@ -28,6 +28,7 @@ from engine.decoding import Decoder
 from engine.drafts.registry import DEFAULT_DRAFT, make_draft
 from engine.processing import Sampling
 from engine.stream_audit import GeneratedSequence
+from engine.tree_lm import TreeLM
 
 GENERATOR_FORMS = ("engine:VERIFIER", "hf", "hf-assisted", "hf-ensemble:W", "jsonl:FILE")
 HF_BATCH = 8
@@ -94,6 +95,11 @@ def read_jsonl(path: str | Path, sampling: Sampling = Sampling()) -> list[Genera
     return sequences
 
 
+def _draft(draft: str | TreeLM, model) -> TreeLM:
+    """The draft ``draft`` names (``make_draft``), or ``draft`` itself."""
+    return make_draft(draft, model) if isinstance(draft, str) else draft
+
+
 def _cut(generated: list[int], eos_id: int | None) -> list[int]:
     """The ids up to and including the first ``eos_id`` (what follows is padding)."""
     return generated[: generated.index(eos_id) + 1] if eos_id in generated else generated
@@ -107,14 +113,14 @@ def _hf_settings(sampling: Sampling) -> dict:
             "top_p": sampling.top_p or 1.0}
 
 
-def _hf_sequences(spec: GeneratorSpec, model, tokenizer, prompts: Sequence[torch.Tensor], counts: list[int],
-                  max_new_tokens: int, sampling: Sampling, seed: int, draft: str) -> Iterator[GeneratedSequence]:
-    eos = tokenizer.eos_token_id
+def _hf_sequences(spec: GeneratorSpec, model, prompts: Sequence[torch.Tensor], counts: list[int],
+                  max_new_tokens: int, sampling: Sampling, seed: int, draft: str | TreeLM, eos: int | None
+                  ) -> Iterator[GeneratedSequence]:
     kwargs = {**_hf_settings(sampling), "max_new_tokens": max_new_tokens, "eos_token_id": eos,
-              "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos}
+              "pad_token_id": 0 if eos is None else eos}
     batch = HF_BATCH
     if spec.kind != "hf":  # assisted generation runs one sequence at a time
-        kwargs["assistant_model"] = make_draft(draft, model).model
+        kwargs["assistant_model"] = _draft(draft, model).model
         kwargs["assistant_ensemble_weight"] = spec.ensemble_weight
         batch = 1
     with torch.random.fork_rng(devices=[]):
@@ -130,12 +136,13 @@ def _hf_sequences(spec: GeneratorSpec, model, tokenizer, prompts: Sequence[torch
                     yield GeneratedSequence.of(prompt, _cut(row, eos), sampling)
 
 
-def generate_sequences(generator: str | GeneratorSpec, model, tokenizer, prompts: Sequence[torch.Tensor],
-                       count: int, max_new_tokens: int, sampling: Sampling = Sampling(), seed: int = 0,
-                       draft: str = DEFAULT_DRAFT, branching: tuple[int, ...] = (4, 2, 2, 1)
-                       ) -> Iterator[GeneratedSequence]:
-    """``count`` sequences from ``generator`` (a name or a ``GeneratorSpec``), continuing ``prompts``
-    (token ids, long [T]) in turn; ``jsonl:FILE`` ignores the other arguments and yields the file's."""
+def generate_sequences(generator: str | GeneratorSpec, model, prompts: Sequence[torch.Tensor], count: int,
+                       max_new_tokens: int, sampling: Sampling = Sampling(), seed: int = 0,
+                       draft: str | TreeLM = DEFAULT_DRAFT, branching: tuple[int, ...] = (4, 2, 2, 1),
+                       eos_id: int | None = None) -> Iterator[GeneratedSequence]:
+    """``count`` sequences from ``generator`` (a name or a ``GeneratorSpec``) with the target ``model``,
+    continuing ``prompts`` (token ids, long [T]) in turn and stopping after ``eos_id``; ``draft``: a draft name
+    (``make_draft``) or a ``TreeLM`` (its ``.model`` is the assistant of ``hf-assisted``); ``jsonl:FILE`` ignores the other arguments and yields the file's."""
     spec = parse_generator(generator) if isinstance(generator, str) else generator
     if spec.kind == "jsonl":
         yield from read_jsonl(spec.argument, sampling)
@@ -144,12 +151,12 @@ def generate_sequences(generator: str | GeneratorSpec, model, tokenizer, prompts
         raise ValueError(f"count, max_new_tokens: need >= 1 each and at least one prompt "
                          f"(got {count}, {max_new_tokens}, {len(prompts)} prompts)")
     if spec.kind == "engine":
-        drafter = None if spec.argument == "ar" else make_draft(draft, model)
+        drafter = None if spec.argument == "ar" else _draft(draft, model)
         decoder = Decoder(model, drafter, spec.argument, branching, sampling, seed)
         for j in range(count):
             prompt = prompts[j % len(prompts)]
-            yield GeneratedSequence.of(prompt, list(decoder.generate(prompt, max_new_tokens, tokenizer.eos_token_id)),
+            yield GeneratedSequence.of(prompt, list(decoder.generate(prompt, max_new_tokens, eos_id)),
                                        sampling)
         return
     counts = [len(range(i, count, len(prompts))) for i in range(len(prompts))]
-    yield from _hf_sequences(spec, model, tokenizer, prompts, counts, max_new_tokens, sampling, seed, draft)
+    yield from _hf_sequences(spec, model, prompts, counts, max_new_tokens, sampling, seed, draft, eos_id)

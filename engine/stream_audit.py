@@ -28,6 +28,10 @@ import torch
 from engine.processing import Sampling, target_probs
 from resispec.audit import DEFAULT_ALPHA, AuditResult, pit_audit, randomized_pit
 
+AUDIT_STREAM = 2
+"""Second word of the PIT uniforms' seed ``(seed, AUDIT_STREAM)``: apart from the decoders' streams
+(``Decoder`` draws its sampling uniforms from ``default_rng(seed)``; reusing them as the U_t would
+correlate u_t with the token: ``u_t = F(y-) + v p(y)`` for the very v that chose y, not uniform)."""
 BATCH_TOKENS = 1024
 """Teacher-forcing batches hold at most this many tokens (prompt + generated, padded), bounding the
 float32 logits to ``BATCH_TOKENS * V * 4`` bytes (200 MB for V = 49152)."""
@@ -112,14 +116,14 @@ def stream_pit(model: torch.nn.Module, sequences: Iterable[GeneratedSequence | t
         model: the target (a transformers causal LM); p is recomputed from it, by teacher forcing.
         sequences: ``GeneratedSequence``s or ``(prompt_ids, generated_ids)`` pairs.
         sampling: the law to audit for sequences that carry no settings of their own.
-        seed: the PIT uniforms ``U_t`` come from ``numpy.random.default_rng(seed)``.
+        seed: the PIT uniforms ``U_t`` come from ``numpy.random.default_rng((seed, AUDIT_STREAM))``.
         max_batch_tokens: padded tokens per teacher-forcing forward.
         progress: called with the number of sequences scored after each batch.
     """
     checked = _checked(sequences, sampling, model.config.vocab_size)
     if not any(s.generated_ids for s in checked):
         raise ValueError("sequences: no generated tokens to audit")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng((seed, AUDIT_STREAM))
     values: list[float] = []
     impossible = 0
     for batch in _batches(checked, max_batch_tokens):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from resispec.cli.generate import parse_tree
+from resispec.cli.model_options import add_target_argument, usage_errors
 
 DEFAULT_SEQUENCES = 24
 DEFAULT_MAX_NEW_TOKENS = 64
@@ -22,8 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "PIT of every generated token for uniformity (KS + chi-square). Exit status 0 iff the audit "
                     "passes, 1 if it rejects, 2 on a usage error.")
     parser.add_argument("generator", help="engine:VERIFIER, hf, hf-assisted, hf-ensemble:W or jsonl:FILE")
-    parser.add_argument("--target", default=None, metavar="PATH",
-                        help="a local checkpoint directory or GGUF file (default: the built-in SmolLM2-135M-Instruct)")
+    add_target_argument(parser)
     parser.add_argument("--draft", default=None,
                         help="draft name or checkpoint PATH for engine:* and hf-assisted (default: the engine's default)")
     parser.add_argument("--tree", type=parse_tree, default=(4, 2, 2, 1), help="engine:* branching per depth")
@@ -40,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=usage_errors("audit-stream")(run))
 
 
 def read_prompts(path: str) -> list[str]:
@@ -64,14 +63,6 @@ def read_prompts(path: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except ValueError as error:
-        print(f"resispec audit-stream: {error}", file=sys.stderr)
-        return 2
-
-
-def _run(args: argparse.Namespace) -> int:
     import torch
     from tqdm import tqdm
 
@@ -94,8 +85,8 @@ def _run(args: argparse.Namespace) -> int:
     model, tokenizer = load_target(device=args.device, path=args.target)
     draft = args.draft or DEFAULT_DRAFT
     prompts = [prompt_ids(tokenizer, message, chat=True) for message in messages]
-    generated = generate_sequences(spec, model, tokenizer, prompts, args.sequences, args.max_new_tokens, sampling,
-                                   args.seed, draft, args.tree)
+    generated = generate_sequences(spec, model, prompts, args.sequences, args.max_new_tokens, sampling, args.seed,
+                                   draft, args.tree, tokenizer.eos_token_id)
     sequences = list(tqdm(generated, total=None if spec.kind == "jsonl" else args.sequences, desc="generate",
                           unit="seq", disable=None))
     with tqdm(total=len(sequences), desc="score", unit="seq", disable=None) as bar:

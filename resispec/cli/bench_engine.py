@@ -7,12 +7,14 @@ import json
 import sys
 
 from resispec.cli.generate import parse_tree
+from resispec.cli.model_options import add_target_argument, usage_errors
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser = bench_subparsers.add_parser("engine", help="speculative vs autoregressive decoding on a fixed prompt set")
     parser.add_argument("--verifier", nargs="+", default=None, help="verifiers (default: every exact one)")
-    parser.add_argument("--draft", default=None, help="draft model (default: the engine's default draft)")
+    parser.add_argument("--draft", default=None, help="draft name or checkpoint PATH (default: the engine's default draft)")
+    add_target_argument(parser)
     parser.add_argument("--tree", type=parse_tree, default=(4, 2, 2, 1), help="branching per depth")
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--prompts", type=int, default=None, help="use only the first N prompts")
@@ -21,7 +23,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", action="store_true")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=usage_errors("bench engine")(run))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     verifiers = args.verifier or [name for name, cls in VERIFIERS.items()
                                   if cls.claims_exact and (cls.max_k is None or cls.max_k >= max(args.tree))]
-    model, tokenizer = load_target(device=args.device)
+    model, tokenizer = load_target(device=args.device, path=args.target)
     prompts = load_prompts()[: args.prompts]
     rows = bench_engine(model, tokenizer, verifiers, args.draft or DEFAULT_DRAFT, args.tree, args.max_new_tokens,
                         Sampling(args.temperature), args.seed, prompts,

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from resispec.cli.model_options import add_target_argument, usage_errors
+
 
 def parse_tree(text: str) -> tuple[int, ...]:
     """``"4,2,2,1"`` -> (4, 2, 2, 1)."""
@@ -22,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("generate", help="generate text with SmolLM2-135M-Instruct and a verifier")
     parser.add_argument("--prompt", required=True, help="the user message (chat template applied)")
     parser.add_argument("--verifier", default="resispec", help="a verifier name, or 'ar' for plain sampling")
-    parser.add_argument("--draft", default=None, help="draft model (default: the engine's default draft)")
+    parser.add_argument("--draft", default=None, help="draft name or checkpoint PATH (default: the engine's default draft)")
+    add_target_argument(parser)
     parser.add_argument("--tree", type=parse_tree, default=(4, 2, 2, 1), help="branching per depth, e.g. 4,2,2,1")
     parser.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
     parser.add_argument("--top-k", type=int, default=None)
@@ -39,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=usage_errors("generate")(run))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         sampling=Sampling(args.temperature, args.top_k, args.top_p), max_new_tokens=args.max_new_tokens,
         seed=args.seed, audit=args.audit, chat=not args.raw, parity_fraction=args.parity,
     )
-    model, tokenizer = load_target(device=args.device)
+    model, tokenizer = load_target(device=args.device, path=args.target)
     stream = None if args.json else (lambda text: print(text, end="", flush=True))
     log = node_log_for(model, request, args.log_keep) if args.log else None
     tokens, stats = generate(model, tokenizer, request, on_text=stream, log=log)
