@@ -7,10 +7,14 @@ With ``p_t = process(target logits after c y_<t)`` and independent uniforms ``U_
 
     u_t = P_{p_t}(Y < y_t) + U_t p_t(y_t)
 
-(``resispec.audit.randomized_pit``) is Uniform(0, 1) and independent over t and over sequences when
+(``resispec.audit.randomized_pit``, with ``Y < y`` in a vocabulary order fixed by the past) is Uniform(0, 1) and independent over t and over sequences when
 ``y_t ~ p_t`` given the past, whatever the p_t are. The pooled values are tested for uniformity by
 ``resispec.audit.pit_audit`` (KS + chi-square over equal bins, Bonferroni), which also reports the
 smallest TV (of the PIT law from uniform) the run detects with power 0.9.
+
+The order is descending p_t (ties by token id): the mode sits at u = 0 and the tail at u = 1 at every
+position, so a bias toward likely tokens (or away from them) piles up at the same end of [0, 1] across
+positions instead of cancelling as it does in token-id order, where the likely tokens sit anywhere.
 
 The generator's own probabilities are never used: p is recomputed from the target. A token with
 ``p_t(y_t) = 0`` (outside the claimed top-k / top-p, or not the argmax at temperature 0) is impossible
@@ -32,6 +36,7 @@ AUDIT_STREAM = 2
 """Second word of the PIT uniforms' seed ``(seed, AUDIT_STREAM)``: apart from the decoders' streams
 (``Decoder`` draws its sampling uniforms from ``default_rng(seed)``; reusing them as the U_t would
 correlate u_t with the token: ``u_t = F(y-) + v p(y)`` for the very v that chose y, not uniform)."""
+ORDERS = ("probability", "token-id")
 BATCH_TOKENS = 1024
 """Teacher-forcing batches hold at most this many tokens (prompt + generated, padded), bounding the
 float32 logits to ``BATCH_TOKENS * V * 4`` bytes (200 MB for V = 49152)."""
@@ -107,9 +112,17 @@ def _teacher_forced_logits(model: torch.nn.Module, batch: list[GeneratedSequence
     return [logits[row, len(s.prompt_ids) - 1: length - 1] for row, (s, length) in enumerate(zip(batch, lengths))]
 
 
+def _reorder(probs: torch.Tensor, tokens: torch.Tensor, order: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rows of ``probs`` [n, V] in the audit's token order and each token's position in its row."""
+    if order == "token-id":
+        return probs, tokens
+    ordered, ids = torch.sort(probs, dim=-1, descending=True, stable=True)
+    return ordered, (ids == tokens[:, None]).int().argmax(dim=-1)
+
+
 def stream_pit(model: torch.nn.Module, sequences: Iterable[GeneratedSequence | tuple],
                sampling: Sampling = Sampling(), seed: int = 0, max_batch_tokens: int = BATCH_TOKENS,
-               progress: Callable[[int], None] | None = None) -> StreamPit:
+               progress: Callable[[int], None] | None = None, order: str = "probability") -> StreamPit:
     """Randomized-PIT values of every generated token against the target ``model``'s processed p.
 
     Args:
@@ -119,7 +132,11 @@ def stream_pit(model: torch.nn.Module, sequences: Iterable[GeneratedSequence | t
         seed: the PIT uniforms ``U_t`` come from ``numpy.random.default_rng((seed, AUDIT_STREAM))``.
         max_batch_tokens: padded tokens per teacher-forcing forward.
         progress: called with the number of sequences scored after each batch.
+        order: the vocabulary order of the PIT: ``"probability"`` (descending p_t, ties by id; default)
+            or ``"token-id"``. See the module doc.
     """
+    if order not in ORDERS:
+        raise ValueError(f"order: expected one of {ORDERS}, got {order!r}")
     checked = _checked(sequences, sampling, model.config.vocab_size)
     if not any(s.generated_ids for s in checked):
         raise ValueError("sequences: no generated tokens to audit")
@@ -128,10 +145,12 @@ def stream_pit(model: torch.nn.Module, sequences: Iterable[GeneratedSequence | t
     impossible = 0
     for batch in _batches(checked, max_batch_tokens):
         for sequence, logits in zip(batch, _teacher_forced_logits(model, batch)):
-            probs = target_probs(logits, sequence.sampling).cpu().numpy()
-            for p, token in zip(probs, sequence.generated_ids):
-                impossible += int(p[token] == 0.0)
-                values.append(randomized_pit(p, token, float(rng.random())))
+            probs = target_probs(logits, sequence.sampling)
+            tokens = torch.tensor(sequence.generated_ids, device=probs.device)
+            impossible += int((probs.gather(1, tokens[:, None]) == 0).sum())
+            ordered, positions = _reorder(probs, tokens, order)
+            for p, position in zip(ordered.cpu().numpy(), positions.tolist()):
+                values.append(randomized_pit(p, position, float(rng.random())))
         if progress:
             progress(len(batch))
     return StreamPit(np.asarray(values), impossible, len(checked))
