@@ -27,7 +27,7 @@ import torch
 from engine.decoding import Decoder
 from engine.drafts.registry import DEFAULT_DRAFT, make_draft
 from engine.processing import Sampling
-from engine.stream_audit import GeneratedSequence
+from engine.stream_audit import GeneratedSequence, cut_after
 from engine.tree_lm import TreeLM
 
 GENERATOR_FORMS = ("engine:VERIFIER", "hf", "hf-assisted", "hf-ensemble:W", "jsonl:FILE")
@@ -100,11 +100,6 @@ def _draft(draft: str | TreeLM, model) -> TreeLM:
     return make_draft(draft, model) if isinstance(draft, str) else draft
 
 
-def _cut(generated: list[int], eos_id: int | None) -> list[int]:
-    """The ids up to and including the first ``eos_id`` (what follows is padding)."""
-    return generated[: generated.index(eos_id) + 1] if eos_id in generated else generated
-
-
 def _hf_settings(sampling: Sampling) -> dict:
     """``generate`` kwargs for ``sampling``; top-k 0 / top-p 1 switch off transformers' defaults (top-k 50)."""
     if sampling.greedy:
@@ -133,7 +128,7 @@ def _hf_sequences(spec: GeneratorSpec, model, prompts: Sequence[torch.Tensor], c
                     out = model.generate(ids, attention_mask=torch.ones_like(ids), num_return_sequences=size,
                                          **kwargs)
                 for row in out[:, ids.shape[1]:].tolist():
-                    yield GeneratedSequence.of(prompt, _cut(row, eos), sampling)
+                    yield GeneratedSequence.of(prompt, cut_after(row, eos), sampling)
 
 
 def generate_sequences(generator: str | GeneratorSpec, model, prompts: Sequence[torch.Tensor], count: int,

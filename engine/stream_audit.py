@@ -69,12 +69,21 @@ class StreamPit:
     sequences: int
 
 
-def _checked(sequences: Iterable[GeneratedSequence | tuple], sampling: Sampling, vocab_size: int
-             ) -> list[GeneratedSequence]:
-    """The sequences with a sampling each, validated (non-empty prompt, ids in [0, vocab_size))."""
+def cut_after(generated: Sequence[int], eos_id: int | None) -> list[int]:
+    """The ids up to and including the first ``eos_id`` (what follows is padding, not generated text)."""
+    generated = list(generated)
+    return generated[: generated.index(eos_id) + 1] if eos_id in generated else generated
+
+
+def _checked(sequences: Iterable[GeneratedSequence | tuple], sampling: Sampling, vocab_size: int,
+             eos_id: int | None = None) -> list[GeneratedSequence]:
+    """The sequences with a sampling each, cut after ``eos_id`` and validated (non-empty prompt, ids in
+    [0, vocab_size))."""
     checked = []
     for index, item in enumerate(sequences):
         sequence = item if isinstance(item, GeneratedSequence) else GeneratedSequence.of(*item)
+        if eos_id is not None:
+            sequence = replace(sequence, generated_ids=tuple(cut_after(sequence.generated_ids, eos_id)))
         if not sequence.prompt_ids:
             raise ValueError(f"sequences: sequence {index} has an empty prompt (the first token needs a context)")
         ids = sequence.prompt_ids + sequence.generated_ids
@@ -178,13 +187,15 @@ def audit_pit(pit: StreamPit, law: str, alpha: float = DEFAULT_ALPHA) -> AuditRe
 
 
 def audit_sequences(model: torch.nn.Module, sequences: Iterable[GeneratedSequence | tuple],
-                    sampling: Sampling = Sampling(), seed: int = 0, alpha: float = DEFAULT_ALPHA) -> AuditResult:
+                    sampling: Sampling = Sampling(), seed: int = 0, alpha: float = DEFAULT_ALPHA,
+                    eos_id: int | None = None) -> AuditResult:
     """Is the generated text distributed as the target ``model`` processed by ``sampling``?
 
     ``sequences``: ``(prompt_ids, generated_ids)`` pairs (lists or 1-D tensors) or ``GeneratedSequence``s;
-    cut each one at its stop token (ids after it are padding, not generated text). Returns the
-    ``AuditResult`` of ``pit_audit`` on the pooled randomized-PIT values (see the module doc).
+    with ``eos_id``, each is cut after its first ``eos_id`` (what follows is padding, e.g. the rows of a
+    batched ``generate``). Returns the ``AuditResult`` of ``pit_audit`` on the pooled randomized-PIT
+    values (see the module doc).
     """
-    checked = _checked(sequences, sampling, model.config.vocab_size)
+    checked = _checked(sequences, sampling, model.config.vocab_size, eos_id)
     law = "; ".join(sorted({law_description(s.sampling) for s in checked}))
     return audit_pit(stream_pit(model, checked, sampling, seed), law, alpha)
