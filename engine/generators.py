@@ -111,6 +111,7 @@ def _hf_settings(sampling: Sampling) -> dict:
 def _hf_sequences(spec: GeneratorSpec, model, prompts: Sequence[torch.Tensor], counts: list[int],
                   max_new_tokens: int, sampling: Sampling, seed: int, draft: str | TreeLM, eos: int | None
                   ) -> Iterator[GeneratedSequence]:
+    """``counts[i]`` sequences of prompt i from transformers ``generate`` (plain, assisted or ensemble)."""
     kwargs = {**_hf_settings(sampling), "max_new_tokens": max_new_tokens, "eos_token_id": eos,
               "pad_token_id": 0 if eos is None else eos}
     batch = HF_BATCH
@@ -136,8 +137,12 @@ def generate_sequences(generator: str | GeneratorSpec, model, prompts: Sequence[
                        draft: str | TreeLM = DEFAULT_DRAFT, branching: tuple[int, ...] = (4, 2, 2, 1),
                        eos_id: int | None = None) -> Iterator[GeneratedSequence]:
     """``count`` sequences from ``generator`` (a name or a ``GeneratorSpec``) with the target ``model``,
-    continuing ``prompts`` (token ids, long [T]) in turn and stopping after ``eos_id``; ``draft``: a draft name
-    (``make_draft``) or a ``TreeLM`` (its ``.model`` is the assistant of ``hf-assisted``); ``jsonl:FILE`` ignores the other arguments and yields the file's."""
+    continuing ``prompts`` (token ids, long [T]) in turn and stopping after ``eos_id``.
+
+    ``draft``: a draft name (``make_draft``) or a ``TreeLM`` (its ``.model`` is the assistant of
+    ``hf-assisted``); ``branching``: the engine's tree. ``jsonl:FILE`` ignores the other arguments and
+    yields the file's sequences.
+    """
     spec = parse_generator(generator) if isinstance(generator, str) else generator
     if spec.kind == "jsonl":
         yield from read_jsonl(spec.argument, sampling)
