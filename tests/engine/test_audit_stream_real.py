@@ -21,15 +21,16 @@ from resispec.cli import main
 pytestmark = pytest.mark.real_model
 
 EXACT = {"engine:resispec": (4, 32), "engine:rrs_wor": (4, 32), "hf": (8, 32), "hf-assisted": (4, 32)}
-LOSSY = {"engine:resispec_paper": (4, 32), "hf-ensemble:0.5": (6, 48)}
+LOSSY = {"engine:resispec_paper": (6, 48), "hf-ensemble:0.5": (6, 48)}
 """generator -> (sequences, max new tokens), over the built-in prompts in turn. The engine runs the tree
-(3), its fastest on CPU (README); the draft is the engine's default."""
+(3), its fastest on CPU (README). The controls' bias grows with the draft's distance from the target, so
+they run the draft they were measured with (``trained``); the exact decoders run the engine's default."""
 
 
-def audit(real_target, generator: str, sequences: int, new_tokens: int):
+def audit(real_target, generator: str, sequences: int, new_tokens: int, draft: str = "default"):
     model, tokenizer = real_target
     prompts = [prompt_ids(tokenizer, message, chat=True) for message in load_prompts()]
-    text = generate_sequences(generator, model, prompts, sequences, new_tokens, seed=0, branching=(3,),
+    text = generate_sequences(generator, model, prompts, sequences, new_tokens, seed=0, draft=draft, branching=(3,),
                               eos_id=tokenizer.eos_token_id)
     return audit_sequences(model, text, seed=0)
 
@@ -42,7 +43,7 @@ def test_exact_decoders_pass(real_target, generator):
 
 @pytest.mark.parametrize("generator", LOSSY)
 def test_lossy_decoders_are_rejected(real_target, generator):
-    result = audit(real_target, generator, *LOSSY[generator])
+    result = audit(real_target, generator, *LOSSY[generator], draft="trained")
     assert not result.passed, result
 
 
