@@ -7,8 +7,8 @@ With ``p_t = process(target logits after c y_<t)`` and independent uniforms ``U_
 
     u_t = P_{p_t}(Y < y_t) + U_t p_t(y_t)
 
-(``resispec.audit.randomized_pit``, with ``Y < y`` in a vocabulary order fixed by the past) is Uniform(0, 1) and independent over t and over sequences when
-``y_t ~ p_t`` given the past, whatever the p_t are. The pooled values are tested for uniformity by
+(``resispec.audit.randomized_pit``, ``Y < y`` in a vocabulary order fixed by the past) is Uniform(0, 1)
+and independent over t and over sequences when ``y_t ~ p_t`` given the past, whatever the p_t are. The pooled values are tested for uniformity by
 ``resispec.audit.pit_audit`` (KS + chi-square over equal bins, Bonferroni), which also reports the
 smallest TV (of the PIT law from uniform) the run detects with power 0.9.
 
@@ -154,6 +154,8 @@ def stream_pit(model: torch.nn.Module, sequences: Iterable[GeneratedSequence | t
     impossible = 0
     for batch in _batches(checked, max_batch_tokens):
         for sequence, logits in zip(batch, _teacher_forced_logits(model, batch)):
+            if not sequence.generated_ids:
+                continue
             probs = target_probs(logits, sequence.sampling)
             tokens = torch.tensor(sequence.generated_ids, device=probs.device)
             impossible += int((probs.gather(1, tokens[:, None]) == 0).sum())

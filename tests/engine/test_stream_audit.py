@@ -114,6 +114,7 @@ def test_bad_sequences_are_refused(tiny_models, pair, message):
         audit_sequences(tiny_models[0], [pair])
 
 
-def test_no_generated_tokens_is_refused(tiny_models):
+def test_no_generated_tokens_is_refused_and_empty_sequences_are_skipped(tiny_models):
     with pytest.raises(ValueError, match="no generated tokens"):
         audit_sequences(tiny_models[0], [([1], [])])
+    assert stream_pit(tiny_models[0], [([1], []), ([2], [3, 4])]).values.size == 2
