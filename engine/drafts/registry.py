@@ -1,20 +1,25 @@
 """Drafts by name, for the CLI and benchmarks: ``default`` (``int8`` on CPU, ``bf16`` elsewhere), ``int8`` and
 ``bf16`` (quantized self-drafts, `SelfDraft`), ``trained`` (the distilled draft, `TrainedDraft`),
-``early-exit`` (``early-exit-L`` picks the depth L). Every draft exposes ``model``, a transformers causal LM."""
+``early-exit`` (``early-exit-L`` picks the depth L), or the path of a local causal LM on the target's
+tokenizer (directory or GGUF file, `engine.checkpoints`). Every draft exposes ``model``, a transformers
+causal LM (usable as transformers' ``assistant_model``)."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from transformers import PreTrainedModel
 
+from engine.checkpoints import load_draft_model
+from engine.compact_lm import lm_for
 from engine.drafts.base import Draft
 from engine.drafts.early_exit import DEFAULT_EARLY_EXIT_LAYERS, EarlyExitDraft
 from engine.drafts.self_draft import SelfDraft, default_self_draft_scheme
 from engine.drafts.trained import TrainedDraft
 
 DEFAULT_DRAFT = "default"
-DRAFT_NAMES = ("default", "int8", "bf16", "trained", "early-exit", "early-exit-L")
+DRAFT_NAMES = ("default", "int8", "bf16", "trained", "early-exit", "early-exit-L", "PATH")
 
 
 def resolve_draft_name(name: str, target: PreTrainedModel) -> str:
@@ -23,7 +28,8 @@ def resolve_draft_name(name: str, target: PreTrainedModel) -> str:
 
 
 def make_draft(name: str, target: PreTrainedModel) -> Draft:
-    """The draft called ``name`` for the real target model ``target``."""
+    """The draft called ``name`` for the real target model ``target``; any other ``name`` that is an
+    existing path loads that checkpoint (through `CompactLM` where it applies)."""
     name = resolve_draft_name(name, target)
     if name in ("int8", "bf16"):
         return SelfDraft(target, name)
@@ -36,4 +42,6 @@ def make_draft(name: str, target: PreTrainedModel) -> Draft:
         if not 1 <= layers < total:
             raise ValueError(f"draft: early-exit depth must be in [1, {total - 1}], got {layers}")
         return EarlyExitDraft(target, layers)
+    if Path(name).expanduser().exists():
+        return lm_for(load_draft_model(name, target))
     raise ValueError(f"draft: unknown draft {name!r}; known: {', '.join(DRAFT_NAMES)}")

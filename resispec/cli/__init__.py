@@ -12,6 +12,7 @@ import importlib
 
 COMMAND_MODULES: list[str] = [
     "resispec.cli.audit",
+    "resispec.cli.audit_stream",
     "resispec.cli.bench",
     "resispec.cli.generate",
     "resispec.cli.theory",

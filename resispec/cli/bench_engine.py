@@ -6,6 +6,7 @@ import argparse
 import json
 
 from resispec.cli.generate import DRAFT_HELP, TREE_HELP, parse_tree
+from resispec.cli.model_options import add_target_argument, usage_errors
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
@@ -13,6 +14,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
         "engine", help="speculative decoding vs autoregressive vs transformers' assisted generation (held-out prompts)")
     parser.add_argument("--verifier", nargs="+", default=None, help="verifiers (default: every exact one)")
     parser.add_argument("--draft", default=None, help=DRAFT_HELP)
+    add_target_argument(parser)
     parser.add_argument("--tree", type=parse_tree, default="auto", help=TREE_HELP)
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--prompts", type=int, default=None, help="use only the first N prompts")
@@ -24,7 +26,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=usage_errors("bench engine")(run))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     widest = 1 if args.tree == "auto" else max(args.tree)
     verifiers = args.verifier or [name for name, cls in VERIFIERS.items()
                                   if cls.claims_exact and (cls.max_k is None or cls.max_k >= widest)]
-    model, tokenizer = load_target(device=args.device)
+    model, tokenizer = load_target(device=args.device, path=args.target)
     draft = args.draft or DEFAULT_DRAFT
     prompts = load_prompts()[: args.prompts]
     rows = bench_engine(model, tokenizer, verifiers, draft, args.tree, args.max_new_tokens, Sampling(args.temperature),

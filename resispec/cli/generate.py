@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from resispec.cli.model_options import add_target_argument, usage_errors
+
 
 TREE_HELP = ("auto (default: the tree maximising expected tokens/s from measured acceptance and costs, "
              "calibrated once and cached) or the branching per depth, e.g. 1,1,1,1 (a chain) or 4,2,2,1")
@@ -28,7 +30,7 @@ def parse_tree(text: str) -> tuple[int, ...] | str:
 
 
 DRAFT_HELP = ("draft model: default (int8 on CPU, bf16 elsewhere), int8 / bf16 (quantized copies of the target, "
-              "built at load time), trained (the distilled 3-layer draft), early-exit-L")
+              "built at load time), trained (the distilled 3-layer draft), early-exit-L, or a checkpoint PATH")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,6 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--prompt", required=True, help="the user message (chat template applied)")
     parser.add_argument("--verifier", default="resispec", help="a verifier name, or 'ar' for plain sampling")
     parser.add_argument("--draft", default=None, help=DRAFT_HELP)
+    add_target_argument(parser)
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32", help=DTYPE_HELP)
     parser.add_argument("--tree", type=parse_tree, default="auto", help=TREE_HELP)
     parser.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
@@ -53,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=usage_errors("generate")(run))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         sampling=Sampling(args.temperature, args.top_k, args.top_p), max_new_tokens=args.max_new_tokens,
         seed=args.seed, audit=args.audit, chat=not args.raw, parity_fraction=args.parity, threads=args.threads,
     )
-    model, tokenizer = load_target(device=args.device, dtype=getattr(torch, args.dtype))
+    model, tokenizer = load_target(device=args.device, dtype=getattr(torch, args.dtype), path=args.target)
     stream = None if args.json else (lambda text: print(text, end="", flush=True))
     log = node_log_for(model, request, args.log_keep) if args.log else None
     tokens, stats = generate(model, tokenizer, request, on_text=stream, log=log)

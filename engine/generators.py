@@ -1,0 +1,162 @@
+"""Decoders whose output the stream audit checks (``engine.stream_audit``), by name.
+
+- ``engine:VERIFIER``: this engine (``engine.decoding.Decoder``) with any verifier of the zoo (or ``ar``),
+  its draft and tree;
+- ``hf``: transformers ``generate`` (``do_sample=True``; greedy at temperature 0);
+- ``hf-assisted``: transformers assisted generation, the engine's draft (``make_draft(...).model``) as
+  ``assistant_model`` (speculative sampling, Leviathan et al. 2023, Algorithm 1);
+- ``hf-ensemble:W``: the same with ``assistant_ensemble_weight=W``, which verifies against
+  ``W p + (1 - W) q`` instead of p (lossy by design, for 0 < W < 1);
+- ``jsonl:FILE``: sequences produced anywhere, one JSON object a line (``read_jsonl``).
+
+Sequence j continues prompt ``j mod len(prompts)``; every generator stops a sequence after the
+end-of-sequence id ``eos_id`` or ``max_new_tokens``. All randomness flows from ``seed``: the engine's
+``Decoder(seed=...)`` or, for transformers (which draws from torch's global generator), ``torch.manual_seed``
+inside ``torch.random.fork_rng`` so the caller's global state is left as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from engine.decoding import Decoder
+from engine.drafts.registry import DEFAULT_DRAFT, make_draft
+from engine.processing import Sampling
+from engine.stream_audit import GeneratedSequence, cut_after
+from engine.tree_lm import TreeLM
+
+GENERATOR_FORMS = ("engine:VERIFIER", "hf", "hf-assisted", "hf-ensemble:W", "jsonl:FILE")
+HF_BATCH = 8
+"""Sequences of one prompt generated together by plain ``hf`` (``num_return_sequences``)."""
+
+
+@dataclass(frozen=True)
+class GeneratorSpec:
+    """A parsed generator name: ``kind`` in engine / hf / hf-assisted / hf-ensemble / jsonl, and its
+    argument (verifier, weight or file; empty for hf and hf-assisted)."""
+
+    kind: str
+    argument: str = ""
+
+    @property
+    def ensemble_weight(self) -> float | None:
+        return float(self.argument) if self.kind == "hf-ensemble" else None
+
+
+def parse_generator(text: str) -> GeneratorSpec:
+    """``"engine:resispec"`` -> GeneratorSpec("engine", "resispec"); ValueError naming ``generator``."""
+    kind, _, argument = text.partition(":")
+    if kind in ("hf", "hf-assisted") and not argument:
+        return GeneratorSpec(kind)
+    if kind in ("engine", "jsonl") and argument:
+        return GeneratorSpec(kind, argument)
+    if kind == "hf-ensemble" and argument:
+        try:
+            weight = float(argument)
+        except ValueError:
+            weight = float("nan")
+        if not 0 < weight < 1:
+            raise ValueError(f"generator: hf-ensemble:W needs a weight 0 < W < 1, got {argument!r}")
+        return GeneratorSpec(kind, argument)
+    raise ValueError(f"generator: unknown generator {text!r}; known forms: {', '.join(GENERATOR_FORMS)}")
+
+
+def read_jsonl(path: str | Path, sampling: Sampling = Sampling()) -> list[GeneratedSequence]:
+    """Sequences from a JSON-lines file: one object a line with ``prompt_ids`` and ``generated_ids``
+    (lists of token ids, the generated ones cut after the stop token) and optionally ``temperature``,
+    ``top_k``, ``top_p`` (absent ones take ``sampling``'s). Blank lines are skipped."""
+    sequences = []
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as error:
+        raise ValueError(f"generator: cannot read jsonl file {path}: {error.strerror}") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            settings = Sampling(record.get("temperature", sampling.temperature), record.get("top_k", sampling.top_k),
+                                record.get("top_p", sampling.top_p))
+            ids = [record["prompt_ids"], record["generated_ids"]]
+            if not all(isinstance(i, int) for part in ids for i in part):
+                raise ValueError("token ids must be integers")
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as error:
+            raise ValueError(f"generator: {path} line {number}: expected an object with prompt_ids and "
+                             f"generated_ids (lists of token ids) and optional temperature, top_k, top_p "
+                             f"({type(error).__name__}: {error})") from None
+        sequences.append(GeneratedSequence.of(*ids, settings))
+    if not sequences:
+        raise ValueError(f"generator: {path} holds no sequences")
+    return sequences
+
+
+def _draft(draft: str | TreeLM, model) -> TreeLM:
+    """The draft ``draft`` names (``make_draft``), or ``draft`` itself."""
+    return make_draft(draft, model) if isinstance(draft, str) else draft
+
+
+def _hf_settings(sampling: Sampling) -> dict:
+    """``generate`` kwargs for ``sampling``; top-k 0 / top-p 1 switch off transformers' defaults (top-k 50)."""
+    if sampling.greedy:
+        return {"do_sample": False}
+    return {"do_sample": True, "temperature": sampling.temperature, "top_k": sampling.top_k or 0,
+            "top_p": sampling.top_p or 1.0}
+
+
+def _hf_sequences(spec: GeneratorSpec, model, prompts: Sequence[torch.Tensor], counts: list[int],
+                  max_new_tokens: int, sampling: Sampling, seed: int, draft: str | TreeLM, eos: int | None
+                  ) -> Iterator[GeneratedSequence]:
+    """``counts[i]`` sequences of prompt i from transformers ``generate`` (plain, assisted or ensemble)."""
+    kwargs = {**_hf_settings(sampling), "max_new_tokens": max_new_tokens, "eos_token_id": eos,
+              "pad_token_id": 0 if eos is None else eos}
+    batch = HF_BATCH
+    if spec.kind != "hf":  # assisted generation runs one sequence at a time
+        kwargs["assistant_model"] = _draft(draft, model).model
+        kwargs["assistant_ensemble_weight"] = spec.ensemble_weight
+        batch = 1
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for prompt, count in zip(prompts, counts):
+            ids = prompt[None].to(model.device)
+            for start in range(0, count, batch):
+                size = min(batch, count - start)
+                with torch.no_grad():
+                    out = model.generate(ids, attention_mask=torch.ones_like(ids), num_return_sequences=size,
+                                         **kwargs)
+                for row in out[:, ids.shape[1]:].tolist():
+                    yield GeneratedSequence.of(prompt, cut_after(row, eos), sampling)
+
+
+def generate_sequences(generator: str | GeneratorSpec, model, prompts: Sequence[torch.Tensor], count: int,
+                       max_new_tokens: int, sampling: Sampling = Sampling(), seed: int = 0,
+                       draft: str | TreeLM = DEFAULT_DRAFT, branching: tuple[int, ...] = (4, 2, 2, 1),
+                       eos_id: int | None = None) -> Iterator[GeneratedSequence]:
+    """``count`` sequences from ``generator`` (a name or a ``GeneratorSpec``) with the target ``model``,
+    continuing ``prompts`` (token ids, long [T]) in turn and stopping after ``eos_id``.
+
+    ``draft``: a draft name (``make_draft``) or a ``TreeLM`` (its ``.model`` is the assistant of
+    ``hf-assisted``); ``branching``: the engine's tree. ``jsonl:FILE`` ignores the other arguments and
+    yields the file's sequences.
+    """
+    spec = parse_generator(generator) if isinstance(generator, str) else generator
+    if spec.kind == "jsonl":
+        yield from read_jsonl(spec.argument, sampling)
+        return
+    if count < 1 or max_new_tokens < 1 or not prompts:
+        raise ValueError(f"count, max_new_tokens: need >= 1 each and at least one prompt "
+                         f"(got {count}, {max_new_tokens}, {len(prompts)} prompts)")
+    if spec.kind == "engine":
+        drafter = None if spec.argument == "ar" else _draft(draft, model)
+        decoder = Decoder(model, drafter, spec.argument, branching, sampling, seed)
+        for j in range(count):
+            prompt = prompts[j % len(prompts)]
+            yield GeneratedSequence.of(prompt, list(decoder.generate(prompt, max_new_tokens, eos_id)),
+                                       sampling)
+        return
+    counts = [len(range(i, count, len(prompts))) for i in range(len(prompts))]
+    yield from _hf_sequences(spec, model, prompts, counts, max_new_tokens, sampling, seed, draft, eos_id)

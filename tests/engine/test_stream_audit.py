@@ -1,0 +1,120 @@
+"""The sequence-level stream audit (``engine.stream_audit``) on the tiny pair (vocab 8): its mechanics
+(teacher forcing, padding, the claimed law, impossible tokens, its own uniforms, inputs). The generators
+against the real target, exact ones and lossy controls, are in ``test_audit_stream_real.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from engine.generators import generate_sequences, parse_generator, read_jsonl
+from engine.processing import Sampling
+from engine.stream_audit import GeneratedSequence, audit_sequences, stream_pit
+from engine.tree_lm import TreeLM
+
+PROMPTS = [torch.tensor([3]), torch.tensor([1, 5])]
+COUNT, NEW_TOKENS = 40, 8  # 320 tokens
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models are overhead-bound: a second thread only adds contention."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def sequences(tiny_models, generator: str, seed: int = 0, sampling: Sampling = Sampling()) -> list[GeneratedSequence]:
+    target, draft = tiny_models
+    return list(generate_sequences(generator, target, PROMPTS, COUNT, NEW_TOKENS, sampling, seed,
+                                   draft=TreeLM(draft), branching=(3, 2)))
+
+
+def test_exact_samples_pass(tiny_models):
+    result = audit_sequences(tiny_models[0], sequences(tiny_models, "hf"))
+    assert result.passed and result.n == COUNT * NEW_TOKENS, result
+
+
+def test_another_models_text_is_rejected(tiny_models):
+    """Exact samples of the draft q, audited as if from the target p."""
+    target, draft = tiny_models
+    from_q = [GeneratedSequence(s.prompt_ids, s.generated_ids) for s in sequences((draft, draft), "hf")]
+    assert not audit_sequences(target, from_q).passed
+
+
+def test_audit_uniforms_are_apart_from_the_engines_own(tiny_models):
+    """Same seed for the decoder and the audit: with shared uniforms u_t = F(y-) + v p(y) for the very v
+    that sampled y, and this audit rejected at p = 3e-68."""
+    assert audit_sequences(tiny_models[0], sequences(tiny_models, "engine:ar", seed=0), seed=0).passed
+
+
+def test_batching_does_not_change_the_pit_values(tiny_models):
+    text = sequences(tiny_models, "hf")
+    one_by_one = stream_pit(tiny_models[0], text, max_batch_tokens=1).values
+    padded = stream_pit(tiny_models[0], text, max_batch_tokens=10_000).values
+    np.testing.assert_allclose(one_by_one, padded, atol=1e-9)
+
+
+def test_a_token_impossible_under_the_claimed_law_fails_the_audit(tiny_models):
+    """Tokens sampled at T = 1 but claimed greedy: every non-argmax token has p = 0."""
+    claimed = [GeneratedSequence(s.prompt_ids, s.generated_ids, Sampling(0.0)) for s in sequences(tiny_models, "hf")]
+    pit = stream_pit(tiny_models[0], claimed)
+    result = audit_sequences(tiny_models[0], claimed)
+    assert pit.impossible > 0 and not result.passed and result.pvalue == 0.0
+    assert f"{pit.impossible} impossible" in result.note and "greedy" in result.note
+
+
+def test_processing_is_the_claimed_one(tiny_models):
+    """hf at T = 0.4, top-k 3 passes when audited at those settings and is caught when audited at T = 1."""
+    text = sequences(tiny_models, "hf", sampling=Sampling(0.4, top_k=3))
+    assert stream_pit(tiny_models[0], text).impossible == 0
+    assert audit_sequences(tiny_models[0], text).passed
+    unclaimed = [GeneratedSequence(s.prompt_ids, s.generated_ids) for s in text]
+    assert not audit_sequences(tiny_models[0], unclaimed, Sampling()).passed
+
+
+def test_jsonl_round_trip(tiny_models, tmp_path):
+    text = sequences(tiny_models, "hf")[:5]
+    path = tmp_path / "text.jsonl"
+    path.write_text("\n".join(json.dumps({"prompt_ids": list(s.prompt_ids), "generated_ids": list(s.generated_ids),
+                                          "top_k": 5}) for s in text) + "\n\n")
+    read = list(generate_sequences(f"jsonl:{path}", tiny_models[0], [], 0, 0, Sampling(0.5)))
+    assert [(s.prompt_ids, s.generated_ids) for s in read] == [(s.prompt_ids, s.generated_ids) for s in text]
+    assert {s.sampling for s in read} == {Sampling(0.5, 5)}
+
+
+@pytest.mark.parametrize("line, message", [
+    ("{not json", "line 1"), ('{"prompt_ids": [1]}', "generated_ids"), ('{"prompt_ids": [1], "generated_ids": [1.5]}',
+                                                                       "integers"),
+    ('{"prompt_ids": [1], "generated_ids": [2], "top_p": 2}', "top_p"),
+])
+def test_bad_jsonl_is_refused_with_its_line(tmp_path, line, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(ValueError, match=message):
+        read_jsonl(path)
+
+
+@pytest.mark.parametrize("text", ["hf:1", "hf-ensemble", "hf-ensemble:1", "hf-ensemble:x", "engine", "jsonl:", "vllm"])
+def test_unknown_generators_are_refused(text):
+    with pytest.raises(ValueError, match="generator"):
+        parse_generator(text)
+
+
+@pytest.mark.parametrize("pair, message", [
+    (([], [1]), "empty prompt"), (([1], [8]), "outside"), (([-1], [1]), "outside"),
+])
+def test_bad_sequences_are_refused(tiny_models, pair, message):
+    with pytest.raises(ValueError, match=message):
+        audit_sequences(tiny_models[0], [pair])
+
+
+def test_no_generated_tokens_is_refused_and_empty_sequences_are_skipped(tiny_models):
+    with pytest.raises(ValueError, match="no generated tokens"):
+        audit_sequences(tiny_models[0], [([1], [])])
+    assert stream_pit(tiny_models[0], [([1], []), ([2], [3, 4])]).values.size == 2
