@@ -11,7 +11,7 @@ from engine.checkpoints import load_checkpoint, load_draft_model
 from engine.drafts.registry import make_draft
 from engine.models import load_target
 from engine.tiny import tiny_llama
-from engine.tree_lm import TreeLM
+from engine.tree_lm import TreeCacheLM
 
 
 def word_tokenizer(size: int, prefix: str = "t") -> PreTrainedTokenizerFast:
@@ -41,7 +41,7 @@ def test_a_saved_checkpoint_loads_as_the_target(tmp_path):
 def test_a_saved_draft_loads_by_path(tmp_path):
     target, _ = load_checkpoint(write(tmp_path, "target", tiny_llama(0), word_tokenizer(8)))
     draft = make_draft(str(write(tmp_path, "draft", tiny_llama(1, num_layers=1), word_tokenizer(8))), target)
-    assert isinstance(draft, TreeLM) and draft.model.config.num_hidden_layers == 1
+    assert isinstance(draft, TreeCacheLM) and draft.model.config.num_hidden_layers == 1  # CompactLM for Llama
 
 
 @pytest.mark.parametrize("make, message", [
