@@ -30,6 +30,7 @@ from engine.expand import expand_tree
 from engine.node_log import NodeLog
 from engine.node_verification import NodeVerifier
 from engine.processing import Sampling, draft_probs, target_probs
+from engine.round_verification import RoundVerification, is_sequence_level
 from engine.tree import CandidateTree
 from engine.tree_lm import TreeLM
 from engine.verifiers.sampling import inverse_cdf
@@ -75,7 +76,8 @@ class Decoder:
     Args:
         target_model: the target p (a transformers causal LM).
         draft: the draft q (``engine.drafts.Draft``); ignored for ``verifier="ar"``.
-        verifier: a verifier name of the zoo, or ``"ar"`` for plain sampling from the target.
+        verifier: a verifier name of the zoo, a sequence-level one (``block``, ``traversal``,
+            ``traversal_wor``: ``engine.round_verification``), or ``"ar"`` for plain sampling.
         branching: children per node at each depth, e.g. ``(4, 2, 2, 1)``.
         sampling: temperature / top-k / top-p, applied identically to p and q.
         seed: all randomness flows from it: verification and sampling uniforms from
@@ -98,7 +100,14 @@ class Decoder:
         if self.speculative:
             if draft is None:
                 raise ValueError("draft: speculative decoding needs a draft model")
-            self.node_verifier = NodeVerifier(verifier, parity_fraction, self.hooks_rng)
+            self.round_verifier = RoundVerification(verifier) if is_sequence_level(verifier) else None
+            if self.round_verifier is not None:
+                if parity_fraction or log is not None:
+                    raise ValueError(f"verifier: {verifier} decides whole rounds; the per-node log and parity "
+                                     "check apply to node-by-node verifiers only")
+                self.round_verifier.check_branching(tuple(branching))
+            drafting = verifier if self.round_verifier is None else self.round_verifier.drafting_verifier
+            self.node_verifier = NodeVerifier(drafting, parity_fraction, self.hooks_rng)
             self.tree = CandidateTree.from_branching(branching)
             self.node_verifier.check_branching(self.tree.branching)
         self.draft = draft
@@ -171,7 +180,9 @@ class Decoder:
         q_all = draft_probs(q_logits, self.sampling)
         token_list = tokens.tolist()
         node, emitted = 0, []
-        while True:
+        if self.round_verifier is not None:  # sequence-level: one decision for the whole round
+            node, emitted = self._round_decision(tokens, p_all, q_all)
+        while self.round_verifier is None:
             depth = int(tree.depths[node])
             if depth == tree.depth:  # a leaf was accepted: one token from p at the leaf
                 emitted.append(self._sample(p_all[node]))
@@ -194,6 +205,23 @@ class Decoder:
         self.stats.parity_checked = self.node_verifier.parity.checked
         self.stats.parity_mismatches = self.node_verifier.parity.mismatches
         return emitted
+
+    def _round_decision(self, tokens: torch.Tensor, p_all: torch.Tensor, q_all: torch.Tensor) -> tuple[int, list[int]]:
+        """A sequence-level verifier's round: the accepted path's last node and the emitted tokens
+        (the path's drafted tokens, then the token emitted after it), counted and audited like the
+        node-by-node walk (each token against p at its parent)."""
+        tree = self.tree
+        node, token = self.round_verifier(tree, tokens, p_all, q_all, self.rng)
+        path, token_list, emitted = tree.path(node), tokens.tolist(), []
+        for parent, child in zip(path, path[1:]):
+            self._count(int(tree.depths[parent]), accepted=False)
+            self._count(int(tree.depths[parent]), accepted=True)
+            self._emit(p_all[parent], token_list[child])
+            emitted.append(token_list[child])
+        if int(tree.depths[node]) < tree.depth:
+            self._count(int(tree.depths[node]), accepted=False)
+        self._emit(p_all[node], token)
+        return node, [*emitted, token]
 
     def _count(self, depth: int, accepted: bool) -> None:
         counters = self.stats.accepted_by_depth if accepted else self.stats.reached_by_depth

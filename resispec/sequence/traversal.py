@@ -50,7 +50,9 @@ class NodeState:
         self.without_replacement = without_replacement
 
     def child_weight(self, token: int) -> float:
-        """``min(1, w pi(c) / d(c))``."""
+        """``min(1, w pi(c) / d(c))``; 0 for a token the draft can no longer propose (a padding child)."""
+        if self.draft[token] <= 0:
+            return 0.0
         return min(1.0, self.weight * self.target[token] / self.draft[token])
 
     def reject(self, token: int) -> None:
