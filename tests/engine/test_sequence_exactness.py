@@ -21,11 +21,13 @@ from engine.tiny import tiny_llama
 from engine.tree_lm import TreeLM
 from engine.verifiers import TORCH_VERIFIERS
 from resispec import VERIFIERS
+from resispec.sequence import SEQUENCE_VERIFIERS
 from resispec.audit.goodness_of_fit import merged_chi_square
 
 PROMPT = torch.tensor([3])
 VOCAB, LENGTH, SAMPLES = 8, 3, 1500
 EXACT = [name for name, cls in TORCH_VERIFIERS.items() if cls.claims_exact]  # the engine decodes with the torch ports
+EXACT += ["block", "traversal"]  # whole-round verifiers (traversal_wor shares traversal's hook)
 CONTROLS = [name for name, cls in TORCH_VERIFIERS.items() if not cls.claims_exact]
 LEVEL = 0.01 / len(EXACT)
 
@@ -56,7 +58,8 @@ def target_law(models):
 
 def sequence_counts(models, verifier: str, seed: int) -> np.ndarray:
     target, draft = models
-    branching = (1, 1) if verifier in VERIFIERS and VERIFIERS[verifier].max_k == 1 else (3, 2)
+    chain = VERIFIERS[verifier].max_k == 1 if verifier in VERIFIERS else SEQUENCE_VERIFIERS[verifier].chains_only
+    branching = (1, 1) if chain else (3, 2)
     decoder = Decoder(target, TreeLM(draft), verifier, branching, Sampling(1.0), seed=seed)
     counts = np.zeros(VOCAB**LENGTH, dtype=np.int64)
     for _ in range(SAMPLES):
