@@ -12,7 +12,7 @@ import pytest
 
 from resispec.audit.goodness_of_fit import merged_chi_square
 from resispec.audit.round_law import exact_round_law
-from resispec.sequence import SEQUENCE_VERIFIERS, get_round_verifier, round_tree
+from resispec.sequence import SEQUENCE_VERIFIERS, Lifted, get_round_verifier, round_tree
 from resispec.verifiers import VERIFIERS
 
 EXACT_ZOO = [name for name, cls in VERIFIERS.items() if cls.claims_exact]
@@ -44,7 +44,7 @@ def test_exact_verifiers_reproduce_the_target_over_a_whole_round(name):
     assert result.exact, (name, result.max_error)
 
 
-@pytest.mark.parametrize("name", ["traversal", "traversal_wor"])
+@pytest.mark.parametrize("name", ["traversal", "traversal_wor", "traversal_resispec", "traversal_resispec_wor"])
 def test_traversal_is_exact_on_a_two_level_tree(name):
     result = exact_round_law(name, *pair(3, 1), 3, (2, 2))
     assert result.exact and result.trees > 100
@@ -143,4 +143,27 @@ def test_bad_input_is_refused():
         get_round_verifier("traversal").verify(tree, p, q, [0.5])
     with pytest.raises(ValueError, match="unknown verifier"):
         get_round_verifier("nope")
-    assert set(SEQUENCE_VERIFIERS) == {"block", "traversal", "traversal_wor", "block_naive"}
+    with pytest.raises(ValueError, match="node_rule: pooled is not a sequential verifier"):
+        Lifted("pooled")
+    assert set(SEQUENCE_VERIFIERS) == {"block", "traversal", "traversal_wor", "traversal_resispec",
+                                       "traversal_resispec_wor", "block_naive"}
+
+
+@pytest.mark.parametrize("parents", [[-1, 0, 0, 1, 1, 2, 2], [-1, 0, 0, 0, 1, 2, 3, 3]])
+def test_traversal_is_the_lift_of_rrs_and_block_the_lift_of_sps(parents):
+    tree, p, q = random_round(11, parents)
+    assert np.abs(Lifted("rrs").law(tree, p, q).joint - get_round_verifier("traversal").law(tree, p, q).joint).max() < 1e-14
+    wor = Lifted("rrs_wor").law(tree, p, q).joint - get_round_verifier("traversal_wor").law(tree, p, q).joint
+    assert np.abs(wor).max() < 1e-14
+    chain, p, q = random_round(12, [-1, 0, 1, 2])
+    assert np.abs(Lifted("sps").law(chain, p, q).joint - get_round_verifier("block").law(chain, p, q).joint).max() < 1e-14
+
+
+@pytest.mark.parametrize("drafting", ["", "_wor"])
+def test_shaping_lifted_to_sequence_level_beats_both_parents_on_a_two_level_tree(drafting):
+    """The open question's instance: the lift of resispec accepts strictly more than resispec node by
+    node and than traversal (the lift of rrs) on the same drafted-tree law."""
+    models = pair(3, 1)
+    accepted = {name: exact_round_law(name + drafting, *models, 3, (2, 2)).expected_accepted
+                for name in ("traversal_resispec", "resispec", "traversal")}
+    assert accepted["traversal_resispec"] > max(accepted["resispec"], accepted["traversal"]) + 0.02
