@@ -96,7 +96,7 @@ def random_round(seed: int, parents: list[int], vocab_size: int = 4):
     return round_tree(parents, tokens, vocab_size), p, q
 
 
-@pytest.mark.parametrize("name", ["block", "traversal", "rrs", "resispec"])
+@pytest.mark.parametrize("name", ["block", "traversal", "traversal_resispec_wor", "rrs"])
 def test_sampled_decisions_follow_the_conditional_law(name):
     parents = [-1, 0, 1, 2] if name == "block" else [-1, 0, 0, 1, 1, 2]
     tree, p, q = random_round(7, parents)
@@ -104,7 +104,7 @@ def test_sampled_decisions_follow_the_conditional_law(name):
     law = verifier.law(tree, p, q).joint
     rng = np.random.default_rng(1)
     counts = np.zeros(law.size, dtype=np.int64)
-    for _ in range(4000):
+    for _ in range(2000):
         node, token = verifier.verify(tree, p, q, rng.random(verifier.uniforms_needed(tree)))
         counts[node * p.shape[1] + token] += 1
     assert law.sum() == pytest.approx(1.0, abs=1e-12)
@@ -167,3 +167,15 @@ def test_shaping_lifted_to_sequence_level_beats_both_parents_on_a_two_level_tree
     accepted = {name: exact_round_law(name + drafting, *models, 3, (2, 2)).expected_accepted
                 for name in ("traversal_resispec", "resispec", "traversal")}
     assert accepted["traversal_resispec"] > max(accepted["resispec"], accepted["traversal"]) + 0.02
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_round_lp_bounds_every_verifier_and_block_attains_it_on_chains(seed):
+    from resispec.sequence.round_lp import optimal_round_acceptance
+
+    models = pair(3, 300 + seed)
+    chain_optimum = optimal_round_acceptance(*models, 3, (1, 1, 1))
+    assert exact_round_law("block", *models, 3, (1, 1, 1)).expected_accepted == pytest.approx(chain_optimum, abs=1e-7)
+    tree_optimum = optimal_round_acceptance(*models, 3, (2, 1))
+    for name in ("rrs", "resispec", "pooled", "traversal", "traversal_resispec"):
+        assert exact_round_law(name, *models, 3, (2, 1)).expected_accepted <= tree_optimum + 1e-7
