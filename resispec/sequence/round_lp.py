@@ -44,7 +44,8 @@ def optimal_round_acceptance(target: Conditional, draft: Conditional, vocab_size
                 column += 1
     matrix = coo_matrix((values, (rows, cols)), shape=(sequences + len(tree_mass), column)).tocsr()
     rhs = np.concatenate([models.target_law(), tree_mass])
-    result = linprog(-np.array(gain), A_eq=matrix, b_eq=rhs, bounds=(0, None), method="highs")
+    keep = np.arange(1, matrix.shape[0])  # the sequence rows sum to the tree rows: drop one, keep them consistent
+    result = linprog(-np.array(gain), A_eq=matrix[keep], b_eq=rhs[keep], bounds=(0, None), method="highs")
     if result.status != 0:
         raise RuntimeError(f"the round LP did not solve: {result.message}")
     return float(-result.fun)
