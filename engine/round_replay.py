@@ -62,15 +62,16 @@ class RecordingRound:
 
 
 def replay(model, tokenizer, drafting: str, branching: tuple[int, ...], prompts: Sequence[str],
-           max_new_tokens: int, seed: int = 0) -> dict[str, list[float]]:
-    """Per measured verifier, ``E[accepted | tree]`` for every round the driver decodes."""
+           max_new_tokens: int, seed: int = 0, names: Sequence[str] | None = None) -> dict[str, list[float]]:
+    """Per measured verifier (``names``, default ``MEASURED[drafting]``), ``E[accepted | tree]`` for
+    every round the driver decodes."""
     draft = make_draft(DEFAULT_DRAFT, model)
     bar = tqdm(desc=f"rounds ({drafting}, tree {','.join(map(str, branching))})", unit="round", file=sys.stderr)
     recorder: RecordingRound | None = None
     for index, prompt in enumerate(prompts):
         decoder = Decoder(model, draft, DRIVERS[drafting], branching, Sampling(1.0), seed=seed + index)
         if recorder is None:
-            recorder = RecordingRound(decoder.round_verifier, MEASURED[drafting], bar)
+            recorder = RecordingRound(decoder.round_verifier, names or MEASURED[drafting], bar)
         recorder.driver = decoder.round_verifier
         decoder.round_verifier = recorder
         list(decoder.generate(prompt_ids(tokenizer, prompt, chat=True), max_new_tokens, tokenizer.eos_token_id))
@@ -98,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--prompts", type=int, default=6, help="how many benchmark prompts")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verifiers", nargs="+", default=None,
+                        help="verifiers to score, the first is the baseline (default: the drafting's set)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default=None, help="write the JSON summary here")
     args = parser.parse_args(argv)
@@ -107,10 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     branching = tuple(int(b) for b in args.tree.split(","))
     model, tokenizer = load_target()
     accepted = replay(model, tokenizer, args.drafting, branching, load_prompts()[: args.prompts],
-                      args.max_new_tokens, args.seed)
+                      args.max_new_tokens, args.seed, args.verifiers)
+    names = args.verifiers or MEASURED[args.drafting]
     record = {"tree": args.tree, "drafting": args.drafting, "max_new_tokens": args.max_new_tokens,
               "prompts": args.prompts, "seed": args.seed, "draft": DEFAULT_DRAFT, "temperature": 1.0,
-              "verifiers": summarise(accepted, MEASURED[args.drafting][0])}
+              "verifiers": summarise(accepted, names[0])}
     text = json.dumps(record, indent=2)
     print(text)
     if args.out:
