@@ -27,7 +27,7 @@ from resispec.audit.goodness_of_fit import merged_chi_square
 PROMPT = torch.tensor([3])
 VOCAB, LENGTH, SAMPLES = 8, 3, 1500
 EXACT = [name for name, cls in TORCH_VERIFIERS.items() if cls.claims_exact]  # the engine decodes with the torch ports
-EXACT += ["block", "traversal"]  # whole-round verifiers (traversal_wor shares traversal's hook)
+EXACT += ["traversal"]  # a whole-round verifier (block and the lifts share its hook in the loop)
 CONTROLS = [name for name, cls in TORCH_VERIFIERS.items() if not cls.claims_exact]
 LEVEL = 0.01 / len(EXACT)
 
