@@ -58,8 +58,9 @@ class Calibration:
     def draft_cost(self, rows: int) -> float:
         return _interpolate(self.draft_seconds, rows)
 
-    def choose(self, max_nodes: int = MAX_NODES) -> TreeChoice:
-        return best_tree(self.acceptance, self.target_cost, self.draft_cost, self.round_seconds, max_nodes)
+    def choose(self, max_nodes: int = MAX_NODES, chains_only: bool = False) -> TreeChoice:
+        acceptance = self.acceptance[:1] if chains_only else self.acceptance
+        return best_tree(acceptance, self.target_cost, self.draft_cost, self.round_seconds, max_nodes)
 
 
 def _interpolate(points: dict[int, float], x: int) -> float:
@@ -195,10 +196,10 @@ def calibration_prompts(tokenizer, count: int = CALIBRATION_PROMPT_COUNT) -> lis
 
 
 def choose_tree(model, tokenizer, draft: Draft, draft_name: str, verifier: str, sampling: Sampling,
-                threads: int) -> tuple[TreeChoice, Calibration, bool]:
-    """The ``--tree auto`` choice for this configuration, calibrating once (cached); third item: whether the
-    calibration came from the cache."""
+                threads: int, chains_only: bool = False) -> tuple[TreeChoice, Calibration, bool]:
+    """The ``--tree auto`` choice for this configuration (``chains_only``: among chains), calibrating once
+    (cached); third item: whether the calibration came from the cache."""
     key = calibration_key(model, draft_name, verifier, sampling, threads)
     calibration, cached = cached_calibration(
         key, lambda: calibrate(model, draft, verifier, sampling, calibration_prompts(tokenizer)))
-    return calibration.choose(), calibration, cached
+    return calibration.choose(chains_only=chains_only), calibration, cached

@@ -37,6 +37,7 @@ from engine.expand import DraftedTree, expand_tree
 from engine.node_log import NodeLog
 from engine.node_verification import NodeVerifier
 from engine.processing import Sampling, draft_probs, target_probs
+from engine.round_verification import RoundVerification, is_sequence_level
 from engine.tree import CandidateTree
 from engine.verifiers.sampling import inverse_cdf
 from resispec import get_verifier
@@ -91,7 +92,8 @@ class Decoder:
     Args:
         target_model: the target p (a transformers causal LM).
         draft: the draft q (``engine.drafts.Draft``); ignored for ``verifier="ar"``.
-        verifier: a verifier name of the zoo, or ``"ar"`` for plain sampling from the target.
+        verifier: a verifier name of the zoo, a sequence-level one (``block``, ``traversal``,
+            ``traversal_wor``: ``engine.round_verification``), or ``"ar"`` for plain sampling.
         branching: children per node at each depth, e.g. ``(4, 2, 2, 1)``.
         sampling: temperature / top-k / top-p, applied identically to p and q.
         seed: all randomness flows from it: verification and sampling uniforms from
@@ -114,12 +116,20 @@ class Decoder:
         if self.speculative:
             if draft is None:
                 raise ValueError("draft: speculative decoding needs a draft model")
-            self.node_verifier = NodeVerifier(verifier, parity_fraction, self.hooks_rng)
+            self.round_verifier = RoundVerification(verifier) if is_sequence_level(verifier) else None
+            if self.round_verifier is not None:
+                if parity_fraction or log is not None:
+                    raise ValueError(f"verifier: {verifier} decides whole rounds; the per-node log and parity "
+                                     "check apply to node-by-node verifiers only")
+                self.round_verifier.check_branching(tuple(branching))
+            drafting = verifier if self.round_verifier is None else self.round_verifier.drafting_verifier
+            self.node_verifier = NodeVerifier(drafting, parity_fraction, self.hooks_rng)
             self.tree = CandidateTree.from_branching(branching)
             self.node_verifier.check_branching(self.tree.branching)
             chain = all(b == 1 for b in self.tree.branching)
             self.chain_verifier = (NodeVerifier("sps", parity_fraction, self.hooks_rng)
-                                   if chain and get_verifier(verifier).single_candidate_is_sps else None)
+                                   if chain and self.round_verifier is None
+                                   and get_verifier(verifier).single_candidate_is_sps else None)
         self.draft = draft
         self.sampling = sampling
         self.generator = torch.Generator(device=target_model.device).manual_seed(seed)
@@ -215,7 +225,9 @@ class Decoder:
         if self.chain_verifier is not None:  # every node at once (module docstring)
             decided = self.chain_verifier.verify_batch(p_all[: tree.depth], q_all, tokens[1:, None], self.rng)
         node, emitted = 0, []
-        while True:
+        if self.round_verifier is not None:  # sequence-level: one decision for the whole round
+            node, emitted = self._round_decision(tokens, p_all, q_all)
+        while self.round_verifier is None:
             depth = int(tree.depths[node])
             if depth == tree.depth:  # a leaf was accepted: one token from p at the leaf
                 emitted.append(self._sample(p_all[node]))
@@ -237,6 +249,23 @@ class Decoder:
             self._count(depth, accepted=True)
             node = children.start + index
         return node, emitted
+
+    def _round_decision(self, tokens: torch.Tensor, p_all: torch.Tensor, q_all: torch.Tensor) -> tuple[int, list[int]]:
+        """A sequence-level verifier's round: the accepted path's last node and the emitted tokens
+        (the path's drafted tokens, then the token emitted after it), counted and audited like the
+        node-by-node walk (each token against p at its parent)."""
+        tree = self.tree
+        node, token = self.round_verifier(tree, tokens, p_all, q_all, self.rng)
+        path, token_list, emitted = tree.path(node), tokens.tolist(), []
+        for parent, child in zip(path, path[1:]):
+            self._count(int(tree.depths[parent]), accepted=False)
+            self._count(int(tree.depths[parent]), accepted=True)
+            self._emit(p_all[parent], token_list[child])
+            emitted.append(token_list[child])
+        if int(tree.depths[node]) < tree.depth:
+            self._count(int(tree.depths[node]), accepted=False)
+        self._emit(p_all[node], token)
+        return node, [*emitted, token]
 
     def _count(self, depth: int, accepted: bool) -> None:
         counters = self.stats.accepted_by_depth if accepted else self.stats.reached_by_depth

@@ -12,6 +12,7 @@ from engine.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
 from engine.drafts.registry import DEFAULT_DRAFT, make_draft, resolve_draft_name
 from engine.node_log import NodeLog
 from engine.processing import Sampling
+from engine.round_verification import RoundVerification, is_sequence_level
 from resispec.audit import pit_audit
 
 
@@ -78,8 +79,12 @@ def resolve_tree(model, tokenizer, draft, request: GenerationRequest) -> tuple[t
         return (1,), {}
     if request.branching != AUTO_TREE:
         return tuple(request.branching), {"branching": list(request.branching)}
+    verifier, chains_only = request.verifier, False
+    if is_sequence_level(verifier):  # calibrated with its drafting rule's node verifier (a lower bound)
+        round_verifier = RoundVerification(verifier)
+        verifier, chains_only = round_verifier.drafting_verifier, round_verifier.verifier.chains_only
     choice, calibration, cached = choose_tree(model, tokenizer, draft, resolve_draft_name(request.draft, model),
-                                              request.verifier, request.sampling, request.threads)
+                                              verifier, request.sampling, request.threads, chains_only)
     return choice.branching, {"branching": list(choice.branching), "auto": True, "calibration_cached": cached,
                               "predicted_tokens_per_forward": choice.tokens_per_round,
                               "predicted_tokens_per_second": choice.tokens_per_second,

@@ -22,6 +22,8 @@ FAMILIES: list[str] = [
     "theory.pooled",
     "theory.resispec_paper",
     "theory.tree",
+    "theory.block",
+    "theory.traversal",
 ]
 
 

@@ -36,7 +36,8 @@ DRAFT_HELP = ("draft model: default (int8 on CPU, bf16 elsewhere), int8 / bf16 (
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("generate", help="generate text with SmolLM2-135M-Instruct and a verifier")
     parser.add_argument("--prompt", required=True, help="the user message (chat template applied)")
-    parser.add_argument("--verifier", default="resispec", help="a verifier name, or 'ar' for plain sampling")
+    parser.add_argument("--verifier", default="resispec",
+                        help="a verifier name (zoo; block, traversal, traversal_wor: sequence-level), or 'ar' for plain sampling")
     parser.add_argument("--draft", default=None, help=DRAFT_HELP)
     add_target_argument(parser)
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32", help=DTYPE_HELP)
@@ -66,7 +67,14 @@ def run(args: argparse.Namespace) -> int:
     from engine.generation import GenerationRequest, generate, node_log_for, summary
     from engine.models import load_target
     from engine.processing import Sampling
+    from engine.round_verification import RoundVerification, is_sequence_level
 
+    if is_sequence_level(args.verifier):
+        try:
+            RoundVerification(args.verifier).check_branching(args.tree)
+        except ValueError as error:
+            print(f"resispec generate: {error}", file=sys.stderr)
+            return 2
     torch.set_num_threads(args.threads)
     request = GenerationRequest(
         prompt=args.prompt, verifier=args.verifier, draft=args.draft or DEFAULT_DRAFT, branching=args.tree,

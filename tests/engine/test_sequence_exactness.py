@@ -22,11 +22,13 @@ from engine.tiny import tiny_llama
 from engine.tree_lm import TreeLM
 from engine.verifiers import TORCH_VERIFIERS
 from resispec import VERIFIERS
+from resispec.sequence import SEQUENCE_VERIFIERS
 from resispec.audit.goodness_of_fit import merged_chi_square
 
 PROMPT = torch.tensor([3])
 VOCAB, LENGTH, SAMPLES = 8, 3, 1500
 EXACT = [name for name, cls in TORCH_VERIFIERS.items() if cls.claims_exact]  # the engine decodes with the torch ports
+EXACT += ["traversal"]  # a whole-round verifier (block and the lifts share its hook in the loop)
 CONTROLS = [name for name, cls in TORCH_VERIFIERS.items() if not cls.claims_exact]
 LEVEL = 0.01 / len(EXACT)
 
@@ -61,7 +63,8 @@ def sequence_counts(models, verifier: str, seed: int, branching: tuple[int, ...]
     at vocabulary 8, so they exercise the shared rows of equal siblings (`engine.expand`)."""
     target, draft = models
     if branching is None:
-        branching = (1, 1) if verifier in VERIFIERS and VERIFIERS[verifier].max_k == 1 else (3, 2)
+        chain = VERIFIERS[verifier].max_k == 1 if verifier in VERIFIERS else SEQUENCE_VERIFIERS[verifier].chains_only
+        branching = (1, 1) if chain else (3, 2)
     q = SelfDraft(draft, draft_scheme) if draft_scheme else TreeLM(draft)
     decoder = Decoder(target, q, verifier, branching, Sampling(1.0), seed=seed)
     counts = np.zeros(VOCAB**LENGTH, dtype=np.int64)
