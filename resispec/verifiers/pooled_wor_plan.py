@@ -4,12 +4,12 @@ Candidates are k draws without replacement (WOR) from q, seen as the set S of th
 independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built once per ``(p, q, k)``
 (docs/pooled_wor.md has the derivation):
 
-1. **Cut.** Tokens ranked by ``p/q`` ascending (``RatioProfile``). ``H`` = the ratio prefix minimising
-   ``p(H) + 1 - P_k(H)`` (``resispec.bounds_wor.wor_prefix_bound``, first minimiser), ``P_k(H)`` the
-   probability that all k draws fall in H. The *inside block* is active iff ``S`` lies in ``H``, the
+1. **Cut.** Tokens ranked by ``p/q`` ascending (``RatioProfile``). ``H`` is a ratio prefix minimising
+   ``p(H) + 1 - P_k(H)`` (``resispec.bounds_wor.wor_prefix_values``), ``P_k(H)`` the probability that
+   all k draws fall in H. The *inside block* is active iff ``S`` lies in ``H``, the
    *outside block* otherwise; the selected candidate lies in the active block, so ``t(H) = P_k(H)``.
-2. **Scan.** Each block visits its candidates in a fixed order — inside: ratio ascending; outside:
-   ratio descending — and selects the visited candidate y with probability ``theta_y``; if every
+2. **Scan.** Each block visits its candidates in a fixed order (ratio ascending or descending) and
+   selects the visited candidate y with probability ``theta_y``; if every
    visited candidate declines, the last visited is selected. With ``D_y`` = P(y in S, block active,
    every earlier-scanned candidate in S declined) and ``L_y`` = the part of ``D_y`` with no
    later-scanned candidate in S (the fallback's share), y is selected with probability
@@ -30,11 +30,15 @@ independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built o
    The integral is the trapezoid rule in ``u = ln T`` (geometric convergence, as for ``P_k``) between
    ``T_lo``, where ``T^k / k! <= TAIL``, and ``T_hi = ln(1/TAIL) / m_k``, ``m_k`` the q-mass outside the
    k - 1 heaviest tokens (before the k-th arrival the arrival rate is at least ``m_k``).
-4. **Verify** the selected y: accept with probability ``min(1, p_y / t_y)``, else emit from
+4. **Choice.** The plan tries the first and the last minimising prefix (within ``CUT_TOLERANCE``) and
+   both scan directions in each block, and keeps, per cut, the better direction of each block (the
+   acceptance ``sum min(p, t)`` is a sum over the two blocks), then the better cut. Every choice is
+   exact; the choice only affects acceptance.
+5. **Verify** the selected y: accept with probability ``min(1, p_y / t_y)``, else emit from
    ``norm((p - t)+)``; exact because ``t`` is the selection's law.
 
 Cost: O(V log V) for the ratio order, ``P_k`` of every prefix (O(V k N)), and a sequential scan over
-the tokens with O(k^2 N) work each (N ~ 80 nodes): about a second at V = 49152 in NumPy.
+the tokens with O(k^2 N) work each (N ~ 80 nodes), for up to two cuts and two directions per block.
 """
 
 from __future__ import annotations
@@ -44,8 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from resispec.bounds_wor import wor_prefix_bound
-from resispec.ratio_profile import RatioProfile
+from resispec.bounds_wor import wor_prefix_values
 from resispec.sampling import InverseCDF
 
 STEP = 0.2
@@ -54,6 +57,9 @@ STEP = 0.2
 TAIL = 1e-18
 """Each truncated tail of a race integral is at most this."""
 
+CUT_TOLERANCE = 1e-12
+"""Prefixes whose bound ``p(H) + 1 - P_k(H)`` is within this of the minimum count as minimisers."""
+
 
 @dataclass(frozen=True)
 class PooledWorPlan:
@@ -61,6 +67,7 @@ class PooledWorPlan:
 
     - ``k``; ``order`` (V,): token ids by ratio rank; ``rank`` (V,): rank of each token id.
     - ``cut``: the inside block is ``order[:cut]``; ``inside`` (V,) bool by token id.
+    - ``scan_position`` (V,) int64 by token id: the visiting position within the token's block.
     - ``all_inside``: ``P_k(H)``, the probability that every candidate lies in the inside block.
     - ``bound``: ``min over ratio prefixes of p(H) + 1 - P_k(H)`` (an upper bound on alpha*-WOR).
     - ``theta`` (V,) by token id: the thinning probabilities of the scans.
@@ -75,6 +82,7 @@ class PooledWorPlan:
     rank: np.ndarray
     cut: int
     inside: np.ndarray
+    scan_position: np.ndarray
     all_inside: float
     bound: float
     theta: np.ndarray
@@ -85,16 +93,11 @@ class PooledWorPlan:
     residual: np.ndarray
     residual_sampler: InverseCDF | None
 
-    def scan_key(self, tokens: np.ndarray) -> np.ndarray:
-        """Scan position of each token within its block (lower is visited first)."""
-        ranks = self.rank[tokens]
-        return np.where(self.inside[tokens], ranks, -ranks)
-
     def visit(self, candidates: np.ndarray) -> np.ndarray:
         """Indices of the candidates the active block visits, in scan order."""
         inside = self.inside[candidates]
         active = np.arange(candidates.size) if inside.all() else np.flatnonzero(~inside)
-        return active[np.argsort(self.scan_key(candidates[active]), kind="stable")]
+        return active[np.argsort(self.scan_position[candidates[active]], kind="stable")]
 
 
 def _nodes(q: np.ndarray, k: int) -> tuple[np.ndarray, float]:
@@ -157,17 +160,20 @@ def _block_pair(q: np.ndarray, tokens: np.ndarray, weight: float, t: np.ndarray,
 
 
 def _scan(q: np.ndarray, p: np.ndarray, scan: np.ndarray, other: tuple[np.ndarray, np.ndarray], t: np.ndarray,
-          step: float, k: int, out: dict[str, np.ndarray]) -> None:
-    """Thinning along ``scan`` (token ids in visiting order); writes theta, D, L into ``out``."""
+          step: float, k: int) -> dict[str, np.ndarray]:
+    """Thinning along ``scan`` (token ids in visiting order): theta, D, L of the scanned tokens (by
+    position in ``scan``; tokens with q = 0 get theta 1 and D = L = 0)."""
+    out = {"theta": np.ones(scan.size), "reach": np.zeros(scan.size), "fallback": np.zeros(scan.size)}
     weights = t * step  # dT = T du
-    drafted = scan[q[scan] > 0]
+    positions = np.flatnonzero(q[scan] > 0)
+    drafted = scan[positions]
     later: list[tuple[np.ndarray, np.ndarray]] = [_unit(k, t.size)]
     for x in drafted[::-1]:
         later.append(_token_step(later[-1], np.exp(-q[x] * t), -np.expm1(-q[x] * t), q[x] * np.exp(-q[x] * t), 1.0))
-    later.reverse()  # later[i]: tokens after drafted[i]
+    later.reverse()  # later[i]: the pair of the tokens scanned after drafted[i]
     later_mass = np.concatenate([np.cumsum(q[drafted][::-1])[::-1][1:], [0.0]])
     earlier = other
-    for i, y in enumerate(drafted):
+    for i, (position, y) in enumerate(zip(positions, drafted)):
         stay, ring = np.exp(-q[y] * t), -np.expm1(-q[y] * t)
         flux = q[y] * stay
         forced = (np.zeros((k, t.size)), np.zeros((k, t.size)))
@@ -176,39 +182,64 @@ def _scan(q: np.ndarray, p: np.ndarray, scan: np.ndarray, other: tuple[np.ndarra
         forced[1][0] = flux
         with_y = _times(earlier, forced)
         reach = float(weights @ _times(with_y, later[i + 1])[1][k - 1])
-        fallback = float(weights @ (with_y[1][k - 1] * np.exp(-later_mass[i] * t)))
-        fallback = min(fallback, reach)
+        fallback = min(float(weights @ (with_y[1][k - 1] * np.exp(-later_mass[i] * t))), reach)
         spread = reach - fallback
         theta = 1.0 if spread <= 0 else min(1.0, max(0.0, (p[y] - fallback) / spread))
-        out["theta"][y], out["reach"][y], out["fallback"][y] = theta, reach, fallback
+        out["theta"][position], out["reach"][position], out["fallback"][position] = theta, reach, fallback
         earlier = _token_step(earlier, stay, ring, flux, 1.0 - theta)
+    out["law"] = out["fallback"] + out["theta"] * (out["reach"] - out["fallback"])
+    return out
+
+
+def _best_scan(q: np.ndarray, p: np.ndarray, block: np.ndarray, other: tuple[np.ndarray, np.ndarray],
+               t: np.ndarray, step: float, k: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The better of the two scan directions of ``block`` (ratio ascending, descending) by the block's
+    acceptance ``sum min(p, t)``; ties keep ascending. Returns the scan and its arrays."""
+    best = None
+    for scan in (block, block[::-1]):
+        result = _scan(q, p, scan, other, t, step, k)
+        score = float(np.minimum(p[scan], result["law"]).sum())
+        if best is None or score > best[0]:
+            best = (score, scan, result)
+    return best[1], best[2]
 
 
 def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     """The plan of the module docstring for validated ``(p, q)`` and k."""
-    profile = RatioProfile(p, q)
+    profile, bounds, _ = wor_prefix_values(p, q, k)
     order = profile.order
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
-    prefix = wor_prefix_bound(p, q, k)
-    cut = prefix.tokens.size
-    inside = np.zeros(p.size, dtype=bool)
-    inside[order[:cut]] = True
+    lowest = float(bounds.min())
+    minimisers = np.flatnonzero(bounds <= lowest + CUT_TOLERANCE)
     t, step = _nodes(q, k)
-    out = {name: np.zeros(p.size) for name in ("theta", "reach", "fallback")}
-    out["theta"][:] = 1.0
-    _scan(q, p, order[:cut], _block_pair(q, order[cut:], 0.0, t, k), t, step, k, out)
-    _scan(q, p, order[cut:][::-1], _block_pair(q, order[:cut], 1.0, t, k), t, step, k, out)
-    law = out["fallback"] + out["theta"] * (out["reach"] - out["fallback"])
+    best = None
+    for cut in sorted({int(minimisers[0]), int(minimisers[-1])}):
+        inside_scan, inside = _best_scan(q, p, order[:cut], _block_pair(q, order[cut:], 0.0, t, k), t, step, k)
+        outside_scan, outside = _best_scan(q, p, order[cut:], _block_pair(q, order[:cut], 1.0, t, k), t, step, k)
+        scan = np.concatenate([inside_scan, outside_scan])
+        arrays = {name: np.concatenate([inside[name], outside[name]]) for name in inside}
+        score = float(np.minimum(p[scan], arrays["law"]).sum())
+        if best is None or score > best[0]:
+            best = (score, cut, scan, arrays)
+    _, cut, scan, arrays = best
+    by_id = {name: np.empty(p.size) for name in arrays}
+    for name, values in arrays.items():
+        by_id[name][scan] = values
+    position = np.empty(p.size, dtype=np.int64)
+    position[scan] = np.concatenate([np.arange(cut), np.arange(p.size - cut)])
+    inside_mask = np.zeros(p.size, dtype=bool)
+    inside_mask[order[:cut]] = True
+    law = by_id["law"]
     accept = np.ones(p.size)
     short = p < law
     accept[short] = p[short] / law[short]
     residual = np.maximum(p - law, 0.0)
     sampler = InverseCDF(residual) if residual.sum() > 0 else None
-    all_inside = float(law[inside].sum())
-    return PooledWorPlan(k=k, order=order, rank=rank, cut=cut, inside=inside, all_inside=all_inside,
-                         bound=prefix.value, theta=out["theta"], reach=out["reach"], fallback=out["fallback"],
-                         selection_law=law, accept=accept, residual=residual, residual_sampler=sampler)
+    return PooledWorPlan(k=k, order=order, rank=rank, cut=cut, inside=inside_mask, scan_position=position,
+                         all_inside=float(law[inside_mask].sum()), bound=min(lowest, 1.0), theta=by_id["theta"],
+                         reach=by_id["reach"], fallback=by_id["fallback"], selection_law=law, accept=accept,
+                         residual=residual, residual_sampler=sampler)
 
 
 def selection_probabilities(plan: PooledWorPlan, candidates: np.ndarray) -> np.ndarray:
