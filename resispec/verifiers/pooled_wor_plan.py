@@ -111,35 +111,22 @@ def _nodes(q: np.ndarray, k: int) -> tuple[np.ndarray, float]:
     return np.exp(u), float(u[1] - u[0])
 
 
-def _times(pair_a: tuple[np.ndarray, np.ndarray], pair_b: tuple[np.ndarray, np.ndarray]
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """``(A1, B1)(A2, B2) = (A1 A2, A1 B2 + B1 A2)``, truncated polynomials in X of shape (k, N)."""
-    a1, b1 = pair_a
-    a2, b2 = pair_b
-    return _poly(a1, a2), _poly(a1, b2) + _poly(b1, a2)
-
-
-def _poly(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Product of two (k, N) coefficient arrays mod ``X^k``."""
-    out = np.zeros_like(a)
-    for j in range(a.shape[0]):
-        out[j:] += a[j] * b[:a.shape[0] - j]
-    return out
-
-
 def _token_step(pair: tuple[np.ndarray, np.ndarray], stay: np.ndarray, ring: np.ndarray, flux: np.ndarray,
                 weight: float) -> tuple[np.ndarray, np.ndarray]:
-    """Multiply ``pair`` by one token's pair ``(e + w r X, q e w)``."""
+    """Multiply ``pair`` by one token's pair ``(e + w r X, q e w)`` (coefficients of shape (k, N))."""
     a, b = pair
     new_a = a * stay
-    new_b = b * stay + weight * flux * a
+    new_b = b * stay
+    new_b += (weight * flux) * a
     if weight != 0.0:
-        new_a[1:] += weight * ring * a[:-1]
-        new_b[1:] += weight * ring * b[:-1]
+        scaled = weight * ring
+        new_a[1:] += scaled * a[:-1]
+        new_b[1:] += scaled * b[:-1]
     return new_a, new_b
 
 
 def _unit(k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pair of the empty token set: ``(1, 0)``."""
     a = np.zeros((k, n))
     a[0] = 1.0
     return a, np.zeros((k, n))
@@ -147,46 +134,62 @@ def _unit(k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _block_pair(q: np.ndarray, tokens: np.ndarray, weight: float, t: np.ndarray, k: int
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """The pair of a fixed-weight token set (weight 0: ``(exp(-q(set) T), 0)``)."""
+    """The pair of a token set of one fixed weight (weight 0: ``(exp(-q(set) T), 0)``)."""
     if weight == 0.0:
         a = np.zeros((k, t.size))
         a[0] = np.exp(-float(q[tokens].sum()) * t)
         return a, np.zeros((k, t.size))
     pair = _unit(k, t.size)
-    for x in tokens:
-        if q[x] > 0:
-            pair = _token_step(pair, np.exp(-q[x] * t), -np.expm1(-q[x] * t), q[x] * np.exp(-q[x] * t), weight)
+    for x in tokens[q[tokens] > 0]:
+        stay = np.exp(-q[x] * t)
+        pair = _token_step(pair, stay, -np.expm1(-q[x] * t), q[x] * stay, weight)
     return pair
+
+
+def _suffix_pairs(q: np.ndarray, drafted: np.ndarray, t: np.ndarray, k: int) -> np.ndarray:
+    """``out[i]`` (shape (2, k, N)): the pair of ``drafted[i + 1:]`` at weight 1, reversed in X
+    (``out[i, :, j]`` holds the coefficient of ``X^(k - 1 - j)``), for the [X^(k-1)] contractions."""
+    out = np.empty((drafted.size, 2, k, t.size))
+    pair = _unit(k, t.size)
+    for i in range(drafted.size - 1, -1, -1):
+        out[i, 0], out[i, 1] = pair[0][::-1], pair[1][::-1]
+        x = drafted[i]
+        stay = np.exp(-q[x] * t)
+        pair = _token_step(pair, stay, -np.expm1(-q[x] * t), q[x] * stay, 1.0)
+    return out
 
 
 def _scan(q: np.ndarray, p: np.ndarray, scan: np.ndarray, other: tuple[np.ndarray, np.ndarray], t: np.ndarray,
           step: float, k: int) -> dict[str, np.ndarray]:
-    """Thinning along ``scan`` (token ids in visiting order): theta, D, L of the scanned tokens (by
-    position in ``scan``; tokens with q = 0 get theta 1 and D = L = 0)."""
+    """Thinning along ``scan`` (token ids in visiting order): theta, D, L and t of the scanned tokens
+    (by position in ``scan``; tokens with q = 0 get theta 1 and D = L = 0).
+
+    With the earlier-scanned pair ``(A, B)`` (``other`` times the earlier tokens at weight
+    ``1 - theta``) and y forced into S, ``(A, B)(r_y X, q_y e_y) = (r_y X A, q_y e_y A + r_y X B)``;
+    D contracts it with the later tokens' pair at weight 1, L with ``(exp(-q(later) T), 0)``."""
     out = {"theta": np.ones(scan.size), "reach": np.zeros(scan.size), "fallback": np.zeros(scan.size)}
     weights = t * step  # dT = T du
     positions = np.flatnonzero(q[scan] > 0)
     drafted = scan[positions]
-    later: list[tuple[np.ndarray, np.ndarray]] = [_unit(k, t.size)]
-    for x in drafted[::-1]:
-        later.append(_token_step(later[-1], np.exp(-q[x] * t), -np.expm1(-q[x] * t), q[x] * np.exp(-q[x] * t), 1.0))
-    later.reverse()  # later[i]: the pair of the tokens scanned after drafted[i]
-    later_mass = np.concatenate([np.cumsum(q[drafted][::-1])[::-1][1:], [0.0]])
-    earlier = other
+    later = _suffix_pairs(q, drafted, t, k)
+    later_decay = np.exp(-np.outer(np.concatenate([np.cumsum(q[drafted][::-1])[::-1][1:], [0.0]]), t))
+    earlier_a, earlier_b = other
+    with_a, with_b = np.zeros((k, t.size)), np.zeros((k, t.size))
     for i, (position, y) in enumerate(zip(positions, drafted)):
-        stay, ring = np.exp(-q[y] * t), -np.expm1(-q[y] * t)
+        stay = np.exp(-q[y] * t)
+        ring = -np.expm1(-q[y] * t)
         flux = q[y] * stay
-        forced = (np.zeros((k, t.size)), np.zeros((k, t.size)))
-        if k > 1:
-            forced[0][1] = ring
-        forced[1][0] = flux
-        with_y = _times(earlier, forced)
-        reach = float(weights @ _times(with_y, later[i + 1])[1][k - 1])
-        fallback = min(float(weights @ (with_y[1][k - 1] * np.exp(-later_mass[i] * t))), reach)
+        with_a[0] = 0.0
+        np.multiply(earlier_a[:-1], ring, out=with_a[1:])
+        np.multiply(earlier_a, flux, out=with_b)
+        with_b[1:] += ring * earlier_b[:-1]
+        reach = float(np.einsum("jn,jn,n->", with_a, later[i, 1], weights)
+                      + np.einsum("jn,jn,n->", with_b, later[i, 0], weights))
+        fallback = min(float(weights @ (with_b[k - 1] * later_decay[i])), reach)
         spread = reach - fallback
         theta = 1.0 if spread <= 0 else min(1.0, max(0.0, (p[y] - fallback) / spread))
         out["theta"][position], out["reach"][position], out["fallback"][position] = theta, reach, fallback
-        earlier = _token_step(earlier, stay, ring, flux, 1.0 - theta)
+        earlier_a, earlier_b = _token_step((earlier_a, earlier_b), stay, ring, flux, 1.0 - theta)
     out["law"] = out["fallback"] + out["theta"] * (out["reach"] - out["fallback"])
     return out
 
