@@ -34,7 +34,9 @@ independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built o
    both scan directions in each block, and keeps, per cut, the better direction of each block (the
    acceptance ``sum min(p, t)`` is a sum over the two blocks), then the better cut. Every choice is
    exact; the choice only affects acceptance.
-5. **Verify** the selected y: accept with probability ``min(1, p_y / t_y)``, else emit from
+5. **Degenerate drafts.** When a drafted token's q is below ``SMALLEST_RATE`` the integrals cannot be
+   represented; the plan then selects the first drawn candidate (law q).
+6. **Verify** the selected y: accept with probability ``min(1, p_y / t_y)``, else emit from
    ``norm((p - t)+)``; exact because ``t`` is the selection's law.
 
 Cost: O(V log V) for the ratio order, ``P_k`` of every prefix (O(V k N)), and a sequential scan over
@@ -57,6 +59,12 @@ STEP = 0.2
 TAIL = 1e-18
 """Each truncated tail of a race integral is at most this."""
 
+SMALLEST_RATE = 1e-200
+"""Below this draft mass the race's time scale (about ``1 / q``) leaves float64's range: a draft with a
+drafted token this light, or whose mass outside its k - 1 heaviest tokens is this small, gets the
+*first-drawn* plan instead (select the first candidate, law ``t = q``; exact, single-draft
+acceptance). Float32 model outputs never get there (their smallest positive value is about 1e-45)."""
+
 CUT_TOLERANCE = 1e-12
 """Prefixes whose bound ``p(H) + 1 - P_k(H)`` is within this of the minimum count as minimisers."""
 
@@ -68,6 +76,7 @@ class PooledWorPlan:
     - ``k``; ``order`` (V,): token ids by ratio rank; ``rank`` (V,): rank of each token id.
     - ``cut``: the inside block is ``order[:cut]``; ``inside`` (V,) bool by token id.
     - ``scan_position`` (V,) int64 by token id: the visiting position within the token's block.
+    - ``first_drawn``: the degenerate-draft plan (select the first candidate; ``theta = 1``, ``t = q``).
     - ``all_inside``: ``P_k(H)``, the probability that every candidate lies in the inside block.
     - ``bound``: ``min over ratio prefixes of p(H) + 1 - P_k(H)`` (an upper bound on alpha*-WOR).
     - ``theta`` (V,) by token id: the thinning probabilities of the scans.
@@ -83,6 +92,7 @@ class PooledWorPlan:
     cut: int
     inside: np.ndarray
     scan_position: np.ndarray
+    first_drawn: bool
     all_inside: float
     bound: float
     theta: np.ndarray
@@ -95,6 +105,8 @@ class PooledWorPlan:
 
     def visit(self, candidates: np.ndarray) -> np.ndarray:
         """Indices of the candidates the active block visits, in scan order."""
+        if self.first_drawn:
+            return np.arange(candidates.size)
         inside = self.inside[candidates]
         active = np.arange(candidates.size) if inside.all() else np.flatnonzero(~inside)
         return active[np.argsort(self.scan_position[candidates[active]], kind="stable")]
@@ -209,10 +221,11 @@ def _best_scan(q: np.ndarray, p: np.ndarray, block: np.ndarray, other: tuple[np.
 
 def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     """The plan of the module docstring for validated ``(p, q)`` and k."""
+    drafted = q[q > 0]
+    if drafted.min() < SMALLEST_RATE or np.sort(drafted)[::-1][k - 1:].sum() < SMALLEST_RATE:
+        return _first_drawn_plan(p, q, k)
     profile, bounds, _ = wor_prefix_values(p, q, k)
     order = profile.order
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
     lowest = float(bounds.min())
     minimisers = np.flatnonzero(bounds <= lowest + CUT_TOLERANCE)
     t, step = _nodes(q, k)
@@ -233,16 +246,32 @@ def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     position[scan] = np.concatenate([np.arange(cut), np.arange(p.size - cut)])
     inside_mask = np.zeros(p.size, dtype=bool)
     inside_mask[order[:cut]] = True
+    return _finish(p, k, order, cut, inside_mask, position, False, min(lowest, 1.0), by_id)
+
+
+def _first_drawn_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
+    """Select the first candidate: its law is q (``D = L = q``, ``theta = 1``)."""
+    profile_order = np.arange(p.size)
+    arrays = {"theta": np.ones(p.size), "reach": q.copy(), "fallback": q.copy(), "law": q.copy()}
+    return _finish(p, k, profile_order, 0, np.zeros(p.size, dtype=bool), np.arange(p.size), True,
+                   1.0, arrays)
+
+
+def _finish(p: np.ndarray, k: int, order: np.ndarray, cut: int, inside: np.ndarray, position: np.ndarray,
+            first_drawn: bool, bound: float, by_id: dict[str, np.ndarray]) -> PooledWorPlan:
+    """Acceptance, residual and the plan record from the selection law ``by_id["law"]``."""
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
     law = by_id["law"]
     accept = np.ones(p.size)
     short = p < law
     accept[short] = p[short] / law[short]
     residual = np.maximum(p - law, 0.0)
     sampler = InverseCDF(residual) if residual.sum() > 0 else None
-    return PooledWorPlan(k=k, order=order, rank=rank, cut=cut, inside=inside_mask, scan_position=position,
-                         all_inside=float(law[inside_mask].sum()), bound=min(lowest, 1.0), theta=by_id["theta"],
-                         reach=by_id["reach"], fallback=by_id["fallback"], selection_law=law, accept=accept,
-                         residual=residual, residual_sampler=sampler)
+    return PooledWorPlan(k=k, order=order, rank=rank, cut=cut, inside=inside, scan_position=position,
+                         first_drawn=first_drawn, all_inside=float(law[inside].sum()), bound=bound,
+                         theta=by_id["theta"], reach=by_id["reach"], fallback=by_id["fallback"],
+                         selection_law=law, accept=accept, residual=residual, residual_sampler=sampler)
 
 
 def selection_probabilities(plan: PooledWorPlan, candidates: np.ndarray) -> np.ndarray:
