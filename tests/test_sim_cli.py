@@ -14,7 +14,7 @@ def read_json(capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-VERIFIERS = ("rrs", "rrs_wor", "spectr", "resispec", "pooled", "resispec_wor", "resispec_paper")
+VERIFIERS = ("rrs", "rrs_wor", "spectr", "resispec", "pooled", "resispec_wor", "pooled_wor", "resispec_paper")
 
 
 def test_drift_json_records_and_files(tmp_path, capsys):
@@ -26,7 +26,7 @@ def test_drift_json_records_and_files(tmp_path, capsys):
     assert {(r["source"].split(":")[0], r["verifier"]) for r in records} == {
         (source, verifier) for source in ("llm", "zipf") for verifier in VERIFIERS}
     for record in records:
-        steps = 1 if record["verifier"] == "pooled" else 3  # pooled: one selection step
+        steps = 1 if record["verifier"] in ("pooled", "pooled_wor") else 3  # one selection step
         assert record["k"] == 3 and record["pairs"] == 12 and len(record["curve"]) == steps
         assert record["sequential"] == (steps == 3)
         assert record["biased"] == (record["verifier"] == "resispec_paper")
