@@ -110,3 +110,13 @@ def test_plan_blocks_and_cut():
     inside = sum(probability for candidates, probability in WOR.tuples(q, 3) if plan.inside[list(candidates)].all())
     assert abs(selected[plan.inside].sum() - inside) <= TOLERANCE
     assert abs(plan.all_inside - inside) <= TOLERANCE
+
+
+def test_bench_verify_times_it(capsys):
+    from resispec.benchmarks.verify_speed import SLOW_PLANS, bench_verify
+    from resispec.cli import main
+    assert main(["bench", "verify", "--vocab", "64", "--k", "2", "--repeats", "2", "--verifier", "pooled_wor",
+                 "--json"]) == 0
+    assert '"verifier": "pooled_wor"' in capsys.readouterr().out
+    default = bench_verify(vocabs=[SLOW_PLANS["pooled_wor"] + 1], ks=[2], repeats=1)
+    assert "pooled_wor" not in {timing.verifier for timing in default}  # skipped above its default limit
