@@ -1,8 +1,8 @@
 """Torch port of ``resispec.verifiers.pooled_wor.PooledWithoutReplacement``: cut, thinned scans, then
 single-draft verification of the selected WOR candidate. Exact (docs/pooled_wor.md).
 
-Plan: the NumPy plan (``resispec.verifiers.pooled_wor_plan``), built row by row on the host and
-stacked into tensors, so the plans equal NumPy's by construction. The plan is a sequential scan over
+Plan: the NumPy plan (``resispec.verifiers.pooled_wor_plan``), built once per distinct row on the host
+and stacked into tensors, so the plans equal NumPy's by construction. The plan is a sequential scan over
 the tokens (each token's thinning depends on the earlier ones) with race integrals at about 80 nodes;
 no batched form of it exists yet, and it costs about a second per row at V = 2049
 (docs/pooled_wor.md, Speed).
@@ -45,17 +45,22 @@ class TorchPooledWorPlan:
 
 
 def pooled_wor_plans(p: torch.Tensor, q: torch.Tensor, k: int) -> TorchPooledWorPlan:
-    """The NumPy plan of every row, stacked (validated float64 ``p``, ``q`` (B, V))."""
-    plans = [pooled_wor_plan(a, b, k) for a, b in zip(p.cpu().numpy(), q.cpu().numpy())]
+    """The NumPy plan of every distinct row, stacked and spread back over the rows (validated float64
+    ``p``, ``q`` (B, V); nodes with the same pair share one plan)."""
+    pairs = np.concatenate([p.cpu().numpy(), q.cpu().numpy()], axis=1)
+    distinct, row_of = np.unique(pairs, axis=0, return_inverse=True)
+    vocab = p.shape[1]
+    plans = [pooled_wor_plan(pair[:vocab], pair[vocab:], k) for pair in distinct]
+    spread = torch.as_tensor(row_of.reshape(-1), device=p.device)
 
     def stack(name: str) -> torch.Tensor:
-        return torch.as_tensor(np.stack([getattr(plan, name) for plan in plans]), device=p.device)
+        return torch.as_tensor(np.stack([getattr(plan, name) for plan in plans]), device=p.device)[spread]
 
     residual = stack("residual")
+    first_drawn = torch.tensor([plan.first_drawn for plan in plans], device=p.device)[spread]
     return TorchPooledWorPlan(theta=stack("theta"), accept=stack("accept"), scan_position=stack("scan_position"),
-                              inside=stack("inside"),
-                              first_drawn=torch.tensor([plan.first_drawn for plan in plans], device=p.device),
-                              residual=TorchInverseCDF(residual), has_residual=(residual > 0).any(dim=-1))
+                              inside=stack("inside"), first_drawn=first_drawn, residual=TorchInverseCDF(residual),
+                              has_residual=(residual > 0).any(dim=-1))
 
 
 def select(plan: TorchPooledWorPlan, candidates: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
