@@ -210,16 +210,21 @@ class PrefixBound:
     tokens: np.ndarray
 
 
+def wor_prefix_values(p: np.ndarray, q: np.ndarray, k: int) -> tuple[RatioProfile, np.ndarray, float]:
+    """``(profile, value, error)``: ``value[i] = p(H_i) + 1 - P_k(H_i)`` for every ratio prefix ``H_i`` (the
+    i lowest ratios, i = 0..V) of validated ``(p, q)``, and the largest error estimate of the ``P_k``."""
+    profile = RatioProfile(p, q)
+    ordered = q[profile.order]
+    integrals = _race_integrals(ordered, _outside_masses(ordered), k)
+    return profile, 1.0 + profile.p_prefix - integrals.value, float(integrals.error.max())
+
+
 def wor_prefix_bound(p: np.ndarray, q: np.ndarray, k: int) -> PrefixBound:
     """alpha*-WOR over prefixes of the tokens sorted by ``p/q`` (any V; see the module docstring)."""
     p_array, q_array = as_pair(p, q)
     k = as_count(k)
     DRAFTING_SCHEMES["wor"].check_count(q_array, k)
-    profile = RatioProfile(p_array, q_array)
-    ordered = q_array[profile.order]
-    integrals = _race_integrals(ordered, _outside_masses(ordered), k)
-    gain = integrals.value - profile.p_prefix
-    best = int(np.argmax(gain))
-    value = 1.0 - max(float(gain[best]), 0.0)
-    return PrefixBound(value=value, error=float(integrals.error.max()), tokens=profile.order[:best].copy())
-
+    profile, values, error = wor_prefix_values(p_array, q_array, k)
+    best = int(np.argmin(values))
+    value = min(float(values[best]), 1.0)
+    return PrefixBound(value=value, error=error, tokens=profile.order[:best].copy())

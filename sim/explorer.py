@@ -30,7 +30,7 @@ from sim.steps import StepStats
 from sim.tree import analytic_tokens, replay_tokens, tree_nodes
 
 DEFAULT_SOURCES = ("logged:sample",)
-DEFAULT_VERIFIERS = ("rrs", "rrs_wor", "spectr", "resispec", "pooled", "resispec_wor", "resispec_paper")
+DEFAULT_VERIFIERS = ("rrs", "rrs_wor", "spectr", "resispec", "pooled", "resispec_wor", "pooled_wor", "resispec_paper")
 BASELINES = {"iid": "rrs", "wor": "rrs_wor"}
 """The rejection-sampling verifier of each drafting scheme: the start of the gap to the optimum."""
 MIN_GAP = 1e-9

@@ -21,9 +21,10 @@ from sim.explorer import CompareResult, DriftResult, Evaluation  # noqa: E402
 from sim.kernels import SINGLE_STEP  # noqa: E402
 
 COLOURS = {"rrs": "tab:blue", "rrs_wor": "tab:orange", "spectr": "tab:green", "topk": "tab:purple",
-           "resispec": "tab:red", "pooled": "tab:brown", "resispec_wor": "tab:pink", "resispec_paper": "tab:gray"}
-MARKERS = {"pooled": "*", "resispec_wor": "s", "rrs_wor": "s"}
-"""Markers other than "o": WOR verifiers square, pooled a star."""
+           "resispec": "tab:red", "pooled": "tab:brown", "resispec_wor": "tab:pink", "pooled_wor": "tab:olive",
+           "resispec_paper": "tab:gray"}
+MARKERS = {"pooled": "*", "resispec_wor": "s", "rrs_wor": "s", "pooled_wor": "P"}
+"""Markers other than "o": WOR verifiers square, pooled a star, pooled_wor a filled plus."""
 LEGEND_COLUMN_INCHES = 2.8
 """Width of one column of a shared legend."""
 

@@ -14,7 +14,7 @@ def read_json(capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-VERIFIERS = ("rrs", "rrs_wor", "spectr", "resispec", "pooled", "resispec_wor", "resispec_paper")
+VERIFIERS = ("rrs", "rrs_wor", "spectr", "resispec", "pooled", "resispec_wor", "pooled_wor", "resispec_paper")
 
 
 def test_drift_json_records_and_files(tmp_path, capsys):
@@ -26,7 +26,7 @@ def test_drift_json_records_and_files(tmp_path, capsys):
     assert {(r["source"].split(":")[0], r["verifier"]) for r in records} == {
         (source, verifier) for source in ("llm", "zipf") for verifier in VERIFIERS}
     for record in records:
-        steps = 1 if record["verifier"] == "pooled" else 3  # pooled: one selection step
+        steps = 1 if record["verifier"] in ("pooled", "pooled_wor") else 3  # one selection step
         assert record["k"] == 3 and record["pairs"] == 12 and len(record["curve"]) == steps
         assert record["sequential"] == (steps == 3)
         assert record["biased"] == (record["verifier"] == "resispec_paper")
@@ -42,11 +42,12 @@ def test_drift_json_records_and_files(tmp_path, capsys):
         assert pooled["max_gain_over_resispec"] >= pooled["gain_over_resispec"] >= 0
         assert resispec["gain_over_resispec"] == 0 and by_name[source, "rrs_wor"]["share_of_gap"] == 0
         assert 0 < by_name[source, "resispec_wor"]["share_of_gap"] < 1
+        assert by_name[source, "pooled_wor"]["acceptance"] <= by_name[source, "pooled_wor"]["wor_optimum"] + 1e-9
     for name in ("drift.csv", "drift_summary.csv", "drift_curves.png", "residual_drift.png", "optimum_gap.png"):
         assert (tmp_path / name).stat().st_size > 0, name
     with open(tmp_path / "drift.csv") as handle:
         rows = list(csv.DictReader(handle))
-    assert len(rows) == 2 * (6 * 3 + 1) and {"conditional_acceptance_low", "residual_tv", "step"} <= set(rows[0])
+    assert len(rows) == 2 * (6 * 3 + 2) and {"conditional_acceptance_low", "residual_tv", "step"} <= set(rows[0])
 
 
 def test_compare_json_with_tree_on_the_logged_sample(tmp_path, capsys):

@@ -184,6 +184,19 @@ def test_shaped_residual_drift_reads_the_profile_for_any_thresholds():
         assert np.allclose(shaped_residual_drift(profile, T, R, profile.g(T)), expected, atol=1e-12, rtol=0)
 
 
+@given(instances(max_v=5, max_k=3))
+@settings(max_examples=30, deadline=None)
+def test_pooled_wor_is_one_selection_step_with_the_core_law(instance):
+    p, q, k = instance
+    k = min(k, int(np.count_nonzero(q)))
+    stats = step_stats("pooled_wor", single(p, q), k)
+    bound = get_verifier("pooled_wor").bind(p, q, k)
+    law = exact_law("pooled_wor", p, q, k)
+    assert stats.exact and stats.accepted[0, 0] == pytest.approx(law.acceptance, abs=TOLERANCE)
+    assert stats.drift[0, 0] == pytest.approx(0.5 * np.abs(p - bound.plan.selection_law).sum(), abs=1e-14)
+    assert stats.reached[0, 0] == 1 and not stats.reached[0, 1:].any()
+
+
 def test_k_independent_verifiers_truncate_to_smaller_k():
     rng = np.random.default_rng(6)
     batch = PairBatch.from_arrays(rng.dirichlet(np.ones(5), size=4), rng.dirichlet(np.full(5, 0.4), size=4))

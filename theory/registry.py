@@ -20,6 +20,7 @@ FAMILIES: list[str] = [
     "theory.resispec",
     "theory.iid_optimum",
     "theory.pooled",
+    "theory.pooled_wor",
     "theory.resispec_paper",
     "theory.tree",
     "theory.block",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from engine.verifiers.base import SequentialTorchVerifier, TorchVerifier
 from engine.verifiers.ears import TorchEARS
 from engine.verifiers.pooled import TorchPooled
+from engine.verifiers.pooled_wor import TorchPooledWithoutReplacement
 from engine.verifiers.resispec import TorchResiSpec
 from engine.verifiers.resispec_paper import TorchResiSpecPaper
 from engine.verifiers.resispec_wor import TorchResiSpecWithoutReplacement
@@ -24,7 +25,8 @@ from engine.verifiers.wor_unmasked import TorchWORUnmasked
 
 _PORTS: tuple[type[TorchVerifier], ...] = (
     TorchSPS, TorchRRS, TorchRRSWithoutReplacement, TorchSpecTr, TorchTopK, TorchResiSpec, TorchPooled,
-    TorchResiSpecWithoutReplacement, TorchResiSpecPaper, TorchRRSSkipDuplicates, TorchWORUnmasked, TorchEARS,
+    TorchResiSpecWithoutReplacement, TorchPooledWithoutReplacement, TorchResiSpecPaper, TorchRRSSkipDuplicates,
+    TorchWORUnmasked, TorchEARS,
 )
 
 TORCH_VERIFIERS: dict[str, type[TorchVerifier]] = {cls.name: cls for cls in _PORTS}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from resispec.verifiers.base import BoundVerifier, SequentialVerifier, Verifier
 from resispec.verifiers.ears import EARS
 from resispec.verifiers.pooled import Pooled
+from resispec.verifiers.pooled_wor import PooledWithoutReplacement
 from resispec.verifiers.resispec import ResiSpec
 from resispec.verifiers.resispec_paper import ResiSpecPaper
 from resispec.verifiers.resispec_wor import ResiSpecWithoutReplacement
@@ -19,6 +20,7 @@ from resispec.verifiers.wor_unmasked import WORUnmasked
 VERIFIERS: dict[str, type[Verifier]] = {
     cls.name: cls
     for cls in (SPS, RRS, RRSWithoutReplacement, SpecTr, TopK, ResiSpec, Pooled, ResiSpecWithoutReplacement,
+                PooledWithoutReplacement,
                 ResiSpecPaper, RRSSkipDuplicates, WORUnmasked, EARS)
 }
 """Every verifier class by name: exact ones first, then the known-biased controls."""

@@ -17,7 +17,7 @@ from resispec.drafting import DRAFTING_SCHEMES
 from resispec.validation import as_count
 from resispec.verifiers import get_verifier
 from sim.batch import PairBatch
-from sim.kernels.closed_form import (pooled_stats, resispec_stats, resispec_wor_stats, rrs_stats, spectr_stats,
+from sim.kernels.closed_form import (pooled_stats, pooled_wor_stats, resispec_stats, resispec_wor_stats, rrs_stats, spectr_stats,
                                      topk_stats)
 from sim.kernels.tuple_chains import (CHUNK_ELEMENTS, candidate_tuples, chain_stats, paper_chain, resispec_wor_chain,
                                       rrs_wor_chain)
@@ -26,18 +26,18 @@ from sim.kernels.wor_states import WOR_STATES
 from sim.steps import StepStats, concatenate, interleave
 
 CLOSED_FORM = {"rrs": rrs_stats, "spectr": spectr_stats, "topk": topk_stats, "resispec": resispec_stats,
-               "pooled": pooled_stats}
+               "pooled": pooled_stats, "pooled_wor": pooled_wor_stats}
 CLOSED_FORM_UP_TO = {"resispec_wor": (2, resispec_wor_stats)}
 """Verifiers with a closed form up to some k (resispec_wor: the k = 2 plan); tuple chains beyond."""
 TUPLE_CHAINS = {"rrs_wor": rrs_wor_chain, "resispec_wor": resispec_wor_chain, "resispec_paper": paper_chain}
-SUPPORTED = ("rrs", "rrs_wor", "spectr", "topk", "resispec", "pooled", "resispec_wor", "resispec_paper")
+SUPPORTED = ("rrs", "rrs_wor", "spectr", "topk", "resispec", "pooled", "resispec_wor", "pooled_wor", "resispec_paper")
 """Verifiers the simulator runs (the core's exact verifiers with more than one candidate, and the
 published rule as the biased control)."""
 K_INDEPENDENT = frozenset({"rrs", "rrs_wor", "topk", "resispec_paper"})
 """Verifiers whose rule does not depend on k: their statistics at k' < k are the first k' steps of
 those at k (``StepStats.truncated``). spectr's rate, resispec's schedule, pooled's plan and
 resispec_wor's last step (the rrs_wor step when one candidate is left) depend on k."""
-SINGLE_STEP = frozenset({"pooled"})
+SINGLE_STEP = frozenset({"pooled", "pooled_wor"})
 """Verifiers that are not sequential: one selection among the k candidates, then one accept test.
 Their ``StepStats`` have one step (column 0; the others are never reached), so their drift curve
 is a single point, not a curve over the candidate index."""

@@ -131,16 +131,28 @@ def shaped_residual_drift(profile: RatioProfile, T: np.ndarray, R: np.ndarray, g
     return np.maximum(kept + tail - R * (Q[-1] - Q[b]), 0.0)
 
 
-def pooled_stats(batch: PairBatch, k: int) -> StepStats:
-    """pooled: its one selection step (accepted ``sum min(p, t)``, the core's closed form; drift ``TV(p, t)``)."""
+def _selection_stats(name: str, batch: PairBatch, k: int) -> StepStats:
+    """A select-then-verify verifier (pooled, pooled_wor): its one selection step, accepted
+    ``sum min(p, t)`` (the core's closed form), drift ``TV(p, t)``. WOR drafting caps k at q's support."""
     size = len(batch)
     accepted, reached, drift = (np.zeros((size, k)) for _ in range(3))
-    verifier = get_verifier("pooled")
+    verifier = get_verifier(name)
     for n, (p, q) in enumerate(zip(batch.p, batch.q)):
-        bound = verifier.bind(p, q, k)
+        drawn = k if verifier.drafting == "iid" else min(k, int(np.count_nonzero(q)))
+        bound = verifier.bind(p, q, drawn)
         accepted[n, 0], reached[n, 0] = bound.acceptance(), 1.0
         drift[n, 0] = 0.5 * np.abs(p - bound.plan.selection_law).sum()
-    return StepStats("pooled", k, accepted, reached, drift, exact=True)
+    return StepStats(name, k, accepted, reached, drift, exact=True)
+
+
+def pooled_stats(batch: PairBatch, k: int) -> StepStats:
+    """pooled (i.i.d. candidates): ``_selection_stats``."""
+    return _selection_stats("pooled", batch, k)
+
+
+def pooled_wor_stats(batch: PairBatch, k: int) -> StepStats:
+    """pooled_wor (WOR candidates, k capped at q's support): ``_selection_stats``."""
+    return _selection_stats("pooled_wor", batch, k)
 
 
 def resispec_wor_stats(batch: PairBatch, k: int) -> StepStats:

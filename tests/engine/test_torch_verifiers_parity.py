@@ -27,6 +27,9 @@ from tests.engine.torch_verifier_helpers import DEVICES, near_ties, one_thread, 
 
 GROUPS = [(2, 1), (2, 2), (5, 1), (5, 3), (16, 1), (16, 2), (16, 4), (2000, 1), (2000, 4)]
 """(V, k) batches verified per verifier; V = 2000 takes NumPy's blocked inverse CDF."""
+SMALL_ONLY = {"pooled_wor": 16}
+"""Verifiers whose plan is a sequential scan over the tokens (about a second per node at V = 2000):
+the largest V verified here (their plans are NumPy's own, row by row)."""
 NODES_PER_GROUP = 500
 
 
@@ -54,6 +57,8 @@ def test_decisions_match_numpy_given_the_same_uniforms(name, device):
     nodes, mismatched, ties, outcomes = 0, [], 0, set()
     for vocab, k in GROUPS:
         if verifier.max_k is not None and k > verifier.max_k or verifier.scheme.bounded and k > vocab:
+            continue
+        if vocab > SMALL_ONLY.get(name, vocab):
             continue
         p, q = random_batch(vocab, NODES_PER_GROUP, rng, k if verifier.scheme.bounded else 1, device)
         candidates = verifier.draft(q, k, generator)

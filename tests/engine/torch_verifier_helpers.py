@@ -13,6 +13,8 @@ from scipy.special import softmax
 from resispec.verifiers.base import _final_residual
 from engine.verifiers import SequentialTorchVerifier, TorchVerifier
 from engine.verifiers.pooling import TorchPooledPlan, select
+from engine.verifiers.pooled_wor import TorchPooledWorPlan
+from engine.verifiers.pooled_wor import select as select_wor
 from engine.verifiers.validation import as_pair
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
@@ -73,6 +75,8 @@ def near_ties(verifier: TorchVerifier, p: torch.Tensor, q: torch.Tensor, candida
     plan = verifier._prepare(p64, q64, candidates.shape[1])
     if isinstance(verifier, SequentialTorchVerifier):
         return _sequential_near_ties(verifier, p64, q64, candidates, u, plan)
+    if isinstance(plan, TorchPooledWorPlan):
+        return _pooled_wor_near_ties(plan, candidates, u)
     return _pooled_near_ties(plan, q64, candidates, u)
 
 
@@ -103,6 +107,16 @@ def _pooled_near_ties(plan: TorchPooledPlan, q: torch.Tensor, candidates: torch.
     selected = candidates.gather(1, select(plan, q, candidates, u[:, :k], u[:, k:2 * k])[:, None])
     near |= (u[:, 2 * k] - plan.accept.gather(1, selected)[:, 0]).abs() < TIE_TOLERANCE
     return near | _near_residual_boundary(plan.residual.cumulative, u[:, 2 * k + 1:])
+
+
+def _pooled_wor_near_ties(plan: TorchPooledWorPlan, candidates: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """A thinning uniform near its candidate's theta, the accept uniform near ``accept(y)`` of the
+    selected y, or the residual uniform near a residual boundary."""
+    k = candidates.shape[1]
+    near = ((u[:, :k] - plan.theta.gather(1, candidates)).abs() < TIE_TOLERANCE).any(dim=-1)
+    selected = candidates.gather(1, select_wor(plan, candidates, u[:, :k])[:, None])
+    near |= (u[:, k] - plan.accept.gather(1, selected)[:, 0]).abs() < TIE_TOLERANCE
+    return near | _near_residual_boundary(plan.residual.cumulative, u[:, k + 1:])
 
 
 def _near_residual_boundary(cumulative: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
