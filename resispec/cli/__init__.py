@@ -16,6 +16,8 @@ COMMAND_MODULES: list[str] = [
     "resispec.cli.generate",
     "resispec.cli.theory",
     "resispec.cli.sim",
+    "resispec.cli.log",
+    "resispec.cli.audit_log",
 ]
 
 

@@ -14,8 +14,8 @@ bucket; rows renormalised):
   accepted, reached and drift per step), summed with the second moments the delta-method intervals
   need: ``sum a_i, r_i, d_i, a_i^2, r_i^2, a_i r_i, d_i^2, d_i r_i``; its acceptance ``alpha_n = sum_i
   a_i`` as ``sum alpha_n`` and ``sum alpha_n^2``. Verifiers the simulator does not run get their
-  acceptance from the core (``Verifier.acceptance``) where the candidate tuples number at most
-  ``enumeration_limit`` or the verifier has a closed form, and no step law.
+  acceptance from the core (``Verifier.acceptance``) on the nodes whose candidate tuples number at
+  most ``enumeration_limit`` (the report says where it was not computed), and no step law.
 - **the optimum of the verifier's drafting scheme** (``resispec.bounds.optimal_acceptance``: alpha*
   for i.i.d., ``p(top-k of q)`` for top-k; ``sim.optima.alpha_star_wor`` for WOR), summed.
 
