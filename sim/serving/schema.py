@@ -110,8 +110,8 @@ class NodeBatch:
     """One row group's columns as NumPy arrays (float64 probabilities), checked on construction.
 
     ``p`` and ``q`` are (N, M + 1): the kept ids' probabilities then the tail bucket, each row
-    renormalised; ``emitted_column`` (N,) and ``candidate_columns`` (list of (n, k) arrays, one per
-    distinct k, with ``rows_by_k`` their rows) index those columns, M standing for the tail bucket.
+    renormalised; ``emitted_column`` (N,) indexes those columns, M standing for the tail bucket;
+    ``k`` (N,) counts each row's candidates and ``rows_by_k`` maps each k to its rows.
     """
 
     def __init__(self, table: pa.Table, vocab_size: int, origin: str) -> None:
@@ -130,11 +130,8 @@ class NodeBatch:
         flat = columns["candidates"].flatten().to_numpy(zero_copy_only=False).astype(np.int64)
         self.k = np.diff(offsets)
         self._check_ids(vocab_size, flat)
-        self.emitted_column = self._columns(self.emitted[:, None])[:, 0]
+        self.emitted_column = self._columns(self.emitted)
         self.rows_by_k = {int(k): np.flatnonzero(self.k == k) for k in np.unique(self.k)}
-        self.candidate_columns = {
-            k: self._columns(np.stack([flat[offsets[rows] + j] for j in range(k)], axis=1), rows)
-            for k, rows in self.rows_by_k.items()}
         self._check_decisions(flat, offsets)
 
     def fail(self, problem: str, row: int | None = None) -> None:
@@ -186,11 +183,10 @@ class NodeBatch:
         if unknown:
             self.fail(f"verifier {unknown[0]!r} is not in the registry ({', '.join(VERIFIERS)})")
 
-    def _columns(self, ids: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        """Column of each id in its row's kept ids, M (the tail bucket) where it is not kept."""
-        kept_ids = self.token_ids if rows is None else self.token_ids[rows]
-        match = kept_ids[:, None, :] == ids[:, :, None]
-        return np.where(match.any(axis=2), match.argmax(axis=2), kept_ids.shape[1])
+    def _columns(self, ids: np.ndarray) -> np.ndarray:
+        """Column of each row's id (shape (N,)) among its kept ids; M (the tail bucket) where it is not kept."""
+        match = self.token_ids == ids[:, None]
+        return np.where(match.any(axis=1), match.argmax(axis=1), self.token_ids.shape[1])
 
     def _check_decisions(self, flat: np.ndarray, offsets: np.ndarray) -> None:
         index = self.accepted_index
