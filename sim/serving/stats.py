@@ -68,10 +68,10 @@ class GroupTally:
     verifier: str
     k: int
     nodes: int = 0
-    observed: np.ndarray = None
-    pit: np.ndarray = None
-    pit_ratio: np.ndarray = None
-    steps: dict[str, list[int]] = None
+    observed: np.ndarray = field(init=False)
+    pit: np.ndarray = field(init=False)
+    pit_ratio: np.ndarray = field(init=False)
+    steps: dict[str, list[int]] = field(init=False)
     acceptance: int = 0
     acceptance_sq: int = 0
     law_nodes: int = 0
@@ -81,11 +81,10 @@ class GroupTally:
     optimum_nodes: int = 0
 
     def __post_init__(self) -> None:
-        if self.observed is None:
-            self.observed = np.zeros(self.k + 1, dtype=np.int64)
-            self.pit = np.zeros(PIT_BINS, dtype=np.int64)
-            self.pit_ratio = np.zeros(PIT_BINS, dtype=np.int64)
-            self.steps = {name: [0] * self.k for name in STEP_SUMS}
+        self.observed = np.zeros(self.k + 1, dtype=np.int64)
+        self.pit = np.zeros(PIT_BINS, dtype=np.int64)
+        self.pit_ratio = np.zeros(PIT_BINS, dtype=np.int64)
+        self.steps = {name: [0] * self.k for name in STEP_SUMS}
 
     def merge(self, other: "GroupTally") -> None:
         """Add ``other`` (same verifier and k) into this tally."""
