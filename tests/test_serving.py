@@ -19,7 +19,6 @@ from sim.serving.io import nodes_table, read_unit, units, write_nodes
 from sim.serving.report import audit_report
 from sim.serving.runner_local import run_local
 from sim.serving.schema import SchemaError, check_schema, from_top_logprobs
-from sim.serving.stats import AuditSettings
 from sim.serving.synth import SynthSpec, synth
 
 ENGINE_LOG = Path(__file__).parents[1] / "engine" / "data" / "smollm2_decoding_log.npz"

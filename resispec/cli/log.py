@@ -8,8 +8,7 @@ from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from sim.serving.schema import DEFAULT_ROWS_PER_GROUP
-    from sim.serving.synth import DEFAULT_FAMILY, DEFAULT_K, DEFAULT_KEPT, DEFAULT_ROWS_PER_FILE
+    from sim.serving.defaults import ROWS_PER_GROUP, SYNTH_FAMILY, SYNTH_K, SYNTH_KEPT, SYNTH_ROWS_PER_FILE
 
     parser = subparsers.add_parser("log", help="logged verified nodes as Parquet: convert, synthesise")
     commands = parser.add_subparsers(dest="log_command", required=True, metavar="SUBCOMMAND")
@@ -22,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     convert.add_argument("--verifier", metavar="NAME",
                          help="the verifier that made the .npz log's decisions (required for .npz -> Parquet)")
     convert.add_argument("--draft", default="q", metavar="NAME", help="the .npz draft to carry (default: %(default)s)")
-    convert.add_argument("--rows-per-group", type=int, default=DEFAULT_ROWS_PER_GROUP, metavar="R",
+    convert.add_argument("--rows-per-group", type=int, default=ROWS_PER_GROUP, metavar="R",
                          help="Parquet row-group size (default: %(default)s)")
     convert.set_defaults(handler=run_convert)
     synth = commands.add_parser(
@@ -32,15 +31,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     synth.add_argument("--rows", type=int, required=True, metavar="N", help="nodes to write")
     synth.add_argument("--verifier", required=True, metavar="NAME", help="any verifier of the registry")
     synth.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    synth.add_argument("--k", type=int, default=DEFAULT_K, help="candidates per node (default: %(default)s)")
-    synth.add_argument("--kept", type=int, default=DEFAULT_KEPT, metavar="M",
+    synth.add_argument("--k", type=int, default=SYNTH_K, help="candidates per node (default: %(default)s)")
+    synth.add_argument("--kept", type=int, default=SYNTH_KEPT, metavar="M",
                        help="ids kept per row (default: %(default)s)")
-    synth.add_argument("--family", default=DEFAULT_FAMILY, metavar="SPEC",
+    synth.add_argument("--family", default=SYNTH_FAMILY, metavar="SPEC",
                        help="synthetic pair family, as resispec sim --source (default: %(default)s)")
     synth.add_argument("--seed", type=int, default=0, help="seed (default: %(default)s)")
-    synth.add_argument("--rows-per-file", type=int, default=DEFAULT_ROWS_PER_FILE, metavar="R",
+    synth.add_argument("--rows-per-file", type=int, default=SYNTH_ROWS_PER_FILE, metavar="R",
                        help="rows per Parquet file (default: %(default)s)")
-    synth.add_argument("--rows-per-group", type=int, default=DEFAULT_ROWS_PER_GROUP, metavar="R",
+    synth.add_argument("--rows-per-group", type=int, default=ROWS_PER_GROUP, metavar="R",
                        help="Parquet row-group size (default: %(default)s)")
     synth.add_argument("--workers", type=int, default=1, metavar="W",
                        help="processes writing files in parallel (default: %(default)s)")

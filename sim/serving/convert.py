@@ -23,11 +23,12 @@ from resispec.verifiers import VERIFIERS
 from sim.logged import FORMAT as NPZ_FORMAT
 from sim.logged import logged_pairs, read_logged, write_logged
 from sim.serving.io import nodes_table, read_metadata, shard_files, write_nodes
-from sim.serving.schema import DEFAULT_ROWS_PER_GROUP, check_schema
+from sim.serving.defaults import ROWS_PER_GROUP
+from sim.serving.schema import check_schema
 
 
 def npz_to_parquet(source: str | Path, out: str | Path, verifier: str, draft: str = "q", first_node_id: int = 0,
-                   rows_per_group: int = DEFAULT_ROWS_PER_GROUP) -> Path:
+                   rows_per_group: int = ROWS_PER_GROUP) -> Path:
     """Write the ``.npz`` log ``source`` as one Parquet file ``out``."""
     if verifier not in VERIFIERS:
         raise ValueError(f"verifier: unknown {verifier!r}; known: {', '.join(VERIFIERS)}")

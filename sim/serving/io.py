@@ -10,7 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sim.serving.schema import DEFAULT_ROWS_PER_GROUP, NodeBatch, SchemaError, check_schema, file_metadata, node_schema
+from sim.serving.defaults import ROWS_PER_GROUP
+from sim.serving.schema import NodeBatch, SchemaError, check_schema, file_metadata, node_schema
 
 OPTIONAL_COLUMNS = ("sequence_id", "position", "depth")
 NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float32(): np.float32, pa.float64(): np.float64}
@@ -51,7 +52,7 @@ def _candidates(candidates: np.ndarray | list[np.ndarray]) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat.astype(np.int32)))
 
 
-def write_nodes(path: str | Path, table: pa.Table, rows_per_group: int = DEFAULT_ROWS_PER_GROUP) -> Path:
+def write_nodes(path: str | Path, table: pa.Table, rows_per_group: int = ROWS_PER_GROUP) -> Path:
     """Write ``table`` (checked row group by row group first) as one zstd-compressed Parquet file."""
     path = Path(path)
     _, vocab_size = check_schema(table.schema, str(path))

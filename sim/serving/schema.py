@@ -39,9 +39,6 @@ FORMAT = "resispec-nodes/1"
 FORMAT_KEY = b"resispec.format"
 VOCAB_KEY = b"resispec.vocab_size"
 METADATA_KEYS = ("model", "draft_model", "temperature", "note")
-DEFAULT_ROWS_PER_GROUP = 16384
-"""Row-group size of the files this package writes: about 6 MB of columns at M = 64 (one worker
-holds one row group and its float64 copies at a time)."""
 
 
 class SchemaError(ValueError):

@@ -23,13 +23,9 @@ import numpy as np
 from resispec.validation import as_count
 from resispec.verifiers import get_verifier
 from sim.serving.io import nodes_table, write_nodes
-from sim.serving.schema import DEFAULT_ROWS_PER_GROUP
+from sim.serving.defaults import ROWS_PER_GROUP, SYNTH_FAMILY, SYNTH_K, SYNTH_KEPT, SYNTH_ROWS_PER_FILE
 from sim.sources import parse_source
 
-DEFAULT_FAMILY = "llm:sigma=1,V=1024"
-DEFAULT_KEPT = 64
-DEFAULT_K = 4
-DEFAULT_ROWS_PER_FILE = 262144
 PAIR_CHUNK = 4096
 """Pairs drawn at once (a chunk holds two float64 arrays of PAIR_CHUNK x V)."""
 
@@ -40,12 +36,12 @@ class SynthSpec:
 
     rows: int
     verifier: str
-    k: int = DEFAULT_K
-    kept: int = DEFAULT_KEPT
-    family: str = DEFAULT_FAMILY
+    k: int = SYNTH_K
+    kept: int = SYNTH_KEPT
+    family: str = SYNTH_FAMILY
     seed: int = 0
-    rows_per_file: int = DEFAULT_ROWS_PER_FILE
-    rows_per_group: int = DEFAULT_ROWS_PER_GROUP
+    rows_per_file: int = SYNTH_ROWS_PER_FILE
+    rows_per_group: int = ROWS_PER_GROUP
 
     def __post_init__(self) -> None:
         for name in ("rows", "k", "kept", "rows_per_file", "rows_per_group"):
