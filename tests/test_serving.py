@@ -209,3 +209,15 @@ def test_cli_synth_audit_and_bad_input(tmp_path, capsys):
     assert main(["log", "synth", "--rows", "0", "--verifier", "rrs", "--out", str(tmp_path / "y")]) == 2
     assert main(["log", "convert", str(ENGINE_LOG), str(tmp_path / "z.parquet")]) == 2
     assert "--verifier" in capsys.readouterr().err
+
+
+def test_step_stats_take_one_stream_per_pair():
+    from sim.kernels import step_stats
+    from sim.sources import parse_source
+
+    batch = parse_source("llm:V=12").sample(5, np.random.default_rng(0))
+    spawned = step_stats("resispec_paper", batch, 3, np.random.default_rng(7))
+    listed = step_stats("resispec_paper", batch, 3, np.random.default_rng(7).spawn(5))
+    assert np.array_equal(spawned.accepted, listed.accepted) and not spawned.exact
+    with pytest.raises(ValueError, match="one Generator per pair"):
+        step_stats("resispec_paper", batch, 3, np.random.default_rng(7).spawn(4))
