@@ -172,13 +172,12 @@ def _add_law(tally: GroupTally, p: np.ndarray, q: np.ndarray, node_ids: np.ndarr
     tally.acceptance_sq += fixed_sum(acceptance**2)
 
 
-def _optimum(drafting: str, p: np.ndarray, q: np.ndarray, k: int, settings: AuditSettings) -> np.ndarray:
-    rows = range(p.shape[0])
-    if drafting == "wor":
-        return np.array([alpha_star_wor(p[n], q[n], k, settings.wor)[0] for n in rows])
-    if drafting == "topk":
-        return np.array([optimal_acceptance(p[n], q[n], support_capped(q[n], k), "topk") for n in rows])
-    return np.array([optimal_acceptance(p[n], q[n], k) for n in rows])
+OPTIMA = {
+    "iid": lambda p, q, k, settings: optimal_acceptance(p, q, k),
+    "topk": lambda p, q, k, settings: optimal_acceptance(p, q, support_capped(q, k), "topk"),
+    "wor": lambda p, q, k, settings: alpha_star_wor(p, q, k, settings.wor)[0],
+}
+"""The optimum of each drafting scheme for one pair; a scheme not listed gets no bound test."""
 
 
 def batch_stats(batch: NodeBatch, settings: AuditSettings = AuditSettings()) -> ShardStats:
@@ -197,8 +196,9 @@ def batch_stats(batch: NodeBatch, settings: AuditSettings = AuditSettings()) -> 
             index = batch.accepted_index[rows]
             tally.observed += np.bincount(np.where(index < 0, k, index), minlength=k + 1)
             _add_law(tally, p, q, batch.node_id[rows], settings)
-            if settings.optimum:
-                optimum = _optimum(VERIFIERS[name].drafting, p, q, k, settings)
+            bound = OPTIMA.get(VERIFIERS[name].drafting)
+            if settings.optimum and bound is not None:
+                optimum = np.array([bound(p[n], q[n], k, settings) for n in range(rows.size)])
                 tally.optimum += fixed_sum(optimum)
                 tally.optimum_nodes += rows.size
             result.groups[(name, k)] = tally
