@@ -18,6 +18,8 @@ COMMAND_MODULES: list[str] = [
     "resispec.cli.theory",
     "resispec.cli.sim",
     "resispec.cli.explore",
+    "resispec.cli.log",
+    "resispec.cli.audit_log",
 ]
 
 

@@ -10,6 +10,7 @@ integrating the verification randomness out.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -65,13 +66,15 @@ def check_verifiers(names: list[str]) -> list[str]:
     return list(names)
 
 
-def step_stats(verifier: str, batch: PairBatch, k: int, rng: np.random.Generator | None = None,
+def step_stats(verifier: str, batch: PairBatch, k: int,
+               rng: np.random.Generator | Sequence[np.random.Generator] | None = None,
                monte_carlo: MonteCarlo = MonteCarlo()) -> StepStats:
     """Step statistics of ``verifier`` at k candidates on every pair of ``batch``.
 
     ``rng`` is needed only where tuples may be sampled (rrs_wor, resispec_wor at k >= 3, resispec_paper);
     pair n draws from the n-th of ``len(batch)`` children of it (``Generator.spawn``), so a pair's
-    draws do not depend on the other pairs. WOR pairs with too many tuples to enumerate take
+    draws do not depend on the other pairs; or ``rng`` is a sequence of one Generator per pair (pair n
+    draws from ``rng[n]``: streams keyed by something of the pair's own, e.g. a logged node's id). WOR pairs with too many tuples to enumerate take
     rejection paths (``sim.kernels.paths``); the others are enumerated.
     """
     (verifier,) = check_verifiers([verifier])
@@ -85,7 +88,9 @@ def step_stats(verifier: str, batch: PairBatch, k: int, rng: np.random.Generator
                             for start in range(0, len(batch), rows)])
     if rng is None:
         raise ValueError(f"rng: {verifier} may sample candidate tuples, so it needs a numpy Generator")
-    streams = rng.spawn(len(batch))
+    streams = list(rng) if isinstance(rng, Sequence) else rng.spawn(len(batch))
+    if len(streams) != len(batch):
+        raise ValueError(f"rng: expected one Generator per pair ({len(batch)}), got {len(streams)}")
     if verifier not in WOR_STATES:
         drafting = get_verifier(verifier).drafting
         tuples = candidate_tuples(batch, k, drafting, monte_carlo.samples, monte_carlo.enumeration_limit, streams)

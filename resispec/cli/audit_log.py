@@ -1,0 +1,107 @@
+"""``resispec audit-log PATH``: exactness audits over logged nodes at serving scale (``sim.serving``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from resispec.audit import DEFAULT_ALPHA
+
+    parser = subparsers.add_parser(
+        "audit-log", help="audit logged verified nodes (Parquet shards): PIT, acceptance vs the optima, drift",
+        description="Streams every row group of PATH (a resispec-nodes/1 Parquet file or a directory of them) "
+                    "through mergeable statistics: randomized PIT of the emitted token against p, acceptance "
+                    "against the verifier's exact acceptance and the optimum of its drafting scheme, drift "
+                    "tables. Exit status 0 iff every verifier's nodes pass, 1 if any are rejected, 2 on bad input.")
+    parser.add_argument("path", metavar="PATH")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="local: this machine's processes; ray: Ray tasks (pip install 'resispec[scale]')")
+    parser.add_argument("--address", metavar="ADDR", help="Ray cluster address (default: start a local instance)")
+    parser.add_argument("--workers", type=int, metavar="W",
+                        help="local processes, or CPUs of a local Ray instance (default: all CPUs)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the PIT uniforms (default: %(default)s)")
+    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                        help="family-wise significance level (default: %(default)s)")
+    parser.add_argument("--skip-bad", action="store_true",
+                        help="skip files and row groups that do not match the layout (listed in the report)")
+    parser.add_argument("--no-optimum", action="store_true",
+                        help="skip the optima (alpha*-WOR costs milliseconds per node)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(handler=run_audit_log)
+
+
+def _number(value: float, digits: int = 4) -> str:
+    return "-" if value != value else f"{value:.{digits}f}"
+
+
+def _pvalue(value: float) -> str:
+    return "-" if value != value else f"{value:.2g}"
+
+
+def print_report(report: dict) -> None:
+    from resispec.cli.table import format_table
+
+    rows = [[r["verifier"] + ("" if r["claims_exact"] else " (control)"), r["nodes"], _pvalue(r["pit"]["pvalue"]),
+             _pvalue(r["pit_ratio"]["pvalue"]), _number(r["pit"]["min_detectable_tv"], 3),
+             "PASS" if r["passed"] else "REJECTED"] for r in report["verifiers"]]
+    print(format_table(["verifier", "nodes", "PIT p", "PIT p (ratio order)", "min detectable TV", "verdict"], rows))
+    groups = [g for r in report["verifiers"] for g in r["groups"]]
+    rows = [[g["verifier"], g["k"], g["nodes"], _number(g["observed_acceptance"]), _number(g["expected_acceptance"]),
+             _number(g["acceptance_z"], 2), _pvalue(g["step_law_pvalue"]), _number(g["optimum"]),
+             _pvalue(g["bound_pvalue"]), g["law_method"]] for g in groups]
+    print("\nacceptance: observed, the verifier's exact value on the logged pairs (z), the optimum of its drafting:")
+    print(format_table(["verifier", "k", "nodes", "observed", "expected", "z", "step law p", "optimum", "bound p",
+                        "law"], rows))
+    for g in groups:
+        rows = [[d["step"], _number(d["observed_conditional_acceptance"]), d["observed_reached"],
+                 _number(d.get("conditional_acceptance", float("nan"))), _number(d.get("residual_tv", float("nan")))]
+                for d in g["drift"]]
+        print(f"\ndrift, {g['verifier']} at k = {g['k']} (P(accept candidate i | 1..i-1 rejected)):")
+        print(format_table(["step", "observed", "reached", "expected", "residual TV"], rows))
+    for skipped in report["skipped"]:
+        print(f"skipped: {skipped['problem']}")
+    print(f"\n{report['rows']} rows; {report['tests']} tests at level {report['level_per_test']:.2g} each "
+          f"(family-wise {report['alpha']:g}): {'PASS' if report['passed'] else 'REJECTED'}")
+
+
+def run_audit_log(args: argparse.Namespace) -> int:
+    import os
+
+    from tqdm import tqdm
+
+    from resispec.cli.sim import _json
+    from sim.serving.report import audit_report
+    from sim.serving.runner_local import run_local
+    from sim.serving.runner_ray import run_ray
+    from sim.serving.stats import AuditSettings
+
+    try:
+        if args.workers is not None and args.workers < 1:
+            raise ValueError(f"--workers: expected at least 1, got {args.workers}")
+        if args.address and args.engine != "ray":
+            raise ValueError("--address: only with --engine ray")
+        settings = AuditSettings(seed=args.seed, optimum=not args.no_optimum)
+        cores = args.workers or os.cpu_count() or 1
+        start = time.perf_counter()
+        with tqdm(unit="rows", unit_scale=True, file=sys.stderr, desc="audit-log", mininterval=1.0) as bar:
+            if args.engine == "local":
+                merged = run_local(args.path, settings, args.workers, args.skip_bad, bar.update)
+            else:
+                merged = run_ray(args.path, settings, args.address, args.skip_bad, bar.update, args.workers)
+        seconds = time.perf_counter() - start
+        report = audit_report(merged, args.alpha)
+    except ValueError as error:
+        print(f"resispec audit-log: {error}".splitlines()[0], file=sys.stderr)
+        return 2
+    rate = merged.rows / seconds if seconds > 0 else float("nan")
+    where = f"{cores} local core(s)" if args.address is None else f"the cluster at {args.address}"
+    print(f"audit-log: {merged.rows} rows in {seconds:.1f} s, {rate:,.0f} rows/s on {where}"
+          + ("" if args.address else f", {rate / cores:,.0f} rows/s per core"), file=sys.stderr)
+    if args.json:
+        print(_json(report))
+    else:
+        print_report(report)
+    return 0 if report["passed"] else 1

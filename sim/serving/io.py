@@ -1,0 +1,122 @@
+"""Writing and reading ``resispec-nodes/1`` Parquet files: tables from arrays, the shards of a path,
+one row group at a time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sim.serving.defaults import ROWS_PER_GROUP
+from sim.serving.schema import NodeBatch, SchemaError, check_schema, file_metadata, node_schema
+
+OPTIONAL_COLUMNS = ("sequence_id", "position", "depth")
+NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float32(): np.float32, pa.float64(): np.float64}
+
+
+def nodes_table(columns: dict[str, np.ndarray], vocab_size: int, **metadata: str | float) -> pa.Table:
+    """A table of the layout from NumPy columns: ``token_ids``, ``p``, ``q`` (N, M); ``candidates``,
+    either (N, K) with -1 padding at the end or a list of 1-D arrays; ``verifier`` a string or (N,)
+    strings; the other columns (N,); ``sequence_id``, ``position``, ``depth`` optional."""
+    token_ids = np.asarray(columns["token_ids"])
+    rows, kept = token_ids.shape
+    schema = node_schema(kept, file_metadata(vocab_size, **metadata))
+    verifier = columns["verifier"]
+    verifier = np.full(rows, verifier, dtype=object) if isinstance(verifier, str) else np.asarray(verifier, dtype=object)
+    arrays = {
+        "node_id": pa.array(np.asarray(columns["node_id"], np.int64)),
+        "verifier": pa.array(verifier, pa.string()).dictionary_encode(),
+        "candidates": _candidates(columns["candidates"]),
+    }
+    for name in ("token_ids", "p", "q"):
+        flat = pa.array(np.ascontiguousarray(columns[name]).reshape(-1).astype(NUMPY_TYPES[schema.field(name).type.value_type]))
+        arrays[name] = pa.FixedSizeListArray.from_arrays(flat, kept)
+    for name in ("p_tail", "q_tail", "emitted", "accepted_index", *OPTIONAL_COLUMNS):
+        field = schema.field(name)
+        arrays[name] = (pa.nulls(rows, field.type) if columns.get(name) is None
+                        else pa.array(np.asarray(columns[name]).astype(NUMPY_TYPES[field.type]), field.type))
+    return pa.Table.from_arrays([arrays[name] for name in schema.names], schema=schema)
+
+
+def _candidates(candidates: np.ndarray | list[np.ndarray]) -> pa.Array:
+    if isinstance(candidates, np.ndarray) and candidates.ndim == 2:
+        counts = (candidates >= 0).sum(axis=1)
+        flat = candidates[candidates >= 0]
+    else:
+        counts = np.array([len(row) for row in candidates])
+        flat = np.concatenate([np.asarray(row) for row in candidates]) if len(candidates) else np.zeros(0)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat.astype(np.int32)))
+
+
+def write_nodes(path: str | Path, table: pa.Table, rows_per_group: int = ROWS_PER_GROUP) -> Path:
+    """Write ``table`` (checked row group by row group first) as one zstd-compressed Parquet file."""
+    path = Path(path)
+    _, vocab_size = check_schema(table.schema, str(path))
+    for start in range(0, table.num_rows, rows_per_group):
+        NodeBatch(table.slice(start, rows_per_group), vocab_size, f"{path} rows from {start}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, row_group_size=rows_per_group, compression="zstd")
+    return path
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One row group of one file: the unit of work of every runner."""
+
+    path: str
+    row_group: int
+    rows: int
+
+
+def shard_files(path: str | Path) -> list[Path]:
+    """The Parquet files of ``path``: the file itself, or every ``*.parquet`` under the directory (sorted)."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(path.rglob("*.parquet"))
+        if not files:
+            raise ValueError(f"path: no .parquet files under {path}")
+        return files
+    if not path.is_file():
+        raise ValueError(f"path: {path} is neither a file nor a directory")
+    return [path]
+
+
+def units(path: str | Path) -> tuple[list[Unit], list[tuple[str, str]]]:
+    """Every row group under ``path``, and ``(file, problem)`` for each file whose schema does not match
+    (or that Parquet cannot open)."""
+    found, bad = [], []
+    for file in shard_files(path):
+        try:
+            metadata = pq.ParquetFile(file).metadata
+            check_schema(metadata.schema.to_arrow_schema(), str(file))
+        except SchemaError as error:
+            bad.append((str(file), str(error)))
+            continue
+        except (OSError, pa.ArrowException) as error:
+            bad.append((str(file), f"{file}: cannot read as Parquet ({error})"))
+            continue
+        found += [Unit(str(file), group, metadata.row_group(group).num_rows) for group in range(metadata.num_row_groups)]
+    return found, bad
+
+
+def read_unit(unit: Unit) -> NodeBatch:
+    """The checked columns of one row group (``SchemaError`` naming the file and row group)."""
+    origin = f"{unit.path} row group {unit.row_group}"
+    try:
+        handle = pq.ParquetFile(unit.path)
+        _, vocab_size = check_schema(handle.schema_arrow, unit.path)
+        table = handle.read_row_group(unit.row_group)
+    except (OSError, pa.ArrowException) as error:
+        raise SchemaError(f"{origin}: cannot read ({error})") from None
+    return NodeBatch(table, vocab_size, origin)
+
+
+def read_metadata(path: str | Path) -> dict[str, str]:
+    """The ``resispec.*`` metadata of one file, keys without the prefix."""
+    metadata = pq.ParquetFile(path).schema_arrow.metadata or {}
+    return {key.decode()[len("resispec."):]: value.decode() for key, value in metadata.items()
+            if key.startswith(b"resispec.")}
