@@ -59,3 +59,21 @@ def test_no_token_outside_the_support_of_p_is_emitted(name, instance):
         assert p[token] > 0, (name, p, q, candidates, u, token)
         law = bound.conditional_law(candidates)
         assert np.isfinite(law).all() and np.all(law[p == 0] == 0.0), (name, p, q, candidates, law)
+
+
+def test_the_reported_cases():
+    """The probe's reproductions: resispec's 0/0 ratio, and the p = 0 token every exact verifier emitted."""
+    law = resispec.get_verifier("resispec").conditional_law([1e-228, 1.0, 1e-140], [1e-267, 1.0, 1e-77], [2, 0])
+    assert np.isfinite(law).all() and law.sum() == pytest.approx(1.0)
+    result = exact_law("resispec", [1e-300, 1.0, 1e-130], [1e-100, 1.0, 1e-170], 3)
+    assert np.isfinite(result.law).all() and result.max_error <= EXACT_TOLERANCE
+    p, q = [0.0, 0.5, 0.5], [1e-200, 0.5, 0.5]
+    for name in EXACT:
+        verifier = resispec.get_verifier(name)
+        k = 1 if verifier.max_k == 1 else 2
+        if verifier.drafting == "topk":
+            continue  # top-k drafting never proposes token 0 here
+        candidates = [0] if k == 1 else ([0, 1] if verifier.drafting == "wor" else [0, 0])
+        for u in (0.0, 0.3, 0.999):
+            token, _ = verifier.verify(p, q, candidates, [u] * verifier.uniforms_needed(k))
+            assert token != 0, (name, u)
