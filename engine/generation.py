@@ -8,15 +8,24 @@ from dataclasses import dataclass
 import torch
 
 from engine.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
-from engine.drafts.registry import DEFAULT_DRAFT, make_draft
+from engine.drafts.registry import DEFAULT_DRAFT, check_draft_name, make_draft
 from engine.node_log import NodeLog
+from engine.node_verification import NodeVerifier
 from engine.processing import Sampling
+from engine.tree import CandidateTree
 from resispec.audit import pit_audit
+from resispec.validation import as_count
 
 
 @dataclass
 class GenerationRequest:
-    """What to generate and how; ``verifier = "ar"`` is plain autoregressive sampling."""
+    """What to generate and how; ``verifier = "ar"`` is plain autoregressive sampling.
+
+    Validated on construction, before any model loads (``ValueError`` naming the field): a non-empty
+    prompt, a known verifier and draft (``check_draft_name``, no model loaded), a tree the verifier
+    takes (sps: one child per node) within ``MAX_TREE_NODES``, ``max_new_tokens >= 1``, a seed
+    ``>= 0`` and a parity fraction in [0, 1].
+    """
 
     prompt: str
     verifier: str = "resispec"
@@ -28,6 +37,19 @@ class GenerationRequest:
     audit: bool = False
     chat: bool = True
     parity_fraction: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.prompt, str) or not self.prompt.strip():
+            raise ValueError(f"prompt: expected a non-empty text, got {self.prompt!r}")
+        as_count(self.max_new_tokens, "max_new_tokens", "new tokens")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed: expected an integer >= 0, got {self.seed!r}")
+        if not 0.0 <= self.parity_fraction <= 1.0:
+            raise ValueError(f"parity_fraction: must lie in [0, 1], got {self.parity_fraction}")
+        if self.verifier != AUTOREGRESSIVE:
+            check_draft_name(self.draft)
+            CandidateTree.from_branching(self.branching)  # branchings >= 1, at most MAX_TREE_NODES nodes
+            NodeVerifier(self.verifier).check_branching(tuple(self.branching))  # unknown name; sps: one child
 
 
 def prompt_ids(tokenizer, prompt: str, chat: bool) -> torch.Tensor:

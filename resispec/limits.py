@@ -8,6 +8,8 @@ header declares hundreds of GiB).
 
 from __future__ import annotations
 
+from typing import Sequence
+
 MAX_CANDIDATES = 1024
 """k: candidates per verification (pooled's plan costs O(V k); ``Q**k`` terms need k in range)."""
 
@@ -41,3 +43,18 @@ def check_limit(value: int, limit: int, name: str, what: str) -> int:
     if value > limit:
         raise ValueError(f"{name}: {what} = {value} exceeds the limit {limit} (resispec.limits)")
     return value
+
+
+def check_tree_size(branching: Sequence[int], name: str = "tree") -> int:
+    """The drafted nodes ``sum_d prod_{i <= d} b_i`` of a tree with branchings ``b_1..b_D`` (each >= 1);
+    a ``ValueError`` naming ``MAX_TREE_NODES`` past it (counted without forming huge products)."""
+    nodes, width = 0, 1
+    for children in branching:
+        if children < 1:
+            raise ValueError(f"{name}: every branching must be >= 1, got {','.join(map(str, branching))}")
+        width *= children
+        nodes += width
+        if nodes > MAX_TREE_NODES:
+            raise ValueError(f"{name}: {','.join(map(str, branching))} has more than {MAX_TREE_NODES} drafted "
+                             "nodes, the limit MAX_TREE_NODES (resispec.limits)")
+    return nodes

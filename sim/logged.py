@@ -121,10 +121,12 @@ def logged_pairs(origin: str = "logged pairs", **fields: np.ndarray) -> LoggedPa
 
 
 def write_logged(path: str | Path, pairs: LoggedPairs) -> None:
-    """Write ``pairs`` as a compressed ``.npz`` (checked again on the way out)."""
+    """Write ``pairs`` as a compressed ``.npz`` archive at exactly ``path`` (checked again on the way out;
+    no ``.npz`` suffix is appended, so the file is where the caller reports it)."""
     fields = pairs.fields()
     logged_pairs(str(path), **fields)
-    np.savez_compressed(path, **fields)
+    with open(path, "wb") as handle:
+        np.savez_compressed(handle, **fields)
 
 
 def read_logged(path: str | Path) -> LoggedPairs:

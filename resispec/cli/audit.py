@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from resispec.cli.arguments import candidate_count, nonneg_seed, positive_int, verifier_name
+from resispec.cli.output import strict_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,14 +19,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "audit", help="exact-law and sampling audits of every verifier on a suite of pairs",
         description="Exit status 0 iff every exact verifier passes and every biased control is caught.",
     )
-    parser.add_argument("--verifier", nargs="+", choices=list(VERIFIERS), metavar="NAME",
+    parser.add_argument("--verifier", nargs="+", type=verifier_name, metavar="NAME",
                         help=f"verifiers to audit (default: all of {', '.join(VERIFIERS)})")
-    parser.add_argument("--k", nargs="+", type=int, default=list(DEFAULT_KS), metavar="K",
+    parser.add_argument("--k", nargs="+", type=candidate_count, default=list(DEFAULT_KS), metavar="K",
                         help="candidate counts (default: %(default)s; sps always uses k = 1)")
     parser.add_argument("--suite", choices=SUITE_NAMES, default="standard", help="pair suite (default: %(default)s)")
-    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, metavar="N",
+    parser.add_argument("--samples", type=positive_int, default=DEFAULT_SAMPLES, metavar="N",
                         help="samples per sampling audit (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="base seed (default: %(default)s)")
+    parser.add_argument("--seed", type=nonneg_seed, default=0, metavar="S", help="base seed (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.set_defaults(handler=run)
 
@@ -33,13 +35,10 @@ def run(args: argparse.Namespace) -> int:
     from resispec.audit.runner import FAMILY_ALPHA, run_audit
     from resispec.cli.table import format_table
 
-    if any(k < 1 for k in args.k) or args.samples < 1:
-        print("resispec audit: --k values and --samples must be >= 1", file=sys.stderr)
-        return 2
     report = run_audit(args.verifier, args.k, args.suite, args.samples, args.seed,
                        progress=lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        print(strict_json(report.to_dict()))
         return 0 if report.passed else 1
     headers = ["verifier", "exact?", "drafting", "k", "max exact-law err", "sampled TV", "chi2 p (min)",
                "acceptance", "acc / iid opt", "worst pair", "verdict"]
