@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
                        progress=lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:
         print(strict_json(report.to_dict()))
-        return 0 if report.passed else 1
+        return _status(report)
     headers = ["verifier", "exact?", "drafting", "k", "max exact-law err", "sampled TV", "chi2 p (min)",
                "acceptance", "acc / iid opt", "worst pair", "verdict"]
     rows = [[row.verifier, "yes" if row.claims_exact else "no (control)", row.drafting, row.k,
@@ -53,7 +53,18 @@ def run(args: argparse.Namespace) -> int:
           f"optimum are means over the suite pairs.")
     skipped = sorted({(row.verifier, row.k, name) for row in report.rows for name in row.skipped})
     if skipped:
-        print("skipped (k exceeds the draft's support for WOR/top-k drafting): "
+        print("skipped (k exceeds the draft's support for WOR/top-k drafting, or the exact enumeration's tuple limit): "
               + ", ".join(f"{v} k={k} on {name}" for v, k, name in skipped))
-    print(f"\nverdict: {'PASS' if report.passed else 'FAIL'}")
+    verdict = "UNTESTED CONTROL" if report.untested_controls else "PASS" if report.passed else "FAIL"
+    print(f"\nverdict: {verdict}")
+    return _status(report)
+
+
+def _status(report) -> int:
+    """0 if the audit passed, 1 if it failed, 2 (with one line on stderr) if a control tested nothing."""
+    if report.untested_controls:
+        print(f"resispec audit: error: {', '.join(report.untested_controls)}: no bias on any audited pair, so "
+              "the audit could not test whether it is caught; audit it at a k or suite where it is biased",
+              file=sys.stderr)
+        return 2
     return 0 if report.passed else 1
