@@ -41,7 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     validation layer: every message names the argument) or an ``OSError`` (a file that cannot be read
     or written) is a user's mistake too: one line on stderr, exit 2, no traceback.
     """
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help (0) or a bad option (2, its one line already printed)
+        return int(done.code or 0)
     try:
         return int(args.handler(args) or 0)
     except (ValueError, OSError) as error:
