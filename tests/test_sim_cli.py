@@ -113,3 +113,15 @@ def test_bench_sim_prints_ratios(capsys):
     records = read_json(capsys)
     assert [r["verifier"] for r in records] == ["rrs", "resispec"]
     assert all(r["ratio"] > 0 and r["pairs"] == 6 and r["seconds"] > 0 for r in records)
+
+
+def test_a_failure_while_writing_leaves_no_partial_output(tmp_path, capsys, monkeypatch):
+    import sim.plots
+
+    def broken_plot(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(sim.plots, "plot_gaps", broken_plot)
+    status = main(["sim", "drift", "--pairs", "3", "--k", "2", "--verifiers", "rrs", "--out", str(tmp_path / "out")])
+    assert status == 2 and "disk full" in capsys.readouterr().err
+    assert list((tmp_path / "out").iterdir()) == []  # neither drift.csv nor the staging folder stays
