@@ -9,11 +9,14 @@ import torch
 
 from engine.calibration import choose_tree
 from engine.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
-from engine.drafts.registry import DEFAULT_DRAFT, make_draft, resolve_draft_name
+from engine.drafts.registry import DEFAULT_DRAFT, check_draft_name, make_draft, resolve_draft_name
 from engine.node_log import NodeLog
+from engine.node_verification import NodeVerifier
 from engine.processing import Sampling
 from engine.round_verification import RoundVerification, is_sequence_level
+from engine.tree import CandidateTree
 from resispec.audit import pit_audit
+from resispec.validation import as_count
 
 
 AUTO_TREE = "auto"
@@ -22,7 +25,13 @@ AUTO_TREE = "auto"
 
 @dataclass
 class GenerationRequest:
-    """What to generate and how; ``verifier = "ar"`` is plain autoregressive sampling."""
+    """What to generate and how; ``verifier = "ar"`` is plain autoregressive sampling.
+
+    Validated on construction, before any model loads (``ValueError`` naming the field): a non-empty
+    prompt, a known verifier and draft (``check_draft_name``, no model loaded), ``auto`` or a tree the
+    verifier takes (sps, block: one child per node) within ``MAX_TREE_NODES``, ``max_new_tokens >= 1``, a seed
+    ``>= 0`` and a parity fraction in [0, 1].
+    """
 
     prompt: str
     verifier: str = "resispec"
@@ -35,6 +44,21 @@ class GenerationRequest:
     chat: bool = True
     parity_fraction: float = 0.0
     threads: int = 2
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.prompt, str) or not self.prompt.strip():
+            raise ValueError(f"prompt: expected a non-empty text, got {self.prompt!r}")
+        as_count(self.max_new_tokens, "max_new_tokens", "new tokens")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed: expected an integer >= 0, got {self.seed!r}")
+        if not 0.0 <= self.parity_fraction <= 1.0:
+            raise ValueError(f"parity_fraction: must lie in [0, 1], got {self.parity_fraction}")
+        if self.verifier != AUTOREGRESSIVE:
+            check_draft_name(self.draft)
+            rule = RoundVerification(self.verifier) if is_sequence_level(self.verifier) else NodeVerifier(self.verifier)
+            if self.branching != AUTO_TREE:  # branchings >= 1, at most MAX_TREE_NODES nodes; sps, block: one child
+                CandidateTree.from_branching(self.branching)
+                rule.check_branching(tuple(self.branching))
 
 
 def prompt_ids(tokenizer, prompt: str, chat: bool) -> torch.Tensor:

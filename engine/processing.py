@@ -23,8 +23,8 @@ class Sampling:
     top_p: float | None = None
 
     def __post_init__(self) -> None:
-        if not self.temperature >= 0:
-            raise ValueError(f"temperature: must be >= 0 (0 = greedy), got {self.temperature}")
+        if not 0 <= self.temperature < float("inf"):
+            raise ValueError(f"temperature: must be finite and >= 0 (0 = greedy), got {self.temperature}")
         if self.top_k is not None and self.top_k < 1:
             raise ValueError(f"top_k: must be >= 1, got {self.top_k}")
         if self.top_p is not None and not 0 < self.top_p <= 1:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from resispec.limits import check_tree_size
 
 def node_depths(parents: Sequence[int]) -> list[int]:
     """Depth of every node (root = 0) from `parents` (length N, -1 for a root, ``parents[i] < i``)."""
@@ -68,8 +69,7 @@ class CandidateTree:
     def from_branching(cls, branching: Sequence[int]) -> CandidateTree:
         """The tree with ``branching[d]`` children per depth-d node, e.g. (4, 2, 2, 1): 1+4+8+16+16 nodes."""
         branching = tuple(int(b) for b in branching)
-        if any(b < 1 for b in branching):
-            raise ValueError(f"branching must be positive at every depth, got {branching}")
+        check_tree_size(branching, "branching")  # >= 1 at every depth, at most MAX_TREE_NODES nodes
         parents = [-1]
         level_start, level_size = 0, 1
         for children in branching:

@@ -25,11 +25,11 @@ from scipy.sparse import coo_matrix, vstack
 
 from resispec.bounds_wor import wor_prefix_bound
 from resispec.drafting import DRAFTING_SCHEMES, top_k_tokens
+from resispec.enumeration import magnitude
+from resispec.limits import LP_MAX_TUPLES, SEQUENTIAL_LP_MAX_VARIABLES, check_limit
 from resispec.ratio_profile import RatioProfile
 from resispec.validation import as_count, as_pair
 
-LP_MAX_TUPLES = 200_000
-"""Largest number of candidate tuples the transport LP enumerates."""
 
 
 def _check_drafting(drafting: str) -> str:
@@ -79,7 +79,7 @@ def _set_probabilities(q: np.ndarray, k: int, drafting: str) -> dict[frozenset[i
     count = scheme.tuple_count(q, k)
     if count > LP_MAX_TUPLES:
         raise ValueError(
-            f"the transport LP would enumerate {count} candidate tuples, more than {LP_MAX_TUPLES}; "
+            f"the transport LP would enumerate {magnitude(count)} candidate tuples, more than {LP_MAX_TUPLES}; "
             "use a smaller vocabulary or k"
         )
     sets: dict[frozenset[int], float] = defaultdict(float)
@@ -124,6 +124,7 @@ def sequential_optimum_lp(p: np.ndarray, q: np.ndarray, k: int) -> float:
     p_array, q_array = as_pair(p, q)
     k = as_count(k)
     size = p_array.size
+    check_limit(k * size, SEQUENTIAL_LP_MAX_VARIABLES, "k * V", "the sequential LP's variable count")
     capacity = np.zeros((k * size, k * size))
     for j in range(k):
         block = slice(j * size, (j + 1) * size)

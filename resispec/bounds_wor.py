@@ -52,11 +52,9 @@ from scipy.optimize import linprog
 from scipy.sparse import coo_matrix, vstack
 
 from resispec.drafting import DRAFTING_SCHEMES, undrawn_mass
+from resispec.limits import SEQUENTIAL_LP_MAX_NODES
 from resispec.ratio_profile import RatioProfile
 from resispec.validation import as_count, as_distribution, as_pair, as_token_set
-
-SEQUENTIAL_LP_MAX_NODES = 200_000
-"""Largest draft tree (number of (history, candidate) nodes) the sequential WOR LP builds."""
 
 STEP = 0.1
 """Trapezoid step in ``u = ln t``."""
@@ -149,7 +147,7 @@ def _race_integrals(q_in_order: np.ndarray, outside: np.ndarray, k: int) -> Race
     evaluate = live[live >= k]
     if evaluate.size == 0:
         return RaceIntegrals(value, error)
-    t_lo = (TAIL * math.factorial(k)) ** (1.0 / (k + 1))
+    t_lo = math.exp((math.log(TAIL) + math.lgamma(k + 1)) / (k + 1))  # (TAIL k!)^(1/(k+1)), in logs: k! overflows a float past k = 170
     t_hi = math.log(1.0 / TAIL) / float(outside[evaluate].min())
     nodes = 2 * math.ceil((math.log(t_hi) - math.log(t_lo)) / (2 * STEP)) + 1  # odd: the 2h grid is a subset
     t = np.exp(np.linspace(math.log(t_lo), math.log(t_hi), nodes))

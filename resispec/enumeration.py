@@ -8,16 +8,18 @@ integrated out). The acceptance is ``sum_{xbar} P(xbar) * P(accept | xbar)``. Th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from resispec.limits import MAX_TUPLES
+from resispec.validation import as_count
+
 if TYPE_CHECKING:
     from resispec.verifiers.base import BoundVerifier
 
-MAX_TUPLES = 200_000
-"""Default ceiling on the number of candidate tuples one enumeration may visit."""
 
 
 @dataclass(frozen=True)
@@ -31,11 +33,12 @@ class EnumeratedLaw:
 
 def enumerate_law(bound: "BoundVerifier", max_tuples: int = MAX_TUPLES) -> EnumeratedLaw:
     """Enumerate every candidate tuple of ``bound`` (a verifier bound to p, q, k)."""
+    max_tuples = as_count(max_tuples, "max_tuples", "tuples")
     verifier, q, k = bound.verifier, bound.q, bound.k
     count = verifier.scheme.tuple_count(q, k)
     if count > max_tuples:
         raise ValueError(
-            f"exact enumeration of {verifier.name} would visit {count} candidate tuples "
+            f"exact enumeration of {verifier.name} would visit {magnitude(count)} candidate tuples "
             f"({verifier.drafting} drafting, support {int(np.count_nonzero(q))}, k = {k}), more than "
             f"the limit max_tuples = {max_tuples}; use a smaller vocabulary or k, or the sampling audit"
         )
@@ -95,3 +98,11 @@ def enumerate_steps(bound: "BoundVerifier", max_tuples: int = MAX_TUPLES) -> Ste
     emitted = np.append(accepted.sum(axis=1), final.sum())
     reached = np.cumsum(emitted[::-1])[::-1]  # P(reach step i) = mass emitted at step i or later, summed directly
     return StepLaws(accepted, reached, final)
+
+
+def magnitude(count: int) -> str:
+    """``count`` in decimal, or ``about 10^d`` past 30 digits (Python refuses to print an int of 4300+
+    digits, and such a count says nothing more)."""
+    if count < 10**30:
+        return str(count)
+    return f"about 10^{math.log10(count):.0f}"

@@ -42,6 +42,7 @@ import numpy as np
 
 from resispec.bounds import optimal_cut
 from resispec.ratio_profile import RatioProfile
+from resispec.residual import supported_residual
 from resispec.sampling import InverseCDF
 
 
@@ -61,8 +62,8 @@ class PooledPlan:
     - ``density`` (V,) by rank: ``phi_c = f_c / q_c``, mean of ``k s^(k-1)`` over ``I_c``.
     - ``max_ratio_law`` (V,) by token id: ``f``. ``selection_law`` (V,) by token id: ``t``.
     - ``accept`` (V,) by token id: ``min(1, p/t)`` (1 where ``p >= t``, including ``t = 0``).
-    - ``residual`` (V,) by token id: ``(p - t)+``; ``residual_sampler``: its ``InverseCDF``, or None
-      when it has no mass (a rejection then emits the selected candidate, the contract's rule).
+    - ``residual`` (V,) by token id: ``(p - t)+`` on p's support, or p itself when rounding left it no
+      mass (``resispec.residual.supported_residual``); ``residual_sampler``: its ``InverseCDF``.
     - ``pool_donor``, ``pool_receiver`` (n,) int64 ranks, ``receiver < donor``; pools of ``H*`` first,
       then the rest, each block in level order (both ranks non-decreasing), so every token's pools
       are one contiguous range.
@@ -89,7 +90,7 @@ class PooledPlan:
     selection_law: np.ndarray
     accept: np.ndarray
     residual: np.ndarray
-    residual_sampler: InverseCDF | None
+    residual_sampler: InverseCDF
     pool_donor: np.ndarray
     pool_receiver: np.ndarray
     pool_transfer: np.ndarray
@@ -124,12 +125,12 @@ def pooled_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledPlan:
     start_by_rank, stop_by_rank = _pool_ranges(donor, receiver, size)
     f, t = np.empty(size), np.empty(size)
     f[order], t[order] = f_sorted, t_sorted
-    residual = np.maximum(p - t, 0.0)
+    residual = supported_residual(np.maximum(p - t, 0.0), p)
     return PooledPlan(
         k=k, q=q, order=order, rank=rank, cut=cut, inside_mass=float(profile.q_prefix[cut]), alpha=alpha,
         mu=mu, lam=lam, density=density, max_ratio_law=f, selection_law=t,
         accept=_acceptance_ratio(p, t),
-        residual=residual, residual_sampler=InverseCDF(residual) if residual.sum() > 0 else None,
+        residual=residual, residual_sampler=InverseCDF(residual),
         pool_donor=donor, pool_receiver=receiver, pool_transfer=transfer, pool_mass=mass,
         pool_cumulative=np.concatenate(([0.0], np.cumsum(mass))),
         pool_start=start_by_rank[rank], pool_stop=stop_by_rank[rank],
@@ -137,8 +138,8 @@ def pooled_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledPlan:
 
 
 def _acceptance_ratio(p: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """``min(1, p/t)``: 1 where ``p >= t`` (also where ``t = 0``), ``p/t`` where ``t > p``."""
-    accept = np.ones(p.size)
+    """``min(1, p/t)``: 1 where ``p >= t > 0`` or ``p > t = 0``, ``p/t`` where ``t > p``, 0 where ``p = 0``."""
+    accept = (p > 0).astype(np.float64)
     below = p < t
     np.divide(p, t, out=accept, where=below)
     return accept

@@ -11,8 +11,15 @@ from typing import Sequence
 
 import numpy as np
 
+from resispec.limits import MAX_CANDIDATES, MAX_VOCAB, check_limit
+
 SUM_TOLERANCE = 1e-6
-"""A distribution may sum to ``1 +- SUM_TOLERANCE``; it is then renormalised to sum to 1."""
+"""A float64 distribution may sum to ``1 +- SUM_TOLERANCE``; it is then renormalised to sum to 1."""
+
+FLOAT32_SUM_TOLERANCE = 1e-4
+"""A float32 (or float16/bfloat16) distribution may sum to ``1 +- FLOAT32_SUM_TOLERANCE``: a float32
+softmax over V = 49152 or 151936 tokens sums to 1 within about 6e-6, past the float64 tolerance, and
+the logged-pairs format already allows 1e-4. It is renormalised in float64."""
 
 ROUNDING_SLACK = 1e-14
 """A sum this close to 1 is summation rounding; such a vector is used as given (no copy)."""
@@ -23,15 +30,14 @@ def as_distribution(values: Sequence[float] | np.ndarray, name: str) -> np.ndarr
 
     Two passes in the common case (sum, min); only a failing check scans for the offending entry.
 
-    Raises ``ValueError`` (naming ``name``) unless ``values`` is a non-empty 1-D array of finite,
-    non-negative numbers whose sum is within ``SUM_TOLERANCE`` of 1.
+    Raises ``ValueError`` (naming ``name``) unless ``values`` is a non-empty 1-D array of at most
+    ``MAX_VOCAB`` finite, non-negative real numbers (no strings, booleans or complex numbers) whose sum
+    is within ``SUM_TOLERANCE`` of 1 (``FLOAT32_SUM_TOLERANCE`` for float32 input).
     """
-    try:
-        array = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name}: not an array of numbers ({error})") from None
+    array, tolerance = _real_array(values, name)
     if array.ndim != 1 or array.size == 0:
         raise ValueError(f"{name}: expected a non-empty 1-D probability vector, got shape {array.shape}")
+    check_limit(array.size, MAX_VOCAB, name, "the vocabulary size V")
     total = float(array.sum())
     if not np.isfinite(total):
         index = int(np.flatnonzero(~np.isfinite(array))[0])
@@ -39,11 +45,33 @@ def as_distribution(values: Sequence[float] | np.ndarray, name: str) -> np.ndarr
     if array.min() < 0:
         index = int(np.flatnonzero(array < 0)[0])
         raise ValueError(f"{name}: entry {index} is negative ({array[index]:.3g}); probabilities must be >= 0")
-    if abs(total - 1.0) > SUM_TOLERANCE:
+    if abs(total - 1.0) > tolerance:
         raise ValueError(
-            f"{name}: sums to {total:.12g}, off from 1 by more than the tolerance {SUM_TOLERANCE:g}"
+            f"{name}: sums to {total:.12g}, off from 1 by more than the tolerance {tolerance:g}"
         )
     return array if abs(total - 1.0) <= ROUNDING_SLACK else array / total
+
+
+def _real_array(values: Sequence[float] | np.ndarray, name: str) -> tuple[np.ndarray, float]:
+    """``(float64 array, sum tolerance)``; ``ValueError`` for anything but real numbers.
+
+    Strings, booleans and complex numbers are refused rather than coerced (``"0.5"`` and ``True``
+    would pass ``np.asarray(..., float64)``; a complex number would silently lose its imaginary part).
+    A list is scanned element by element for them; an ndarray is judged by its dtype.
+    """
+    try:
+        raw = np.asarray(values)
+        if not isinstance(values, np.ndarray) and raw.dtype.kind in "iuf":
+            elements = np.asarray(values, dtype=object).ravel()
+            if any(isinstance(v, (bool, np.bool_)) for v in elements):
+                raw = np.asarray(values, dtype=bool)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name}: not an array of numbers ({error})") from None
+    if raw.dtype.kind not in "iuf":
+        raise ValueError(f"{name}: expected real numbers, got dtype {raw.dtype} "
+                         "(strings, booleans and complex numbers are not probabilities)")
+    low_precision = raw.dtype.kind == "f" and raw.dtype.itemsize < 8
+    return raw.astype(np.float64, copy=False), FLOAT32_SUM_TOLERANCE if low_precision else SUM_TOLERANCE
 
 
 def as_pair(p: Sequence[float] | np.ndarray, q: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -57,13 +85,24 @@ def as_pair(p: Sequence[float] | np.ndarray, q: Sequence[float] | np.ndarray) ->
     return p_array, q_array
 
 
-def as_count(k: int, name: str = "k", counts: str = "candidates") -> int:
-    """Validate a count (of candidates, by default): an integer ``>= 1``."""
+def as_count(k: int, name: str = "k", counts: str = "candidates", limit: int | None = None) -> int:
+    """Validate a count: an integer ``>= 1``, and at most ``limit`` (default for candidates:
+    ``MAX_CANDIDATES``; other counts: no limit unless given)."""
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
         raise ValueError(f"{name}: expected an integer number of {counts}, got {k!r}")
     if k < 1:
         raise ValueError(f"{name}: the number of {counts} must be >= 1, got {k}")
-    return int(k)
+    if limit is None and counts == "candidates":
+        limit = MAX_CANDIDATES
+    return int(k) if limit is None else check_limit(int(k), limit, name, f"the number of {counts}")
+
+
+def as_generator(rng: np.random.Generator, name: str = "rng") -> np.random.Generator:
+    """Validate a NumPy random generator (``numpy.random.default_rng(seed)``)."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"{name}: expected a numpy.random.Generator (numpy.random.default_rng(seed)), "
+                         f"got {type(rng).__name__}")
+    return rng
 
 
 def as_candidates(candidates: Sequence[int] | np.ndarray, vocab_size: int) -> np.ndarray:
@@ -98,7 +137,7 @@ def as_token_set(members: Sequence[int] | np.ndarray, vocab_size: int, name: str
 
 def as_uniforms(u: Sequence[float] | np.ndarray, count: int) -> np.ndarray:
     """Validate the verification uniforms: exactly ``count`` finite numbers in ``[0, 1)``."""
-    array = np.asarray(u, dtype=np.float64)
+    array, _ = _real_array(u, "u")
     if array.shape != (count,):
         raise ValueError(f"u: expected {count} uniforms (shape ({count},)), got shape {array.shape}")
     bad = ~(np.isfinite(array) & (array >= 0.0) & (array < 1.0))
@@ -114,19 +153,17 @@ def as_distribution_rows(values: Sequence[Sequence[float]] | np.ndarray, name: s
     Vectorised over rows (two passes: row sums, minimum); a failing row is re-checked by
     ``as_distribution`` so the ``ValueError`` names ``name``, the row and the offending entry.
     """
-    try:
-        array = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name}: not an array of numbers ({error})") from None
+    array, tolerance = _real_array(values, name)
     if array.ndim != 2 or 0 in array.shape:
         raise ValueError(f"{name}: expected a non-empty 2-D array of probability rows (N, V), got shape {array.shape}")
+    check_limit(array.shape[1], MAX_VOCAB, name, "the vocabulary size V")
     totals = array.sum(axis=1)
-    bad = ~np.isfinite(totals) | (np.abs(totals - 1.0) > SUM_TOLERANCE)
+    bad = ~np.isfinite(totals) | (np.abs(totals - 1.0) > tolerance)
     if array.min() < 0:
         bad |= (array < 0).any(axis=1)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        as_distribution(array[row], f"{name} row {row}")
+        as_distribution(np.asarray(values)[row], f"{name} row {row}")
     if (np.abs(totals - 1.0) <= ROUNDING_SLACK).all():
         return array
     return array / totals[:, None]

@@ -47,6 +47,7 @@ import numpy as np
 
 from resispec.drafting import masked_draft, undrawn_mass
 from resispec.ratio_profile import RatioProfile
+from resispec.residual import supported_residual
 
 
 def _others(values: np.ndarray) -> np.ndarray:
@@ -126,6 +127,7 @@ class LatestFirstPlan:
         residual_mass = self.residual.sum()
         if residual_mass > 0:
             law += np.sum(proposal * (1.0 - self.second)) * (self.residual / residual_mass)
+        law = supported_residual(law, self.target)  # r itself if rounding left no mass (masses near 1e-308)
         return law / law.sum()
 
 

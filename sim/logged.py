@@ -30,16 +30,25 @@ drafts ``q`` and ``q_weak``), converting it on the fly (``smollm2_fields``).
 
 from __future__ import annotations
 
+import math
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from resispec.limits import MAX_LOGGED_ARRAY_BYTES, MAX_LOGGED_FILE_BYTES, check_limit
+from resispec.validation import FLOAT32_SUM_TOLERANCE
 from sim.batch import PairBatch
 
 FORMAT = "resispec-pairs/1"
-LOG_SUM_TOLERANCE = 1e-4
-"""A logged row may sum (with its tail) to ``1 +- LOG_SUM_TOLERANCE``; it is renormalised on read."""
+LOG_SUM_TOLERANCE = FLOAT32_SUM_TOLERANCE
+"""A logged row may sum (with its tail) to ``1 +- LOG_SUM_TOLERANCE`` (1e-4, the float32 tolerance of
+``resispec.validation``); it is renormalised on read."""
 
 SAMPLE_PATH = Path(__file__).parent / "data" / "smollm2_sample.npz"
 """A small example log shipped with the package (see ``docs/sim.md`` for how it was made)."""
@@ -121,22 +130,66 @@ def logged_pairs(origin: str = "logged pairs", **fields: np.ndarray) -> LoggedPa
 
 
 def write_logged(path: str | Path, pairs: LoggedPairs) -> None:
-    """Write ``pairs`` as a compressed ``.npz`` (checked again on the way out)."""
+    """Write ``pairs`` as a compressed ``.npz`` archive at exactly ``path`` (checked again on the way out;
+    no ``.npz`` suffix is appended, so the file is where the caller reports it)."""
     fields = pairs.fields()
     logged_pairs(str(path), **fields)
-    np.savez_compressed(path, **fields)
+    with open(path, "wb") as handle:
+        np.savez_compressed(handle, **fields)
 
 
 def read_logged(path: str | Path) -> LoggedPairs:
     """Read and validate a logged-pairs file (or the shared SmolLM2 file, converted)."""
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            fields = {key: archive[key] for key in archive.files}
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: cannot read a logged-pairs .npz file ({error})") from None
+    fields = read_archive(path)
     if "format" not in fields and set(fields) == set(SMOLLM2_FIELDS):
         fields = smollm2_fields(fields)
     return logged_pairs(str(path), **fields)
+
+
+def read_archive(path: str | Path) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` archive at ``path``, by name; a ``ValueError`` for anything else.
+
+    Before anything is decompressed: the file is at most ``MAX_LOGGED_FILE_BYTES``, a zip archive of
+    ``.npy`` members only, each with a version 1 or 2 header of a non-object dtype (no pickles), and
+    the sizes the headers declare sum to at most ``MAX_LOGGED_ARRAY_BYTES`` (a 1 kB file can declare
+    hundreds of GiB). Then a truncated or corrupt member is reported, not raised as whatever NumPy or
+    zipfile throws (EOFError, BadZipFile, ...).
+    """
+    try:
+        size = os.path.getsize(path)
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read ({error.strerror})") from None
+    check_limit(size, MAX_LOGGED_FILE_BYTES, str(path), "the file size in bytes")
+    with _reporting_corruption(path):
+        with zipfile.ZipFile(path) as archive:
+            declared = sum(_declared_bytes(archive, info) for info in archive.infolist())
+    check_limit(declared, MAX_LOGGED_ARRAY_BYTES, str(path), "the bytes its arrays declare")
+    with _reporting_corruption(path), np.load(path, allow_pickle=False) as arrays:
+        return {key: arrays[key] for key in arrays.files}
+
+
+@contextmanager
+def _reporting_corruption(path: str | Path) -> Iterator[None]:
+    """Turn whatever a truncated or corrupt archive raises into one ``ValueError`` naming ``path``."""
+    try:
+        yield
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error, ValueError) as error:
+        raise ValueError(f"{path}: not a readable logged-pairs .npz archive ({type(error).__name__}: {error})") from None
+
+
+def _declared_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
+    """The bytes the ``.npy`` header of one archive member declares (its data is not read)."""
+    if not info.filename.endswith(".npy"):
+        raise ValueError(f"member {info.filename!r} is not an .npy array")
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version not in readers:
+            raise ValueError(f"member {info.filename!r}: unsupported .npy version {version}")
+        shape, _, dtype = readers[version](member)
+    if dtype.hasobject:
+        raise ValueError(f"member {info.filename!r} holds Python objects (a pickle), which are never loaded")
+    return math.prod(shape) * dtype.itemsize
 
 
 def shrink(pairs: LoggedPairs, rows: int, keep: int) -> LoggedPairs:
@@ -330,8 +383,10 @@ class _Checker:
             missing = sorted(set(DECISION_FIELDS) - set(present))[0]
             self.fail(missing, f"{', '.join(DECISION_FIELDS)} come together")
         candidates, emitted, index = (self.fields[name] for name in DECISION_FIELDS)
-        if candidates.ndim != 2 or candidates.shape[0] != rows or not np.issubdtype(candidates.dtype, np.integer):
-            self.fail("candidates", f"expected integers of shape ({rows}, K), got {candidates.dtype} of shape {candidates.shape}")
+        if (candidates.ndim != 2 or candidates.shape[0] != rows or candidates.shape[1] == 0
+                or not np.issubdtype(candidates.dtype, np.integer)):
+            self.fail("candidates", f"expected integers of shape ({rows}, K), K >= 1, got {candidates.dtype} of shape "
+                                    f"{candidates.shape}")
         for name, values in (("emitted", emitted), ("accepted_index", index)):
             if values.shape != (rows,) or not np.issubdtype(values.dtype, np.integer):
                 self.fail(name, f"expected {rows} integers (shape ({rows},)), got {values.dtype} of shape {values.shape}")

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import csv
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from sim.explorer import CompareResult, DriftResult
@@ -39,29 +43,47 @@ def drift_rows(result: DriftResult) -> list[dict]:
     return rows
 
 
+Writer = Callable[[Path], Path]
+
+
+def write_all(out: Path, writers: dict[str, tuple[str, Writer]]) -> dict[str, Path]:
+    """Run every writer (key -> (file name, write(path))) into a staging folder inside ``out``, then move
+    the files into place together: a failure leaves none of this run's files (never a complete-looking
+    first file beside a missing second). Returns key -> final path."""
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=out))
+    try:
+        for name, write in writers.values():
+            write(staging / name)
+        for name, _ in writers.values():
+            os.replace(staging / name, out / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return {key: out / name for key, (name, _) in writers.items()}
+
+
 def write_drift(result: DriftResult, out: Path) -> dict[str, Path]:
     """``drift.csv`` (per step), ``drift_summary.csv`` (acceptance and optima), and the plots."""
     from sim.plots import plot_drift, plot_gaps
 
-    out.mkdir(parents=True, exist_ok=True)
     summary = [{key: value for key, value in record.items() if key != "curve"} for record in result.records()]
-    return {
-        "drift_csv": write_csv(out / "drift.csv", drift_rows(result)),
-        "summary_csv": write_csv(out / "drift_summary.csv", summary),
-        "drift_png": plot_drift(result, out / "drift_curves.png"),
-        "residual_png": plot_drift(result, out / "residual_drift.png", residual=True),
-        "gap_png": plot_gaps(result.evaluations, result.verifiers, result.k, out / "optimum_gap.png"),
-    }
+    return write_all(out, {
+        "drift_csv": ("drift.csv", lambda path: write_csv(path, drift_rows(result))),
+        "summary_csv": ("drift_summary.csv", lambda path: write_csv(path, summary)),
+        "drift_png": ("drift_curves.png", lambda path: plot_drift(result, path)),
+        "residual_png": ("residual_drift.png", lambda path: plot_drift(result, path, residual=True)),
+        "gap_png": ("optimum_gap.png", lambda path: plot_gaps(result.evaluations, result.verifiers, result.k, path)),
+    })
 
 
 def write_compare(result: CompareResult, out: Path) -> dict[str, Path]:
     """``compare.csv`` (per source, verifier and k), ``tree.csv``, and the plots."""
     from sim.plots import plot_acceptance_vs_k, plot_gaps
 
-    out.mkdir(parents=True, exist_ok=True)
-    return {
-        "compare_csv": write_csv(out / "compare.csv", result.records()),
-        "tree_csv": write_csv(out / "tree.csv", result.tree_records()),
-        "acceptance_png": plot_acceptance_vs_k(result, out / "acceptance_vs_k.png"),
-        "gap_png": plot_gaps(result.evaluations, result.verifiers, max(result.ks), out / "optimum_gap.png"),
-    }
+    return write_all(out, {
+        "compare_csv": ("compare.csv", lambda path: write_csv(path, result.records())),
+        "tree_csv": ("tree.csv", lambda path: write_csv(path, result.tree_records())),
+        "acceptance_png": ("acceptance_vs_k.png", lambda path: plot_acceptance_vs_k(result, path)),
+        "gap_png": ("optimum_gap.png",
+                    lambda path: plot_gaps(result.evaluations, result.verifiers, max(result.ks), path)),
+    })

@@ -34,6 +34,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import softmax
 
+from resispec.limits import MAX_VOCAB, check_limit
 from sim.batch import PairBatch
 from sim.logged import SAMPLE_PATH, TAIL_MODES, read_logged
 
@@ -94,13 +95,14 @@ class SyntheticFamily(ABC):
 
 
 def _positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{name}: must be > 0, got {value}")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{name}: must be finite and > 0, got {value}")
 
 
 def _vocabulary(size: int) -> None:
     if size < 2:
         raise ValueError(f"V: the vocabulary needs at least 2 tokens, got {size}")
+    check_limit(size, MAX_VOCAB, "V", "the vocabulary size")
 
 
 @dataclass(frozen=True)
@@ -268,8 +270,9 @@ def parse_source(spec: str) -> Source:
         raise ValueError(f"source {spec!r}: unknown family {name!r}; known: {', '.join([*FAMILIES, 'logged'])}")
     family = FAMILIES[name]
     types = {field.name: _field_type(field) for field in dataclasses.fields(family)}
+    options = _options(spec, items, types)
     try:
-        return family(**_options(spec, items, types))
+        return family(**options)
     except ValueError as error:
         raise ValueError(f"source {spec!r}: {error}") from None
 
@@ -285,6 +288,8 @@ def _options(spec: str, items: list[str], types: dict[str, type]) -> dict[str, o
         key, equals, value = item.partition("=")
         if not equals or key not in types:
             raise ValueError(f"source {spec!r}: bad parameter {item!r}; parameters: {', '.join(types)}")
+        if key in options:
+            raise ValueError(f"source {spec!r}: parameter {key} given twice")
         try:
             options[key] = types[key](value)
         except ValueError:

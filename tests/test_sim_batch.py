@@ -21,7 +21,7 @@ def test_rows_are_renormalised_within_tolerance_and_kept_when_exact():
     ([[0.5, 0.5], [np.nan, 1.0]], "p \\(target\\) row 1: entry 0 is nan"),
     ([[0.5, 0.5], [0.5, 0.6]], "p \\(target\\) row 1: sums to 1.1"),
     ([0.5, 0.5], "p \\(target\\): expected a non-empty 2-D array"),
-    ([["a", "b"]], "p \\(target\\): not an array of numbers"),
+    ([["a", "b"]], "p \\(target\\): expected real numbers"),
 ])
 def test_bad_rows_are_named(p, message):
     with pytest.raises(ValueError, match=message):

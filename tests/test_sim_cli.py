@@ -96,7 +96,7 @@ def test_compare_table(tmp_path, capsys):
     (["sim", "drift", "--source", "gauss:V=3"], "unknown family"),
     (["sim", "compare", "--tree", "2,0"], "tree shape"),
     (["sim", "drift", "--pairs", "0"], "pairs"),
-    (["sim", "drift", "--enumerate", "0"], "enumeration_limit"),
+    (["sim", "drift", "--enumerate", "0"], "--enumerate"),
 ])
 def test_bad_arguments_exit_2_with_a_message(argv, message, tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path)]) == 2
@@ -106,7 +106,7 @@ def test_bad_arguments_exit_2_with_a_message(argv, message, tmp_path, capsys):
 def test_an_output_path_that_is_a_file_is_reported(tmp_path, capsys):
     (tmp_path / "taken").write_text("")
     assert main(["sim", "drift", "--pairs", "3", "--k", "2", "--verifiers", "rrs", "--out", str(tmp_path / "taken")]) == 2
-    assert "cannot write to --out" in capsys.readouterr().err
+    assert "is not a directory" in capsys.readouterr().err
 
 
 def test_bench_sim_prints_ratios(capsys):
@@ -114,3 +114,15 @@ def test_bench_sim_prints_ratios(capsys):
     records = read_json(capsys)
     assert [r["verifier"] for r in records] == ["rrs", "resispec"]
     assert all(r["ratio"] > 0 and r["pairs"] == 6 and r["seconds"] > 0 for r in records)
+
+
+def test_a_failure_while_writing_leaves_no_partial_output(tmp_path, capsys, monkeypatch):
+    import sim.plots
+
+    def broken_plot(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(sim.plots, "plot_gaps", broken_plot)
+    status = main(["sim", "drift", "--pairs", "3", "--k", "2", "--verifiers", "rrs", "--out", str(tmp_path / "out")])
+    assert status == 2 and "disk full" in capsys.readouterr().err
+    assert list((tmp_path / "out").iterdir()) == []  # neither drift.csv nor the staging folder stays

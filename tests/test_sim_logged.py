@@ -120,8 +120,15 @@ def test_dense_logs_reject_tails_and_files_that_are_not_npz(tmp_path):
     with pytest.raises(ValueError, match="field 'p_tail': not part of the format .*sparse"):
         logged_pairs(format=np.array(FORMAT), p=p, q=p, p_tail=np.zeros(2))
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
-    with pytest.raises(ValueError, match="junk.npz: cannot read"):
+    with pytest.raises(ValueError, match="junk.npz: not a readable"):
         read_logged(tmp_path / "junk.npz")
+
+
+def test_a_log_is_written_exactly_where_asked(tmp_path):
+    p = np.full((2, 4), 0.25)
+    write_logged(tmp_path / "x.log", logged_pairs(format=np.array(FORMAT), p=p, q=p))
+    assert [path.name for path in tmp_path.iterdir()] == ["x.log"]
+    assert read_logged(tmp_path / "x.log").vocab_size == 4
 
 
 def test_shrink_moves_dropped_mass_into_the_tails():

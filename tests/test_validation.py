@@ -21,7 +21,12 @@ BAD_DISTRIBUTIONS = [
     (np.array([[0.5, 0.5], [0.0, 0.0]]), "1-D"),
     (np.array([]), "1-D"),
     (np.array([0.5, 0.3, 0.2]), "vocabulary"),
-    ("abc", "not an array of numbers"),
+    ("abc", "real numbers"),
+    (["0.4", "0.3", "0.2", "0.1"], "real numbers"),
+    ([True, False, False, False], "real numbers"),
+    ([True, 0.0, 0.0, 0.0], "real numbers"),
+    (np.array([0.4 + 0.1j, 0.3, 0.2, 0.1]), "real numbers"),
+    ([[0.5, 0.5], [0.5]], "not an array of numbers"),
 ]
 
 ENTRY_POINTS = {
@@ -124,3 +129,59 @@ def test_bad_audit_arguments():
         pit_audit([0.5, 1.5, 0.2])
     with pytest.raises(ValueError, match="drafting"):
         optimal_acceptance(P, Q, 2, drafting="beam")
+
+
+def test_float32_softmax_rows_are_accepted_with_the_float32_tolerance():
+    from resispec.validation import FLOAT32_SUM_TOLERANCE, as_distribution
+
+    rng = np.random.default_rng(0)
+    for vocab in (49152, 151936):
+        logits = (3.0 * rng.standard_normal(vocab)).astype(np.float32)
+        row = np.exp(logits - logits.max())
+        row = (row / row.sum()).astype(np.float32)
+        assert abs(as_distribution(row, "p").sum() - 1.0) < 1e-15
+    with pytest.raises(ValueError, match=f"tolerance {FLOAT32_SUM_TOLERANCE:g}"):
+        as_distribution(np.array([0.5, 0.5002], dtype=np.float32), "p")
+    with pytest.raises(ValueError, match="tolerance 1e-06"):
+        as_distribution(np.array([0.5, 0.50001]), "p")
+
+
+def test_rng_must_be_a_generator():
+    with pytest.raises(ValueError, match="rng: expected a numpy.random.Generator"):
+        get_verifier("rrs").draft(Q, 2, None)
+    with pytest.raises(ValueError, match="rng"):
+        get_verifier("rrs").verify_rng(P, Q, [0, 1], 0)
+
+
+@pytest.mark.parametrize("token, u, message", [(-1, 0.5, "token"), (4, 0.5, "token"), (1.0, 0.5, "token"),
+                                               (1, 2.0, "u:"), (1, -0.1, "u:"), (1, float("nan"), "u:")])
+def test_randomized_pit_rejects_bad_tokens_and_uniforms(token, u, message):
+    from resispec.audit.pit import randomized_pit
+
+    with pytest.raises(ValueError, match=message):
+        randomized_pit(P, token, u)
+
+
+def test_size_limits_are_refused_at_once_naming_the_limit():
+    import time
+
+    from resispec.limits import MAX_CANDIDATES, SEQUENTIAL_LP_MAX_VARIABLES
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=f"limit {MAX_CANDIDATES}"):
+        get_verifier("pooled").bind([0.4, 0.3, 0.3], [0.6, 0.3, 0.1], 10**13)
+    with pytest.raises(ValueError, match=f"limit {MAX_CANDIDATES}"):
+        optimal_acceptance(P, Q, 9000)
+    big = np.full(100_000, 1e-5)
+    with pytest.raises(ValueError, match=f"limit {SEQUENTIAL_LP_MAX_VARIABLES}"):
+        sequential_optimum_lp(big, big, 2)
+    with pytest.raises(ValueError, match="max_tuples"):
+        exact_law("rrs", P, Q, 2, max_tuples=float("nan"))
+    assert time.perf_counter() - start < 5.0
+
+
+def test_wor_optimum_at_k_171_has_no_factorial_overflow():
+    rng = np.random.default_rng(1)
+    p, q = rng.dirichlet(np.ones(1000)), rng.dirichlet(np.ones(1000))
+    value = optimal_acceptance(p, q, 171, "wor")
+    assert 0.0 < value <= 1.0

@@ -19,7 +19,23 @@ from engine.drafts.self_draft import SelfDraft, default_self_draft_scheme
 from engine.drafts.trained import TrainedDraft
 
 DEFAULT_DRAFT = "default"
-DRAFT_NAMES = ("default", "int8", "bf16", "trained", "early-exit", "early-exit-L", "PATH")
+DRAFT_NAMES = ("default", "int8", "bf16", "trained", "early-exit", "early-exit-L")
+"""Every draft name ``make_draft`` knows; a trailing ``-L`` stands for a positive integer (a depth). Any
+existing path is a draft too (a local checkpoint)."""
+
+
+def check_draft_name(name: str) -> str:
+    """``name`` if it matches an entry of ``DRAFT_NAMES`` (``-L`` = a positive integer) or is an existing
+    path, else a ``ValueError`` listing them. Cheap: loads no model, so the CLI checks ``--draft`` before
+    loading the target; the depth's upper bound (the target's layer count) is checked by ``make_draft``."""
+    for known in DRAFT_NAMES:
+        pattern = re.escape(known[:-1]) + r"[1-9]\d*" if known.endswith("-L") else re.escape(known)
+        if isinstance(name, str) and re.fullmatch(pattern, name):
+            return name
+    if isinstance(name, str) and name and Path(name).expanduser().exists():
+        return name
+    raise ValueError(f"draft: unknown draft {name!r}; known: {', '.join(DRAFT_NAMES)} (L = a layer count >= 1) "
+                     "or the path of a local checkpoint")
 
 
 def resolve_draft_name(name: str, target: PreTrainedModel) -> str:
@@ -30,7 +46,7 @@ def resolve_draft_name(name: str, target: PreTrainedModel) -> str:
 def make_draft(name: str, target: PreTrainedModel) -> Draft:
     """The draft called ``name`` for the real target model ``target``; any other ``name`` that is an
     existing path loads that checkpoint (through `CompactLM` where it applies)."""
-    name = resolve_draft_name(name, target)
+    name = resolve_draft_name(check_draft_name(name), target)
     if name in ("int8", "bf16"):
         return SelfDraft(target, name)
     if name == "trained":

@@ -10,8 +10,10 @@ residual). Everything runs on the inputs' device (CPU or CUDA).
 Parity with the NumPy twin (``numpy_twin``, whose ``name``, ``drafting``, ``claims_exact`` and
 ``max_k`` the port takes over): the same randomness convention, decision for decision given the same
 uniforms. ``u[:, i]`` decides candidate i (accept iff ``u[:, i] < a_i``, computed in float64 by the
-same formulas), ``u[:, k]`` draws the final residual by inverse CDF over token ids ascending, and a
-rejection of the last candidate that leaves an empty residual emits the last candidate. Only sums
+same formulas), ``u[:, k]`` draws the final residual by inverse CDF over token ids ascending, and the
+twin's fallback holds (``engine.verifiers.residual``): a candidate with ``p(x) = 0`` is never
+accepted, the residual is restricted to p's support, and p itself is drawn from where it has no mass
+left. Only sums
 are taken in another order, so the two can differ only where a uniform lies within rounding of a
 threshold.
 """
@@ -26,6 +28,7 @@ import torch
 from resispec.validation import as_count
 from resispec.verifiers.base import Verifier, _final_residual
 from engine.verifiers.drafting import TORCH_DRAFTING_SCHEMES, TorchDraftingScheme
+from engine.verifiers.residual import supported_acceptance, supported_residual
 from engine.verifiers.sampling import inverse_cdf
 from engine.verifiers.validation import (
     as_candidate_batch,
@@ -130,8 +133,8 @@ class SequentialTorchVerifier(TorchVerifier):
 
     A loop over the k steps (never over nodes or tokens), telling the step generator after each step
     which nodes are still undecided: node b emits its first candidate i with
-    ``u[b, i] < a_i[b]``; if none, ``inverse_cdf(residual[b], u[b, k])``; an empty residual (rounding
-    only) emits the last candidate.
+    ``u[b, i] < a_i[b]``; if none, ``inverse_cdf(residual[b], u[b, k])`` over the residual restricted
+    to p's support, or over p where rounding left it no mass (``supported_residual``).
     """
 
     @abstractmethod
@@ -145,11 +148,12 @@ class SequentialTorchVerifier(TorchVerifier):
         first = torch.full((candidates.shape[0],), k, dtype=torch.long, device=candidates.device)
         undecided = None
         for i in range(k):
-            hit = u[:, i] < steps.send(undecided)
+            p_x = p.gather(1, candidates[:, i:i + 1])[:, 0]
+            hit = u[:, i] < supported_acceptance(steps.send(undecided), p_x)
             first = torch.where(hit & (first == k), i, first)
             undecided = first == k
-        drawn = inverse_cdf(_final_residual(steps, undecided), u[:, k])
-        index = torch.where(first < k, first, torch.where(drawn < 0, k - 1, -1))
+        drawn = inverse_cdf(supported_residual(_final_residual(steps, undecided), p), u[:, k])
+        index = torch.where(first < k, first, -1)
         tokens = torch.where(index >= 0, candidates.gather(1, index.clamp(min=0)[:, None])[:, 0], drawn)
         return tokens, index
 

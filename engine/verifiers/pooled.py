@@ -10,7 +10,8 @@ Uniform layout (``uniforms_needed(k) = 2k + 2``, the NumPy twin's): ``u[:, i]`` 
 of candidate i's score, ``u[:, k + i]`` its position inside the interval, ``u[:, 2k]`` accept the
 selected candidate iff ``u[:, 2k] < accept(y)``, ``u[:, 2k + 1]`` the residual by inverse CDF over
 token ids ascending. Returned index: the selected candidate's position on acceptance, -1 for a
-residual draw; a rejection with an empty residual (rounding only) emits the selected candidate.
+residual draw; a selected token with ``p = 0`` is never accepted, and a residual left without mass by
+rounding falls back to p (the NumPy twin's rule).
 Shapes: p, q (B, V); candidates (B, k); u (B, 2k + 2).
 
 Cost: the batched plan (one ratio sort per row and O(V log V) batched work per node, see
@@ -45,6 +46,6 @@ class TorchPooled(TorchVerifier):
         k = candidates.shape[1]
         index = select(plan, q, candidates, u[:, :k], u[:, k:2 * k])
         selected = candidates.gather(1, index[:, None])[:, 0]
-        accepted = (u[:, 2 * k] < plan.accept.gather(1, selected[:, None])[:, 0]) | ~plan.has_residual
+        accepted = u[:, 2 * k] < plan.accept.gather(1, selected[:, None])[:, 0]
         return (torch.where(accepted, selected, plan.residual(u[:, 2 * k + 1])),
                 torch.where(accepted, index, -1))

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.verifiers.ratio_profile import TorchRatioProfile
+from engine.verifiers.residual import supported_residual
 from engine.verifiers.sampling import TorchInverseCDF
 
 _BLOCK_BIT = 62
@@ -71,9 +72,9 @@ class TorchPooledPlan:
 
     - ``rank`` (B, V) long by token id; ``cut`` (B,) long: ``i*`` (``H*`` = the ``cut`` lowest ranks).
     - ``selection_law`` (B, V) by token id: ``t``; ``accept`` (B, V) by id: ``min(1, p/t)`` (1 where
-      ``p >= t``, including ``t = 0``).
-    - ``residual``: the prepared inverse CDF of ``(p - t)+`` by id; ``has_residual`` (B,) bool: whether it
-      has mass (without, a rejection emits the selected candidate, the contract's rule).
+      ``p >= t``, including ``t = 0``; 0 where ``p = 0``).
+    - ``residual``: the prepared inverse CDF of ``(p - t)+`` by id on p's support, or of p where rounding
+      left that no mass (``engine.verifiers.residual.supported_residual``, the contract's fallback).
     - ``pool_donor``, ``pool_receiver`` (B, W) long ranks (meaningful where the slot has width):
       ``receiver < donor``; pools of ``H*`` first, each block in level order.
     - ``pool_reach`` (B, W): ``cumsum(M)`` over the slots (NumPy's ``S`` without its leading 0; slot
@@ -87,7 +88,6 @@ class TorchPooledPlan:
     selection_law: torch.Tensor
     accept: torch.Tensor
     residual: TorchInverseCDF
-    has_residual: torch.Tensor
     pool_donor: torch.Tensor
     pool_receiver: torch.Tensor
     pool_reach: torch.Tensor
@@ -106,9 +106,8 @@ def pooled_plan(p: torch.Tensor, q: torch.Tensor, k: int) -> TorchPooledPlan:
     chunks = [_ranked_plan(p[start:start + rows], q[start:start + rows], k) for start in range(0, batch, rows)]
     fields = {name: _join([chunk[name] for chunk in chunks], name == "pool_reach") for name in chunks[0]}
     t = fields["selection_law"]
-    residual = (p - t).clamp(min=0.0)
-    return TorchPooledPlan(accept=_acceptance_ratio(p, t), residual=TorchInverseCDF(residual),
-                           has_residual=(residual > 0).any(dim=-1), **fields)
+    residual = supported_residual((p - t).clamp(min=0.0), p)
+    return TorchPooledPlan(accept=_acceptance_ratio(p, t), residual=TorchInverseCDF(residual), **fields)
 
 
 def _join(parts: list[torch.Tensor], cumulative: bool) -> torch.Tensor:
@@ -161,9 +160,9 @@ def _block_sums(f: torch.Tensor, cut: torch.Tensor, inside: torch.Tensor) -> tup
 
 
 def _acceptance_ratio(p: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-    """``min(1, p/t)``: 1 where ``p >= t`` (also where ``t = 0``), ``p/t`` where ``t > p``."""
+    """``min(1, p/t)``: 1 where ``p >= t`` (also where ``t = 0 < p``), ``p/t`` where ``t > p``, 0 where ``p = 0``."""
     below = p < t
-    return torch.where(below, p / torch.where(below, t, 1.0), 1.0)
+    return torch.where(below, p / torch.where(below, t, 1.0), (p > 0).to(p.dtype))
 
 
 def max_ratio_density(q_prefix: torch.Tensor, k: int) -> torch.Tensor:

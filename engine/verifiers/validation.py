@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from resispec.validation import ROUNDING_SLACK, SUM_TOLERANCE, as_distribution, as_uniforms
+from resispec.validation import FLOAT32_SUM_TOLERANCE, ROUNDING_SLACK, SUM_TOLERANCE, as_distribution, as_uniforms
 
 
 def _tensor(values: object, name: str, ndim: int, shape_text: str) -> torch.Tensor:
@@ -49,18 +49,22 @@ def raise_for_rows(bad: torch.Tensor, check_row: Callable[[int], None]) -> None:
 def as_distributions(values: torch.Tensor, name: str) -> torch.Tensor:
     """Rows of ``values`` (shape (B, V), any floating dtype) as float64 probability vectors ``v / sum(v)``.
 
-    Each row must be finite, non-negative and sum to ``1 +- SUM_TOLERANCE``; rows whose sum is off
+    Each row must be finite, non-negative and sum to ``1 +- SUM_TOLERANCE`` (``FLOAT32_SUM_TOLERANCE``
+    for float32, float16 and bfloat16 input, as in NumPy); rows whose sum is off
     from 1 by more than ``ROUNDING_SLACK`` are renormalised, as ``resispec.validation.as_distribution``
     does (on CPU by NumPy's own row sums, so the renormalised rows are NumPy's bit for bit).
     """
     values = _tensor(values, name, 2, "(B, V)")
     if not values.is_floating_point():
         raise ValueError(f"{name}: expected floating-point probabilities, got dtype {values.dtype}")
+    low_precision = values.dtype.itemsize < 8
+    tolerance = FLOAT32_SUM_TOLERANCE if low_precision else SUM_TOLERANCE
     array = values.to(torch.float64)
     total = row_sums(array)
     off = (total - 1.0).abs()
-    bad = ~((array.amin(dim=-1) >= 0) & (off <= SUM_TOLERANCE)[:, 0])  # NaN fails both comparisons
-    raise_for_rows(bad, lambda row: as_distribution(array[row].cpu().numpy(), name))
+    bad = ~((array.amin(dim=-1) >= 0) & (off <= tolerance)[:, 0])  # NaN fails both comparisons
+    checked = values.to(torch.float32) if low_precision else array  # NumPy then applies the same tolerance
+    raise_for_rows(bad, lambda row: as_distribution(checked[row].cpu().numpy(), name))
     return array / torch.where(off > ROUNDING_SLACK, total, 1.0)  # x / 1 is x: rows within slack unchanged
 
 

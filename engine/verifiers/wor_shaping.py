@@ -36,6 +36,7 @@ import torch
 
 from engine.verifiers.pooling import CPU_CHUNK_ELEMENTS
 from engine.verifiers.ratio_profile import TorchRatioProfile
+from engine.verifiers.residual import supported_residual
 from engine.verifiers.validation import row_sums
 
 
@@ -76,11 +77,12 @@ def _step_two_reach(draft: torch.Tensor, rejected: torch.Tensor, rest: torch.Ten
 class TorchLatestFirstPlan:
     """The k = 2 latest-first plans of B nodes; every field (B, V) by token id except ``total`` (B,).
 
-    ``draft`` q, ``accepted`` A, ``reach`` C, ``second`` ``a_2`` (1 where C = 0), ``residual`` the
+    ``target`` r, ``draft`` q, ``accepted`` A, ``reach`` C, ``second`` ``a_2`` (1 where C = 0), ``residual`` the
     unnormalised final residual ``(r - A - C)+``, ``total`` the fixed point S (inf where the node fell
     back to ``A = min(r, q)``).
     """
 
+    target: torch.Tensor
     draft: torch.Tensor
     accepted: torch.Tensor
     reach: torch.Tensor
@@ -116,6 +118,7 @@ class TorchLatestFirstPlan:
         mass = row_sums(self.residual)
         missed = row_sums(proposal * (1.0 - self.second))
         law = torch.where(mass > 0, law + missed * (self.residual / mass), law)
+        law = supported_residual(law, self.target)  # r itself where rounding left no mass (masses near 1e-308)
         return law / row_sums(law)
 
 
@@ -154,7 +157,7 @@ def _plan(target: torch.Tensor, undrawn: torch.Tensor) -> TorchLatestFirstPlan:
     left = target - accepted
     taken = torch.minimum(left, reach)
     second = torch.where(reach > 0, taken / reach, 1.0)
-    return TorchLatestFirstPlan(draft=draft, accepted=accepted, reach=reach, second=second,
+    return TorchLatestFirstPlan(target=target, draft=draft, accepted=accepted, reach=reach, second=second,
                                 residual=left - taken, total=total)
 
 

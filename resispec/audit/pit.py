@@ -21,7 +21,18 @@ MAX_BINS = 20
 
 
 def randomized_pit(p: np.ndarray, token: int, u: float) -> float:
-    """``P_p(Y < token) + u p(token)`` for target ``p`` (shape (V,)) and an independent uniform u."""
+    """``P_p(Y < token) + u p(token)`` for target ``p`` (shape (V,)) and an independent uniform u.
+
+    ``ValueError`` unless ``token`` is an integer id in ``[0, V)`` and ``u`` a number in ``[0, 1)``
+    (a negative id would silently index from the end).
+    """
+    size = np.shape(p)[0] if np.ndim(p) == 1 else -1
+    if size < 1:
+        raise ValueError(f"p: expected a 1-D probability vector, got shape {np.shape(p)}")
+    if isinstance(token, (bool, np.bool_)) or not isinstance(token, (int, np.integer)) or not 0 <= token < size:
+        raise ValueError(f"token: expected an integer id in [0, {size}), got {token!r}")
+    if isinstance(u, (bool, np.bool_)) or not isinstance(u, (int, float, np.integer, np.floating)) or not 0 <= u < 1:
+        raise ValueError(f"u: expected a uniform in [0, 1), got {u!r}")
     return float(p[:token].sum() + u * p[token])
 
 

@@ -9,6 +9,11 @@ Verdicts: an exact verifier's row passes iff every exact-law error is <= ``EXACT
 every sampling audit passes. A control is *caught* iff some sampling audit rejects it; a control
 whose exact law equals p on every audited pair has nothing to catch there ("no bias here").
 The job succeeds iff every exact row passes and every control with a bias is caught somewhere.
+
+Nothing tested is an error, never a pass: a row whose every pair is skipped (k beyond the draft's
+support for WOR/top-k drafting, or more candidate tuples than the exact enumeration visits,
+``MAX_TUPLES``) is refused with a ``ValueError`` before any work; a control that shows no bias on any
+audited pair at any k could not be caught, which ``AuditReport.untested_controls`` reports.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ import numpy as np
 from resispec.audit.exact import EXACT_TOLERANCE, exact_law
 from resispec.audit.sampling import DEFAULT_SAMPLES, sample_audit
 from resispec.bounds import optimal_acceptance
+from resispec.limits import MAX_TUPLES
 from resispec.suite import SuitePair, get_suite
+from resispec.validation import as_count
 from resispec.verifiers import VERIFIERS, Verifier, get_verifier
 
 FAMILY_ALPHA = 0.01
@@ -133,9 +140,16 @@ class AuditReport:
         )
         return exact_ok and controls_ok
 
+    @property
+    def untested_controls(self) -> list[str]:
+        """Controls with no bias on any audited pair at any k: the audit could not test whether it is caught."""
+        controls = dict.fromkeys(row.verifier for row in self.rows if not row.claims_exact)
+        return [name for name in controls
+                if not any(row.biased for row in self.rows if row.verifier == name)]
+
     def to_dict(self) -> dict:
         return {"suite": self.suite, "samples": self.samples, "seed": self.seed, "alpha": self.alpha,
-                "family_alpha": FAMILY_ALPHA, "passed": self.passed,
+                "family_alpha": FAMILY_ALPHA, "passed": self.passed, "untested_controls": self.untested_controls,
                 "rows": [row.to_dict() for row in self.rows]}
 
 
@@ -146,15 +160,28 @@ def _ks_for(verifier: Verifier, ks: Sequence[int]) -> list[int]:
     return allowed or [verifier.max_k]
 
 
-def _plan(verifiers: Sequence[Verifier], ks: Sequence[int], pairs: Sequence[SuitePair]):
-    """(verifier, k, usable pairs, skipped pair names) for each row."""
-    plan = []
+def _auditable(verifier: Verifier, k: int, pair: SuitePair) -> bool:
+    """Whether the drafting rule can serve k candidates on the pair and the exact law can be enumerated."""
+    limit = verifier.scheme.max_candidates(pair.q)
+    return (limit is None or k <= limit) and verifier.scheme.tuple_count(pair.q, k) <= MAX_TUPLES
+
+
+def _plan(verifiers: Sequence[Verifier], ks: Sequence[int], pairs: Sequence[SuitePair], suite: str):
+    """(verifier, k, usable pairs, skipped pair names) for each row; ``ValueError`` naming every row
+    with no usable pair (it would test nothing)."""
+    plan, empty = [], []
     for verifier in verifiers:
         for k in _ks_for(verifier, ks):
-            limit = lambda pair: verifier.scheme.max_candidates(pair.q)  # noqa: E731
-            usable = [pair for pair in pairs if limit(pair) is None or k <= limit(pair)]
+            usable = [pair for pair in pairs if _auditable(verifier, k, pair)]
             skipped = [pair.name for pair in pairs if pair not in usable]
             plan.append((verifier, k, usable, skipped))
+            if not usable:
+                empty.append(f"{verifier.name} k={k}")
+    if empty:
+        raise ValueError(
+            f"k: nothing to audit for {', '.join(empty)}: no pair of suite {suite!r} serves k candidates "
+            f"(WOR and top-k drafting need k <= the draft's support) within the exact enumeration's "
+            f"{MAX_TUPLES} tuples (resispec.limits.MAX_TUPLES); use a smaller k or another suite")
     return plan
 
 
@@ -169,7 +196,7 @@ def run_audit(verifier_names: Sequence[str] | None = None, ks: Sequence[int] = D
     """Audit the named verifiers (default: all) on a suite; see the module docstring."""
     verifiers = [get_verifier(name) for name in (verifier_names or list(VERIFIERS))]
     pairs = get_suite(suite)
-    plan = _plan(verifiers, ks, pairs)
+    plan = _plan(verifiers, [as_count(k) for k in ks], pairs, suite)
     exact_audits = sum(len(usable) for verifier, _, usable, _ in plan if verifier.claims_exact)
     alpha = FAMILY_ALPHA / max(exact_audits, 1)
     rows = []

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from resispec.cli.arguments import candidate_count, nonneg_seed, positive_int, verifier_name
+from resispec.cli.output import strict_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,14 +19,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "audit", help="exact-law and sampling audits of every verifier on a suite of pairs",
         description="Exit status 0 iff every exact verifier passes and every biased control is caught.",
     )
-    parser.add_argument("--verifier", nargs="+", choices=list(VERIFIERS), metavar="NAME",
+    parser.add_argument("--verifier", nargs="+", type=verifier_name, metavar="NAME",
                         help=f"verifiers to audit (default: all of {', '.join(VERIFIERS)})")
-    parser.add_argument("--k", nargs="+", type=int, default=list(DEFAULT_KS), metavar="K",
+    parser.add_argument("--k", nargs="+", type=candidate_count, default=list(DEFAULT_KS), metavar="K",
                         help="candidate counts (default: %(default)s; sps always uses k = 1)")
     parser.add_argument("--suite", choices=SUITE_NAMES, default="standard", help="pair suite (default: %(default)s)")
-    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, metavar="N",
+    parser.add_argument("--samples", type=positive_int, default=DEFAULT_SAMPLES, metavar="N",
                         help="samples per sampling audit (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="base seed (default: %(default)s)")
+    parser.add_argument("--seed", type=nonneg_seed, default=0, metavar="S", help="base seed (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.set_defaults(handler=run)
 
@@ -33,14 +35,11 @@ def run(args: argparse.Namespace) -> int:
     from resispec.audit.runner import FAMILY_ALPHA, run_audit
     from resispec.cli.table import format_table
 
-    if any(k < 1 for k in args.k) or args.samples < 1:
-        print("resispec audit: --k values and --samples must be >= 1", file=sys.stderr)
-        return 2
     report = run_audit(args.verifier, args.k, args.suite, args.samples, args.seed,
                        progress=lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
-        return 0 if report.passed else 1
+        print(strict_json(report.to_dict()))
+        return _status(report)
     headers = ["verifier", "exact?", "drafting", "k", "max exact-law err", "sampled TV", "chi2 p (min)",
                "acceptance", "acc / iid opt", "worst pair", "verdict"]
     rows = [[row.verifier, "yes" if row.claims_exact else "no (control)", row.drafting, row.k,
@@ -54,7 +53,18 @@ def run(args: argparse.Namespace) -> int:
           f"optimum are means over the suite pairs.")
     skipped = sorted({(row.verifier, row.k, name) for row in report.rows for name in row.skipped})
     if skipped:
-        print("skipped (k exceeds the draft's support for WOR/top-k drafting): "
+        print("skipped (k exceeds the draft's support for WOR/top-k drafting, or the exact enumeration's tuple limit): "
               + ", ".join(f"{v} k={k} on {name}" for v, k, name in skipped))
-    print(f"\nverdict: {'PASS' if report.passed else 'FAIL'}")
+    verdict = "UNTESTED CONTROL" if report.untested_controls else "PASS" if report.passed else "FAIL"
+    print(f"\nverdict: {verdict}")
+    return _status(report)
+
+
+def _status(report) -> int:
+    """0 if the audit passed, 1 if it failed, 2 (with one line on stderr) if a control tested nothing."""
+    if report.untested_controls:
+        print(f"resispec audit: error: {', '.join(report.untested_controls)}: no bias on any audited pair, so "
+              "the audit could not test whether it is caught; audit it at a k or suite where it is biased",
+              file=sys.stderr)
+        return 2
     return 0 if report.passed else 1

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from resispec.cli.arguments import candidate_count, nonneg_seed, positive_int, vocab_size
+
 BENCH_MODULES: list[str] = [
     "resispec.cli.bench_verify",
     "resispec.cli.bench_model",
@@ -30,10 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_ratio_arguments(parser: argparse.ArgumentParser, vocabs: list[int], ks: list[int], repeats_help: str) -> None:
     """Options shared by the ratio benchmarks: --vocab, --k, --repeats, --seed, --default-allocator, --json."""
-    parser.add_argument("--vocab", nargs="+", type=int, default=vocabs, metavar="V")
-    parser.add_argument("--k", nargs="+", type=int, default=ks, metavar="K")
-    parser.add_argument("--repeats", type=int, default=25, help=f"{repeats_help} (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--vocab", nargs="+", type=vocab_size, default=vocabs, metavar="V")
+    parser.add_argument("--k", nargs="+", type=candidate_count, default=ks, metavar="K")
+    parser.add_argument("--repeats", type=positive_int, default=25, help=f"{repeats_help} (default: %(default)s)")
+    parser.add_argument("--seed", type=nonneg_seed, default=0)
     parser.add_argument("--default-allocator", action="store_true",
                         help="keep glibc's default thresholds (timings then include page faults)")
     parser.add_argument("--json", action="store_true", help="print JSON records instead of the table")

@@ -10,21 +10,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from resispec.cli.arguments import candidate_count, nonneg_seed, positive_int, tree_shape, verifier_name
 from resispec.cli.table import format_table
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser = bench_subparsers.add_parser("draft", help="trained draft: overlap / acceptance on held-out text")
     parser.add_argument("--work", type=Path, default=None, help="distillation data folder (default: out/)")
-    parser.add_argument("--positions", type=int, default=150, help="held-out positions drawn (seeded)")
-    parser.add_argument("--verifiers", nargs="+", default=["rrs", "rrs_wor", "resispec"])
-    parser.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4], help="candidates per node")
-    parser.add_argument("--draws", type=int, default=64, help="Monte Carlo draws per position (no closed form)")
-    parser.add_argument("--trees", nargs="+", default=["4,2,2,1", "2,2,2,2", "4,2,1,1", "2,2,1,1,1"],
+    parser.add_argument("--positions", type=positive_int, default=150, help="held-out positions drawn (seeded)")
+    parser.add_argument("--verifiers", nargs="+", type=verifier_name, default=["rrs", "rrs_wor", "resispec"])
+    parser.add_argument("--ks", type=candidate_count, nargs="+", default=[1, 2, 4], help="candidates per node")
+    parser.add_argument("--draws", type=positive_int, default=64, help="Monte Carlo draws per position (no closed form)")
+    parser.add_argument("--trees", nargs="+", type=tree_shape, default=[(4, 2, 2, 1), (2, 2, 2, 2), (4, 2, 1, 1), (2, 2, 1, 1, 1)],
                         help="branchings to estimate tokens per target forward for (only ks above)")
-    parser.add_argument("--early-exit-layers", type=int, default=6, help="early-exit draft compared")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--early-exit-layers", type=positive_int, default=6, help="early-exit draft compared")
+    parser.add_argument("--seed", type=nonneg_seed, default=0)
+    parser.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
     parser.set_defaults(handler=run)
 
 
@@ -40,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
     target, data, _ = load_data("smollm2", args.work or REPO / "out", ["heldout"], log=lambda _: None)
     heldout = first_samples(data["heldout"])
     rng = np.random.default_rng(args.seed)
-    trees = [tuple(int(b) for b in tree.split(",")) for tree in args.trees]
-    trees = [tree for tree in trees if set(tree) <= set(args.ks)]
+    trees = [tree for tree in args.trees if set(tree) <= set(args.ks)]
     rows = np.sort(rng.choice(heldout.num_targets, size=min(args.positions, heldout.num_targets), replace=False))
     pairs = {
         "trained": draft_pairs(target, TrainedDraft(target), heldout, rows),

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from resispec.cli.generate import DRAFT_HELP, TREE_HELP, parse_tree
 from resispec.cli.model_options import add_target_argument, usage_errors
+from resispec.cli.output import strict_json
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
                 "threads": args.threads, "peer": peer.name if peer else None, "best_engine": best.name if best else None,
                 "engine_over_peer": versus_peer}
     if args.json:
-        print(json.dumps({**settings, "rows": [row.to_dict() for row in rows]}, indent=2, allow_nan=False))
+        print(strict_json({**settings, "rows": [row.to_dict() for row in rows]}))
         return 0
 
     def share(row, part):

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+from resispec.cli.arguments import candidate_count, positive_int
+
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser = bench_subparsers.add_parser("model", help="target load / tree forward / draft timings; forward cost per node count before/after")
-    parser.add_argument("--prompt-len", type=int, default=64, help="cached prompt length (tokens)")
-    parser.add_argument("--branching", type=int, nargs="+", default=[4, 2, 2, 1], help="children per depth")
-    parser.add_argument("--draft-layers", type=int, nargs="+", default=[2, 4, 6, 10], help="early-exit depths")
-    parser.add_argument("--repeats", type=int, default=20, help="timed runs per figure (median)")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--prompt-len", type=positive_int, default=64, help="cached prompt length (tokens)")
+    parser.add_argument("--branching", type=candidate_count, nargs="+", default=[4, 2, 2, 1], help="children per depth")
+    parser.add_argument("--draft-layers", type=positive_int, nargs="+", default=[2, 4, 6, 10], help="early-exit depths")
+    parser.add_argument("--repeats", type=positive_int, default=20, help="timed runs per figure (median)")
+    parser.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
     parser.add_argument("--skip-load", action="store_true", help="skip the (slow) first-load timing")
-    parser.add_argument("--node-counts", type=int, nargs="+", default=None,
+    parser.add_argument("--node-counts", type=positive_int, nargs="+", default=None,
                         help="forward cost per node count, transformers' forward vs CompactLM (default 1..64)")
     parser.set_defaults(handler=run)
 

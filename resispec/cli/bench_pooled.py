@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from resispec.cli.bench import add_ratio_arguments, allocator_note
+from resispec.cli.output import strict_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     results = bench_pooled(args.vocab, args.k, args.repeats, args.seed,
                            progress=lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:
-        print(json.dumps([r.to_dict() for r in results], indent=2))
+        print(strict_json([r.to_dict() for r in results]))
         return 0
     rows = [[r.vocab, r.k, r.pools, f"{r.build_ratio:.1f}", f"{r.tuple_ratio:.3f}", f"{r.softmax_seconds * 1e6:.0f}",
              f"{r.build_seconds * 1e3:.2f}", f"{r.tuple_seconds * 1e6:.1f}"] for r in results]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from resispec.cli.arguments import positive_int
 from resispec.cli.bench import add_ratio_arguments, allocator_note
+from resispec.cli.output import strict_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,8 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "are timed alternately, medians summed over chunks.")
     parser.add_argument("--verifiers", nargs="+", default=list(DEFAULT_VERIFIERS), choices=SUPPORTED, metavar="NAME",
                         help="verifiers (default: %(default)s)")
-    parser.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, help="pairs (default: %(default)s)")
-    parser.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, help="pairs per timed chunk (default: %(default)s)")
+    parser.add_argument("--pairs", type=positive_int, default=DEFAULT_PAIRS, help="pairs (default: %(default)s)")
+    parser.add_argument("--chunk", type=positive_int, default=DEFAULT_CHUNK, help="pairs per timed chunk (default: %(default)s)")
     add_ratio_arguments(parser, [DEFAULT_VOCAB], [DEFAULT_K], "timed runs per chunk")
     parser.set_defaults(handler=run, repeats=DEFAULT_REPEATS)
 
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
                for timing in bench_sim(args.verifiers, args.pairs, vocab, k, args.chunk, args.repeats, args.seed,
                                        progress=lambda line: print(line, file=sys.stderr, flush=True))]
     if args.json:
-        print(json.dumps([r.to_dict() for r in results], indent=2))
+        print(strict_json([r.to_dict() for r in results]))
         return 0
     rows = [[r.verifier, r.pairs, r.vocab, r.k, f"{r.seconds:.2f}", f"{r.softmax_seconds:.3f}", f"{r.ratio:.2f}",
              f"{r.pairs_per_second:.0f}"] for r in results]

@@ -6,10 +6,11 @@ Defaults: B = 64 nodes at V = 49152 with k = 4 candidates (torch is imported onl
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from resispec.cli.arguments import device, positive_int, verifier_name
 from resispec.cli.bench import add_ratio_arguments, allocator_note
+from resispec.cli.output import strict_json
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
@@ -17,10 +18,10 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
         "torch-verify", help="median batched torch verify time / median batched softmax time, (B, V) nodes",
         description="LLM-like peaky float32 pairs; ratios of medians measured alternately in one run.",
     )
-    parser.add_argument("--verifier", nargs="+", metavar="NAME", help="verifiers (default: every torch port)")
-    parser.add_argument("--batch", type=int, default=64, help="nodes B (default: %(default)s)")
-    parser.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default: %(default)s)")
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--verifier", nargs="+", type=verifier_name, metavar="NAME", help="verifiers (default: every torch port)")
+    parser.add_argument("--batch", type=positive_int, default=64, help="nodes B (default: %(default)s)")
+    parser.add_argument("--device", type=device, default="cpu", help="torch device, e.g. cpu or cuda (default: %(default)s)")
+    parser.add_argument("--threads", type=positive_int, default=1,
                         help="torch CPU threads (default: %(default)s; on a shared machine a second thread "
                              "makes the medians swing)")
     add_ratio_arguments(parser, [49152], [4], "timed calls per verifier (sps runs at k = 1)")
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     results = bench_torch_verify(args.verifier, args.batch, args.vocab, args.k, args.repeats, args.seed,
                                  args.device, progress=lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:
-        print(json.dumps([r.to_dict() for r in results], indent=2))
+        print(strict_json([r.to_dict() for r in results]))
         return 0
     rows = [[r.vocab, r.verifier, r.k, f"{r.ratio:.2f}", f"{r.verify_seconds * 1e3:.2f}",
              f"{r.softmax_seconds * 1e3:.2f}"] for r in results]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from resispec.cli.arguments import verifier_name
 from resispec.cli.bench import add_ratio_arguments, allocator_note
+from resispec.cli.output import strict_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "verify", help="median verify time / median softmax time over the same vocabulary",
         description="LLM-like peaky pairs; ratios of medians measured alternately in one run.",
     )
-    parser.add_argument("--verifier", nargs="+", metavar="NAME", help="verifiers (default: every exact one)")
+    parser.add_argument("--verifier", nargs="+", type=verifier_name, metavar="NAME", help="verifiers (default: every exact one)")
     add_ratio_arguments(parser, list(DEFAULT_VOCABS), list(DEFAULT_KS), "timed calls per cell")
     parser.set_defaults(handler=run)
 
@@ -29,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     results = bench_verify(args.verifier, args.vocab, args.k, args.repeats, args.seed,
                            progress=lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:
-        print(json.dumps([r.to_dict() for r in results], indent=2))
+        print(strict_json([r.to_dict() for r in results]))
         return 0
     ks = sorted({r.k for r in results})
     cells = {(r.verifier, r.vocab, r.k): r for r in results}

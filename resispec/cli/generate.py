@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
+from resispec.cli.arguments import (
+    check_device, decoding_verifier, device, draft_name, nonempty_text, nonneg_seed, output_file, positive_int, probability,
+    temperature, top_p, tree_shape,
+)
 from resispec.cli.model_options import add_target_argument, usage_errors
-
+from resispec.cli.output import strict_json
 
 TREE_HELP = ("auto (default: the tree maximising expected tokens/s from measured acceptance and costs, "
              "calibrated once and cached) or the branching per depth, e.g. 1,1,1,1 (a chain) or 4,2,2,1")
@@ -15,18 +17,8 @@ DTYPES = {"float32": "float32", "bfloat16": "bfloat16"}
 DTYPE_HELP = ("the target's dtype: float32 (default; every token is distributed exactly as the float32 model's p) "
               "or bfloat16 (faster, but it CHANGES p: samples follow the bfloat16 model, not the float32 one)")
 
-
-def parse_tree(text: str) -> tuple[int, ...] | str:
-    """``"4,2,2,1"`` -> (4, 2, 2, 1); ``"auto"`` stays ``"auto"``."""
-    if text == "auto":
-        return text
-    try:
-        branching = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--tree: expected comma-separated integers like 4,2,2,1, got {text!r}")
-    if not branching or min(branching) < 1:
-        raise argparse.ArgumentTypeError(f"--tree: every branching must be >= 1, got {text!r}")
-    return branching
+parse_tree = tree_shape
+"""The ``--tree`` type (``resispec.cli.arguments.tree_shape``: ``auto`` or a branching), also used by ``bench engine``."""
 
 
 DRAFT_HELP = ("draft model: default (int8 on CPU, bf16 elsewhere), int8 / bf16 (quantized copies of the target, "
@@ -35,27 +27,27 @@ DRAFT_HELP = ("draft model: default (int8 on CPU, bf16 elsewhere), int8 / bf16 (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("generate", help="generate text with SmolLM2-135M-Instruct and a verifier")
-    parser.add_argument("--prompt", required=True, help="the user message (chat template applied)")
-    parser.add_argument("--verifier", default="resispec",
+    parser.add_argument("--prompt", type=nonempty_text, required=True, help="the user message (chat template applied)")
+    parser.add_argument("--verifier", type=decoding_verifier, default="resispec",
                         help="a verifier name (zoo; block, traversal, traversal_wor: sequence-level), or 'ar' for plain sampling")
-    parser.add_argument("--draft", default=None, help=DRAFT_HELP)
+    parser.add_argument("--draft", type=draft_name, default=None, help=DRAFT_HELP)
     add_target_argument(parser)
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32", help=DTYPE_HELP)
     parser.add_argument("--tree", type=parse_tree, default="auto", help=TREE_HELP)
-    parser.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
-    parser.add_argument("--top-k", type=int, default=None)
-    parser.add_argument("--top-p", type=float, default=None)
-    parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--temperature", type=temperature, default=1.0, help="0 = greedy")
+    parser.add_argument("--top-k", type=positive_int, default=None)
+    parser.add_argument("--top-p", type=top_p, default=None, help="nucleus mass in (0, 1]")
+    parser.add_argument("--max-new-tokens", type=positive_int, default=64)
+    parser.add_argument("--seed", type=nonneg_seed, default=0)
     parser.add_argument("--audit", action="store_true", help="randomized-PIT audit of every emitted token")
-    parser.add_argument("--log", default=None, metavar="FILE",
+    parser.add_argument("--log", type=output_file, default=None, metavar="FILE",
                         help="write (p, q, candidates, emitted) of every verified node as a logged-pairs .npz")
-    parser.add_argument("--log-keep", type=int, default=256, metavar="N", help="token ids kept per logged row")
-    parser.add_argument("--parity", type=float, default=0.0, metavar="FRACTION",
+    parser.add_argument("--log-keep", type=positive_int, default=256, metavar="N", help="token ids kept per logged row")
+    parser.add_argument("--parity", type=probability, default=0.0, metavar="FRACTION",
                         help="re-decide this fraction of nodes with the NumPy reference and count disagreements")
     parser.add_argument("--raw", action="store_true", help="use the prompt as raw text, no chat template")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--device", type=device, default="cpu")
+    parser.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
     parser.set_defaults(handler=usage_errors("generate")(run))
 
@@ -64,32 +56,29 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from engine.drafts.registry import DEFAULT_DRAFT
+    from engine.decoding import AUTOREGRESSIVE
     from engine.generation import GenerationRequest, generate, node_log_for, summary
     from engine.models import load_target
     from engine.processing import Sampling
-    from engine.round_verification import RoundVerification, is_sequence_level
 
-    if is_sequence_level(args.verifier):
-        try:
-            RoundVerification(args.verifier).check_branching(args.tree)
-        except ValueError as error:
-            print(f"resispec generate: {error}", file=sys.stderr)
-            return 2
-    torch.set_num_threads(args.threads)
     request = GenerationRequest(
         prompt=args.prompt, verifier=args.verifier, draft=args.draft or DEFAULT_DRAFT, branching=args.tree,
         sampling=Sampling(args.temperature, args.top_k, args.top_p), max_new_tokens=args.max_new_tokens,
         seed=args.seed, audit=args.audit, chat=not args.raw, parity_fraction=args.parity, threads=args.threads,
     )
+    if args.log and args.verifier == AUTOREGRESSIVE:
+        raise ValueError("--log: autoregressive decoding (--verifier ar) verifies no node, so there is nothing to log")
+    check_device(args.device)
+    torch.set_num_threads(args.threads)
     model, tokenizer = load_target(device=args.device, dtype=getattr(torch, args.dtype), path=args.target)
     stream = None if args.json else (lambda text: print(text, end="", flush=True))
     log = node_log_for(model, request, args.log_keep) if args.log else None
     tokens, stats = generate(model, tokenizer, request, on_text=stream, log=log)
     record = summary(tokenizer, tokens, stats, args.audit)
     if log is not None:
-        record["log"] = {"path": args.log, "rows": log.write(args.log)}
+        record["log"] = {"path": str(args.log), "rows": log.write(args.log)}
     if args.json:
-        print(json.dumps(record, indent=2))
+        print(strict_json(record))
         return 0
     print()
     print(f"\n{record['tokens']} tokens, {record['tokens_per_second']:.2f} tokens/s, "

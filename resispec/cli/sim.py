@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from resispec.cli.arguments import candidate_count, nonneg_seed, output_dir, positive_int
+from resispec.cli.output import strict_json
 
 SOURCE_HELP = (
     "a pair source (repeatable): dirichlet:alpha=1,V=256[,mix=0]; zipf:s=1.1,V=256,head=16,mode=permute|perturb"
@@ -32,8 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "compare", help="acceptance vs k against the i.i.d., WOR and sequential optima; tokens per forward",
         description="Per verifier and k: mean acceptance, each optimum and the ratios; accepted tokens per "
                     "target forward for a tree shape. Writes compare.csv, tree.csv and PNG plots to --out.")
-    drift.add_argument("--k", type=int, default=DEFAULT_DRIFT_K, metavar="K", help="candidates (default: %(default)s)")
-    compare.add_argument("--k", nargs="+", type=int, default=list(DEFAULT_KS), metavar="K",
+    drift.add_argument("--k", type=candidate_count, default=DEFAULT_DRIFT_K, metavar="K", help="candidates (default: %(default)s)")
+    compare.add_argument("--k", nargs="+", type=candidate_count, default=list(DEFAULT_KS), metavar="K",
                          help="candidate counts (default: %(default)s)")
     compare.add_argument("--tree", default=",".join(map(str, DEFAULT_TREE)), metavar="B1,B2,...",
                          help="tree shape, children per node at each depth (default: %(default)s)")
@@ -42,17 +44,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              help=SOURCE_HELP.format(default=", ".join(DEFAULT_SOURCES)))
         command.add_argument("--verifiers", nargs="+", default=list(DEFAULT_VERIFIERS), choices=SUPPORTED,
                              metavar="NAME", help=f"verifiers among {', '.join(SUPPORTED)} (default: %(default)s)")
-        command.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, metavar="N",
+        command.add_argument("--pairs", type=positive_int, default=DEFAULT_PAIRS, metavar="N",
                              help="pairs per source (a logged source uses its first N rows; default: %(default)s)")
-        command.add_argument("--seed", type=int, default=0, help="seed of every random draw (default: %(default)s)")
-        command.add_argument("--samples", type=int, default=MonteCarlo().samples, metavar="M",
+        command.add_argument("--seed", type=nonneg_seed, default=0, help="seed of every random draw (default: %(default)s)")
+        command.add_argument("--samples", type=positive_int, default=MonteCarlo().samples, metavar="M",
                              help="Monte Carlo draws per pair where the candidate tuples are too many to enumerate: "
                                   "rejection paths (rrs_wor, resispec_wor) or tuples (resispec_paper; "
                                   "default: %(default)s)")
-        command.add_argument("--enumerate", type=int, default=MonteCarlo().enumeration_limit, metavar="T",
+        command.add_argument("--enumerate", type=positive_int, default=MonteCarlo().enumeration_limit, metavar="T",
                              help="enumerate a pair's candidate tuples (exact) when there are at most T "
                                   "(default: %(default)s)")
-        command.add_argument("--out", default="out/sim", metavar="DIR", help="output directory (default: %(default)s)")
+        command.add_argument("--out", type=output_dir, default="out/sim", metavar="DIR", help="output directory (default: %(default)s)")
         command.add_argument("--json", action="store_true", help="print JSON records instead of tables")
         command.set_defaults(handler=handler)
 
@@ -105,20 +107,6 @@ def _gain_table(records: list[dict]) -> str:
     return format_table(["source", "verifier", "k", "mean gain over resispec", "largest per-pair gain", "row"], rows)
 
 
-def _json(report: dict) -> str:
-    """Strict JSON: NaN (an undefined curve point, e.g. a step no pair reaches) becomes null."""
-    def clean(value):
-        if isinstance(value, float) and value != value:
-            return None
-        if isinstance(value, dict):
-            return {key: clean(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [clean(item) for item in value]
-        return value
-
-    return json.dumps(clean(report), indent=2, allow_nan=False)
-
-
 def _files(files: dict) -> dict[str, str]:
     return {name: str(path) for name, path in files.items()}
 
@@ -152,7 +140,7 @@ def run_drift(args: argparse.Namespace) -> int:
     result, files = done
     records = result.records()
     if args.json:
-        print(_json({"command": "drift", "records": records, "files": files}))
+        print(strict_json({"command": "drift", "records": records, "files": files}))
         return 0
     print(_summary_table(records))
     steps = [f"i={i}" for i in range(1, result.k + 1)]
@@ -182,7 +170,7 @@ def run_compare(args: argparse.Namespace) -> int:
     result, files = done
     records, tree = result.records(), result.tree_records()
     if args.json:
-        print(_json({"command": "compare", "records": records, "tree": tree, "files": files}))
+        print(strict_json({"command": "compare", "records": records, "tree": tree, "files": files}))
         return 0
     print(_summary_table(records))
     print("\nper-pair gain over resispec (acceptance - resispec's on the same pair):")

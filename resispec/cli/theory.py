@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from resispec.cli.arguments import output_file
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "theory", help="check every exactness and optimality theorem; regenerate docs/theory.md"
     )
-    parser.add_argument("--docs", type=Path, default=None, help="Markdown output (default: docs/theory.md)")
+    parser.add_argument("--docs", type=output_file, default=None, help="Markdown output (default: docs/theory.md)")
     parser.add_argument("--no-docs", action="store_true", help="do not write the Markdown")
     parser.set_defaults(handler=run)
 

@@ -10,9 +10,11 @@ candidate i (accept iff ``u[i] < a_i``), ``u[k]`` draws the final residual by in
 ids in ascending order. A verifier that needs more overrides ``uniforms_needed`` and documents its
 layout (``pooled``: ``2k + 2``).
 
-Numerical convention: a rejection of the last candidate that leaves a final residual with no mass
-(possible only through rounding, when the exact probability of reaching it is 0) is overturned and
-the last candidate is emitted instead. ``conditional_law`` follows the same rule.
+Numerical convention (``resispec.residual``): no token with ``p(x) = 0`` is ever emitted. A
+candidate the target forbids is accepted with probability 0, and the final residual is restricted to
+the target's support; if rounding left it no mass there (the exact probability of reaching it is then
+0, or below what float64 resolves), the token is drawn from ``p`` itself. ``conditional_law`` follows
+the same rule, so the law errs by at most the mass rounding lost.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import numpy as np
 
 from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
 from resispec.enumeration import enumerate_law
+from resispec.residual import supported_acceptance, supported_residual
 from resispec.sampling import inverse_cdf
-from resispec.validation import as_candidates, as_count, as_pair, as_uniforms, as_distribution
+from resispec.validation import as_candidates, as_count, as_distribution, as_generator, as_pair, as_uniforms
 
 StepGenerator = Generator[float, None, np.ndarray]
 """Yields the acceptance probability ``a_i`` of candidate i given that candidates 1..i-1 were
@@ -91,7 +94,7 @@ class Verifier(ABC):
         q_array = as_distribution(q, "q (draft)")
         k = as_count(k)
         self._check_count(q_array, k)
-        return self.scheme.draft(q_array, k, rng)
+        return self.scheme.draft(q_array, k, as_generator(rng))
 
     def draft_probability(self, q: ArrayLike, candidates: Sequence[int] | np.ndarray) -> float:
         """Probability of the ordered tuple ``candidates`` under the drafting rule."""
@@ -106,7 +109,7 @@ class Verifier(ABC):
     def verify_rng(self, p: ArrayLike, q: ArrayLike, candidates: Sequence[int] | np.ndarray,
                    rng: np.random.Generator) -> tuple[int, int]:
         """``verify`` with uniforms drawn from ``rng``."""
-        return self._bind_for(p, q, candidates).verify_rng(candidates, rng)
+        return self._bind_for(p, q, candidates).verify_rng(candidates, as_generator(rng))
 
     def conditional_law(self, p: ArrayLike, q: ArrayLike, candidates: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact law of the emitted token given ``candidates`` (verification randomness integrated out)."""
@@ -151,12 +154,9 @@ class SequentialVerifier(Verifier):
     def _decide(self, bound: "BoundVerifier", candidates: np.ndarray, u: np.ndarray) -> tuple[int, int]:
         steps = self._steps(bound, candidates)
         for index in range(candidates.size):
-            if u[index] < next(steps):
+            if u[index] < supported_acceptance(next(steps), bound.p[candidates[index]]):
                 return int(candidates[index]), index
-        residual = _final_residual(steps)
-        if not residual.sum() > 0:
-            return int(candidates[-1]), candidates.size - 1
-        return inverse_cdf(residual, u[candidates.size]), -1
+        return inverse_cdf(supported_residual(_final_residual(steps), bound.p), u[candidates.size]), -1
 
     def _law(self, bound: "BoundVerifier", candidates: np.ndarray) -> tuple[np.ndarray, float]:
         accepted, final, left = self._step_masses(bound, candidates)
@@ -167,23 +167,19 @@ class SequentialVerifier(Verifier):
     def _step_masses(self, bound: "BoundVerifier", candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """``(accepted, final, left)``: ``accepted[i] = reach_i a_i`` the probability that candidate i is
         the one emitted (shape (k,)), ``final = reach_{k+1} norm(residual)`` the output mass of the final
-        residual (shape (V,)), ``left = reach_{k+1}``. A final residual without mass hands ``left`` to
-        the last candidate (the numerical convention of the module docstring), and ``left`` is then 0."""
+        residual (shape (V,)), ``left = reach_{k+1}``. Acceptances and the residual are restricted to p's
+        support (``resispec.residual``: a residual left without mass falls back to p)."""
         accepted, final = np.zeros(candidates.size), np.zeros(bound.p.size)
         reach = 1.0
         steps = self._steps(bound, candidates)
         for index in range(candidates.size):
-            acceptance = next(steps)
+            acceptance = supported_acceptance(next(steps), bound.p[candidates[index]])
             accepted[index] = reach * acceptance
             reach *= 1.0 - acceptance
             if reach == 0.0:
                 return accepted, final, 0.0
-        residual = _final_residual(steps)
-        mass = residual.sum()
-        if not mass > 0:
-            accepted[-1] += reach
-            return accepted, final, 0.0
-        return accepted, reach * (residual / mass), reach
+        residual = supported_residual(_final_residual(steps), bound.p)
+        return accepted, reach * (residual / residual.sum()), reach
 
 
 def _final_residual(steps: Generator[Any, Any, Any], sent: Any = None) -> Any:
@@ -222,7 +218,7 @@ class BoundVerifier:
 
     def draft(self, rng: np.random.Generator) -> np.ndarray:
         """k candidates drawn from ``q`` by the verifier's drafting rule."""
-        return self.verifier.scheme.draft(self.q, self.k, rng)
+        return self.verifier.scheme.draft(self.q, self.k, as_generator(rng))
 
     def draft_probability(self, candidates: Sequence[int] | np.ndarray) -> float:
         """Probability of the ordered tuple under the drafting rule."""
@@ -235,7 +231,7 @@ class BoundVerifier:
 
     def verify_rng(self, candidates: Sequence[int] | np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
         """``verify`` with uniforms drawn from ``rng``."""
-        return self.verify(candidates, rng.random(self.verifier.uniforms_needed(self.k)))
+        return self.verify(candidates, as_generator(rng).random(self.verifier.uniforms_needed(self.k)))
 
     def conditional_law(self, candidates: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact law of the emitted token given these candidates."""

@@ -24,10 +24,9 @@ Uniform layout (``uniforms_needed(k) = 2k + 2``; the torch port consumes the sam
 - ``u[2k]``: accept the selected candidate y iff ``u[2k] < accept(y) = min(1, p(y)/t(y))``;
 - ``u[2k + 1]``: the residual token by inverse CDF over token ids ascending (``sampling.InverseCDF``).
 
-Returned index: the selected candidate's position on acceptance, -1 for a residual draw. If the
-residual has no mass (a rejection is then possible through rounding only), a rejection emits the
-selected candidate instead (the contract's empty-residual rule, with the selected candidate in the
-role of the last one).
+Returned index: the selected candidate's position on acceptance, -1 for a residual draw. A selected
+token with ``p = 0`` is never accepted, and if the residual has no mass left (through rounding only)
+a rejection draws from p (the contract's fallback, ``resispec.residual``).
 """
 
 from __future__ import annotations
@@ -59,7 +58,7 @@ class Pooled(Verifier):
         k = candidates.size
         index = select(plan, candidates, u[:k], u[k:2 * k])
         token = int(candidates[index])
-        if u[2 * k] < plan.accept[token] or plan.residual_sampler is None:
+        if u[2 * k] < plan.accept[token]:
             return token, index
         return plan.residual_sampler(u[2 * k + 1]), -1
 
@@ -70,9 +69,6 @@ class Pooled(Verifier):
         tokens, selected = selection_law(plan, candidates)
         accepted = selected * plan.accept[tokens]
         law = np.zeros(bound.p.size)
-        if plan.residual_sampler is None:
-            law[tokens] = selected
-            return law, float(selected.sum())
         law[tokens] = accepted
         law += (selected.sum() - accepted.sum()) / plan.residual_sampler.total * plan.residual
         return law, float(accepted.sum())

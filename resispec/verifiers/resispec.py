@@ -35,10 +35,13 @@ class ResiSpec(SequentialVerifier):
         plan: Schedule = bound.plan
         thresholds = np.append(plan.T, 0.0)
         for j, candidate in enumerate(candidates):
-            p_x, q_x = bound.p[candidate], bound.q[candidate]
-            accepted = min(p_x, thresholds[j] * q_x) - min(p_x, thresholds[j + 1] * q_x)
+            # a_j = [min(rho, T_j) - min(rho, T_{j+1})] / R_j with rho = p(x)/q(x): the formula above
+            # divided by q(x) first, so tiny masses cannot underflow to 0/0 (rho = inf is harmless).
+            with np.errstate(over="ignore"):
+                ratio = bound.p[candidate] / bound.q[candidate]
+            accepted = min(ratio, thresholds[j]) - min(ratio, thresholds[j + 1])
             reach = plan.R[j]
-            yield min(max(accepted / (reach * q_x), 0.0), 1.0) if reach > 0 else 0.0
+            yield min(max(accepted / reach, 0.0), 1.0) if reach > 0 else 0.0
         residual = plan.T[0] * bound.q
         np.subtract(bound.p, residual, out=residual)
         return np.maximum(residual, 0.0, out=residual)

@@ -30,7 +30,8 @@ BAD_VERIFY = [
     ("rrs", dict(p=torch.ones(2, 4, dtype=torch.long)), r"p \(target\): expected floating-point probabilities"),
     ("rrs", dict(p=with_entry(P, 1, 2, float("nan"))), r"p \(target\): entry 2 is nan \(NaN or inf\).*\(batch row 1\)"),
     ("rrs", dict(q=with_entry(Q, 0, 2, -0.1)), r"q \(draft\): entry 2 is negative .*\(batch row 0\)"),
-    ("rrs", dict(p=P * 1.01), r"p \(target\): sums to 1.0100000\d*, off from 1 by more than the tolerance 1e-06 \(batch row 0\)"),
+    ("rrs", dict(p=P * 1.01), r"p \(target\): sums to 1.0100000\d*, off from 1 by more than the tolerance 0.0001 \(batch row 0\)"),
+    ("rrs", dict(p=P.double() * 1.01), r"p \(target\): sums to 1.01000*\d*, off from 1 by more than the tolerance 1e-06 \(batch row 0\)"),
     ("rrs", dict(q=torch.full((2, 3), 1 / 3)), r"different shapes \(B, V\): \(2, 4\) != \(2, 3\)"),
     ("rrs", dict(q=Q.to("meta")), r"q \(draft\): on device meta, but p \(target\) is on cpu"),
     ("rrs", dict(candidates=CANDIDATES.float()), r"candidates: token ids must be integers, got dtype torch.float32"),
@@ -100,3 +101,14 @@ def test_sums_within_the_tolerance_are_renormalised_to_the_same_decisions():
     u = torch.rand((50, 4), dtype=torch.float64, generator=generator)
     assert all(torch.equal(a, b) for a, b in zip(verifier.verify(p * (1 + 5e-7), q, candidates, u),
                                                  verifier.verify(p, q, candidates, u)))
+
+
+def test_float32_rows_get_the_float32_tolerance():
+    from engine.verifiers.validation import as_distributions
+
+    off = torch.tensor([[0.5, 0.50003], [0.25, 0.75]])
+    assert torch.allclose(as_distributions(off, "p").sum(dim=-1), torch.ones(2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="tolerance 1e-06"):
+        as_distributions(off.double(), "p")
+    with pytest.raises(ValueError, match="tolerance 0.0001.*batch row 0"):
+        as_distributions(torch.tensor([[0.5, 0.5002], [0.25, 0.75]]), "p")

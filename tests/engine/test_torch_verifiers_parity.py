@@ -108,14 +108,14 @@ def test_top_k_tokens_break_ties_by_token_id_like_numpy(device):
 
 
 class _StubNumPy(SequentialVerifier):
-    """Rejects every candidate and leaves an empty residual: the last candidate must be emitted."""
+    """Rejects every candidate and leaves a residual with mass only where p = 0: p must be drawn from."""
 
     name, drafting, claims_exact = "stub", "iid", False
 
     def _steps(self, bound, candidates):
         for _ in candidates:
             yield 0.0
-        return np.zeros(bound.p.size)
+        return np.where(bound.p > 0, 0.0, 1.0)
 
 
 class _StubTorch(SequentialTorchVerifier):
@@ -124,15 +124,17 @@ class _StubTorch(SequentialTorchVerifier):
     def _steps(self, p, q, candidates, plan):
         for _ in range(candidates.shape[1]):
             yield p.new_zeros(p.shape[0])
-        return torch.zeros_like(p)
+        return torch.where(p > 0, 0.0, 1.0)
 
 
-def test_an_empty_final_residual_emits_the_last_candidate_in_both():
+def test_a_final_residual_without_mass_on_the_support_of_p_draws_from_p_in_both():
     p = torch.tensor([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
     candidates = torch.tensor([[0, 1], [2, 2]])
     u = torch.tensor([[0.1, 0.2, 0.3], [0.0, 0.9, 0.99]], dtype=torch.float64)
     tokens, index = _StubTorch().verify(p, p, candidates, u)
-    assert tokens.tolist() == [1, 2] and index.tolist() == [1, 1]
+    assert tokens.tolist() == [0, 2] and index.tolist() == [-1, -1]
     expected = [_StubNumPy().verify(p[b].double().numpy(), p[b].double().numpy(), candidates[b].numpy(), u[b].numpy())
                 for b in range(2)]
-    assert expected == [(1, 1), (2, 1)]
+    assert expected == [(0, -1), (2, -1)]
+    law = _StubNumPy().conditional_law(p[0].double().numpy(), p[0].double().numpy(), [0, 1])
+    assert law.tolist() == [0.5, 0.5, 0.0]

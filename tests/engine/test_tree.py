@@ -63,8 +63,10 @@ def test_ancestor_matrix_is_path_membership(draws):
 def test_invalid_parents_rejected():
     with pytest.raises(ValueError, match=r"parents\[2\] = 2"):
         node_depths([-1, 0, 2])
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match=">= 1"):
         CandidateTree.from_branching((2, 0))
+    with pytest.raises(ValueError, match="MAX_TREE_NODES"):
+        CandidateTree.from_branching((100, 100, 100))
 
 
 def test_additive_mask_values():

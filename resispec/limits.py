@@ -1,0 +1,60 @@
+"""Every size limit of the toolkit, in one place (documented in docs/limits.md).
+
+Each input is checked against its limit at the boundary, before any work or allocation, with a
+``ValueError`` that names the limit; past them a call would run for hours or allocate more memory
+than a workstation has (pooled's plan at k = 10**13, a dense LP at V = 10**5, a logged file whose
+header declares hundreds of GiB).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+MAX_CANDIDATES = 1024
+"""k: candidates per verification (pooled's plan costs O(V k); ``Q**k`` terms need k in range)."""
+
+MAX_VOCAB = 1 << 20
+"""V: entries of one probability vector (1,048,576; LLM vocabularies are 32k to 256k)."""
+
+MAX_TREE_NODES = 1024
+"""Drafted nodes of one speculation tree (``sum_d prod_{i <= d} b_i`` for branching b_1..b_D)."""
+
+MAX_TUPLES = 200_000
+"""Candidate tuples one exact-law enumeration may visit (``max_tuples`` may lower it, not raise it)."""
+
+LP_MAX_TUPLES = 200_000
+"""Candidate tuples the transport LP enumerates (alpha*-WOR by LP)."""
+
+SEQUENTIAL_LP_MAX_VARIABLES = 2_000
+"""Variables ``k V`` of the dense sequential LP (its matrix holds ``(k V)**2 + k V**2`` floats)."""
+
+SEQUENTIAL_LP_MAX_NODES = 200_000
+"""Nodes (variables) of the sequential WOR LP."""
+
+MAX_LOGGED_FILE_BYTES = 1 << 30
+"""Size of a logged-pairs ``.npz`` file on disk (1 GiB)."""
+
+MAX_LOGGED_ARRAY_BYTES = 1 << 31
+"""Total uncompressed size the arrays of one logged-pairs file may declare in their headers (2 GiB)."""
+
+
+def check_limit(value: int, limit: int, name: str, what: str) -> int:
+    """``value`` if it is at most ``limit``; else a ``ValueError`` naming the argument and the limit."""
+    if value > limit:
+        raise ValueError(f"{name}: {what} = {value} exceeds the limit {limit} (resispec.limits)")
+    return value
+
+
+def check_tree_size(branching: Sequence[int], name: str = "tree") -> int:
+    """The drafted nodes ``sum_d prod_{i <= d} b_i`` of a tree with branchings ``b_1..b_D`` (each >= 1);
+    a ``ValueError`` naming ``MAX_TREE_NODES`` past it (counted without forming huge products)."""
+    nodes, width = 0, 1
+    for children in branching:
+        if children < 1:
+            raise ValueError(f"{name}: every branching must be >= 1, got {','.join(map(str, branching))}")
+        width *= children
+        nodes += width
+        if nodes > MAX_TREE_NODES:
+            raise ValueError(f"{name}: {','.join(map(str, branching))} has more than {MAX_TREE_NODES} drafted "
+                             "nodes, the limit MAX_TREE_NODES (resispec.limits)")
+    return nodes
