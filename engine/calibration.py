@@ -7,9 +7,10 @@ Once per (target, draft, verifier, sampling) and machine:
   it teacher-forced, and A(k) is the mean over positions of the verifier's exact acceptance with k
   candidates at (p_t, q_t), from the core (`resispec` ``acceptance``). For a verifier whose
   one-candidate rule is sps, ``A(1) = sum_x min(p, q)`` over the whole vocabulary. For k >= 2 (and for
-  top-k drafting) the pair is restricted to the ``ACCEPTANCE_SUPPORT`` tokens of largest ``p + q`` plus
-  one merged tail token (the WOR verifiers enumerate tuples, impossible at V = 49152); merging the tail
-  slightly overstates acceptance (docs/sim.md, ``tail=merge``).
+  top-k drafting) the pair is restricted to the tokens of largest ``p + q`` (32, or fewer where the
+  verifier's exact acceptance enumerates tuples, as the WOR ones do) plus one merged tail token; merging
+  the tail slightly overstates acceptance (docs/sim.md, ``tail=merge``), an approximation used only to
+  choose the tree.
 - **costs**: median seconds of one target forward over n nodes (n = 1..32, sampled and interpolated)
   and of one draft forward over w rows, on a cache of the calibration prompt, plus the verification and
   bookkeeping time per round measured on a short decode.
@@ -36,7 +37,9 @@ from engine.processing import Sampling, draft_probs, target_probs
 from engine.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree
 from resispec import get_verifier
 
-ACCEPTANCE_SUPPORT = 32
+ACCEPTANCE_SUPPORTS = (32, 12, 6)
+MULTI_CANDIDATE_POSITIONS = 16
+ENUMERATION_BUDGET = 5000
 COST_POINTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 CALIBRATION_PROMPT_COUNT = 2
 FORMAT = 1
@@ -68,7 +71,7 @@ def _interpolate(points: dict[int, float], x: int) -> float:
     return float(np.interp(x, keys, [points[k] for k in keys]))
 
 
-def truncated_pair(p: np.ndarray, q: np.ndarray, support: int = ACCEPTANCE_SUPPORT) -> tuple[np.ndarray, np.ndarray]:
+def truncated_pair(p: np.ndarray, q: np.ndarray, support: int = ACCEPTANCE_SUPPORTS[0]) -> tuple[np.ndarray, np.ndarray]:
     """(p, q) on the ``support`` tokens of largest p + q, plus one token holding the rest of each's mass."""
     top = np.argsort(-(p + q), kind="stable")[:support]
     p_top, q_top = p[top], q[top]
@@ -76,7 +79,9 @@ def truncated_pair(p: np.ndarray, q: np.ndarray, support: int = ACCEPTANCE_SUPPO
 
 
 def measure_acceptance(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_children: int) -> list[float]:
-    """``A(1..K)``: mean exact acceptance over the rows (module docstring)."""
+    """``A(1..K)``: mean exact acceptance over the rows (module docstring). For k >= 2 the first
+    ``MULTI_CANDIDATE_POSITIONS`` rows are used on the largest of ``ACCEPTANCE_SUPPORTS`` that the
+    verifier's exact acceptance can take (the enumerating ones refuse large tuple counts)."""
     rule = get_verifier(verifier)
     top = max_children if rule.max_k is None else min(max_children, rule.max_k)
     curve = []
@@ -84,12 +89,21 @@ def measure_acceptance(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, ma
         if k == 1 and rule.single_candidate_is_sps:
             curve.append(float(np.minimum(p_rows, q_rows).sum(axis=1).mean()))
             continue
-        values = []
-        for p, q in zip(p_rows, q_rows):
-            p_cut, q_cut = truncated_pair(p, q)
-            values.append(rule.acceptance(p_cut / p_cut.sum(), q_cut / q_cut.sum(), k))
-        curve.append(float(np.mean(values)))
+        curve.append(_truncated_acceptance(rule, p_rows[:MULTI_CANDIDATE_POSITIONS], q_rows[:MULTI_CANDIDATE_POSITIONS], k))
     return curve
+
+
+def _truncated_acceptance(rule, p_rows: np.ndarray, q_rows: np.ndarray, k: int) -> float:
+    for support in ACCEPTANCE_SUPPORTS:
+        if rule.drafting != "iid" and rule.scheme.tuple_count(np.ones(support + 1), k) > ENUMERATION_BUDGET:
+            continue  # WOR and top-k acceptances enumerate tuples: keep the calibration quick
+        try:
+            values = [rule.acceptance(*(cut / cut.sum() for cut in truncated_pair(p, q, support)), k)
+                      for p, q in zip(p_rows, q_rows)]
+        except ValueError:  # too many candidate tuples to enumerate at this support
+            continue
+        return float(np.mean(values))
+    raise ValueError(f"acceptance: {rule.name} cannot be evaluated exactly at k = {k} on {ACCEPTANCE_SUPPORTS[-1]} tokens")
 
 
 def _median_seconds(run, repeats: int) -> float:

@@ -64,6 +64,8 @@ def test_acceptance_curve_uses_the_verifier_and_grows_with_k():
     assert curve[0] == pytest.approx(float((p.clip(max=q)).sum(1).mean()), abs=1e-12)
     assert curve[0] < curve[1] < curve[2] <= 1
     assert len(measure_acceptance(p, q, "sps", 3)) == 1
+    wor = measure_acceptance(p, q, "rrs_wor", 4)  # enumerating verifiers fall back to fewer tokens
+    assert len(wor) == 4 and wor[0] == pytest.approx(curve[0], abs=1e-12) and wor[0] < wor[1] < wor[3] <= 1
 
 
 def test_calibration_runs_on_tiny_models_and_is_cached(tmp_path, monkeypatch):
