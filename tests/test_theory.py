@@ -55,9 +55,9 @@ def test_exit_status_is_zero_iff_all_pass(monkeypatch, tmp_path):
         return Theorem("fake.claim", "a claim", "exact rational arithmetic", lambda: Outcome(passed, "", ""))
 
     monkeypatch.setattr("theory.report.all_theorems", lambda: [fake(True)])
-    assert theory.main(["--no-docs"]) == 0
+    assert theory.main(["--no-docs", "--no-coq"]) == 0
     monkeypatch.setattr("theory.report.all_theorems", lambda: [fake(True), fake(False)])
-    assert theory.main(["--docs", str(tmp_path / "t.md")]) == 1
+    assert theory.main(["--docs", str(tmp_path / "t.md"), "--no-coq"]) == 1
     assert "Result: FAIL." in (tmp_path / "t.md").read_text()
 
 

@@ -19,7 +19,7 @@ import sympy as sp
 
 from theory.arith import Exact, Number, normalise
 from theory.exact import Instance, instances
-from theory.registry import Outcome, Theorem, tally
+from theory.registry import FORMAL, HAND, Outcome, Theorem, tally
 from theory.schedule import Curve, Schedule, from_thresholds, reach_one, schedule
 from theory.seqlp import (
     certificate,
@@ -463,6 +463,8 @@ THEOREMS = [
         statement="For any V, k and thresholds T_1 >= ... >= T_k >= 0 with every a_j in [0, 1], resispec's accepted mass over the steps plus its final residual equals p token by token (the accepted mass telescopes to min(p, T_1 q)), with reach R_j = 1 - g(T_1) + g(T_j).",
         method="symbolic identity (general k) + case analysis + exact rational arithmetic",
         check=check_telescoping,
+        label=FORMAL,
+        formal=('resispec_exact',),
     ),
     Theorem(
         name="resispec.acceptance_bounds",
@@ -479,8 +481,9 @@ THEOREMS = [
     Theorem(
         name="resispec.sequential_optimal",
         statement="resispec's acceptance g(T_1) equals the optimum of the sequential LP, i.e. it is the best acceptance of any exact sequential verifier of i.i.d. candidates: general proof by complementary slackness with a closed-form dual certificate built from the schedule.",
-        method="LP certificate (exact rationals) + symbolic identity + LP (HiGHS) cross-check",
+        method="LP certificate (exact rationals) + symbolic identity (k = 1..4) + LP (HiGHS, floating point) cross-check",
         check=check_sequential_optimal,
+        label=HAND,
     ),
     Theorem(
         name="resispec.dominates",

@@ -20,7 +20,7 @@ import sympy as sp
 from theory.arith import Exact, normalise
 from theory.exact import Instance, Law, fmt, from_weights, instances, random_distribution
 from theory.pooled import CORNERS
-from theory.registry import Outcome, Theorem, tally
+from theory.registry import HAND, Outcome, Theorem, tally
 from theory.rrs_wor import SPSChainWOR
 from theory.sequential import emit, exactness_problems
 from theory.sps import accept_probability, next_residual
@@ -715,8 +715,10 @@ THEOREMS = [
     Theorem(
         name="resispec_wor.recursion_exact",
         statement="A sequential rule over WOR candidates that accepts x w.p. a(x) in state (r, q', n) and on rejection continues from (r_x, q'_{-x}, n - 1) (n = 1: sps against (r, q'); n = 0: emit r) is exact if at every reachable state the acceptances lie in [0, 1], the r_x are distributions and sum_x q'(x)(1 - a(x)) r_x = r - q' * a. Only if holds at a state whose continuations are exact, not globally: an exact k = 3, V = 3 rule has two reachable n = 2 states with non-zero, cancelling defects. resispec_wor's r_x = q'_{-x} a_2 + (1 - <q'_{-x}, a_2>) norm(f) meets all three for every admissible step-1 mass 0 <= A <= min(r, q').",
-        method="symbolic identity (induction) + exact rational arithmetic",
+        method="formal proof of the generic step (Coq) + symbolic identity (V = 2..5) + exact rational arithmetic",
         check=check_recursion,
+        label=HAND,
+        formal=('sequential_exact', 'law_defect'),
     ),
     Theorem(
         name="resispec_wor.k2_plan",

@@ -3,9 +3,9 @@ From ResiSpec Require Import Sequential Sps RrsWor Resispec Paper.
 
 Print Assumptions sequential_exact.
 Print Assumptions law_defect.
-Print Assumptions rrs_exact.
 Print Assumptions sps_exact.
 Print Assumptions sps_acceptance_TV.
+Print Assumptions rrs_exact.
 Print Assumptions rrs_wor_exact.
 Print Assumptions resispec_exact.
 Print Assumptions paper_counterexample.
