@@ -110,7 +110,7 @@ THEOREMS = [
     Theorem(
         name="rrs_wor.exact",
         statement="rrs_wor (candidates without replacement, each step verified against the masked, renormalised draft q_i) emits exactly p for every V and k <= |supp q|.",
-        method="formal proof (Coq) + case analysis by region (V = 3, k = 2) + exact rational arithmetic",
+        method="case analysis by region (V = 3, k = 2) + exact rational arithmetic",
         check=check_exact,
         label=FORMAL,
         formal=('rrs_wor_exact',),
