@@ -66,6 +66,11 @@ FORMAL: tuple[FormalTheorem, ...] = (
         ("sps.exact",), "theory/sps.py (SPSChain, k = 1); resispec.verifiers: sps",
     ),
     FormalTheorem(
+        "sps_accept_range", "Sps.v",
+        "The sps acceptance min(1, r(x)/q(x)) lies in [0, 1] (so rrs and rrs_wor are valid rules).",
+        ("sps.exact", "rrs.exact", "rrs_wor.exact"), "theory/sps.py (accept_probability)",
+    ),
+    FormalTheorem(
         "rrs_exact", "Sps.v",
         "rrs with k i.i.d. candidates emits p, for every token type and every k.",
         ("rrs.exact",), "theory/sps.py (SPSChain); resispec.verifiers: rrs",
@@ -80,6 +85,11 @@ FORMAL: tuple[FormalTheorem, ...] = (
         "resispec's threshold schedule emits p for every token type, every k and any thresholds "
         "T_1 >= ... >= T_k >= 0 (exactness does not need the tight schedule).",
         ("resispec.telescoping",), "theory/resispec.py (ResiSpec); resispec.verifiers: resispec",
+    ),
+    FormalTheorem(
+        "rs_accept_range", "Resispec.v",
+        "With feasible thresholds (T_j - T_{j+1} <= R_j) every acceptance a_j(x) of resispec lies in [0, 1].",
+        ("resispec.acceptance_bounds",), "theory/resispec.py (ResiSpec.accept)",
     ),
     FormalTheorem(
         "paper_counterexample", "Paper.v",

@@ -511,13 +511,14 @@ THEOREMS = [
         method="symbolic identity (general k) + case analysis + exact rational arithmetic",
         check=check_telescoping,
         label=FORMAL,
-        formal=('resispec_exact',),
+        formal=("resispec_exact",),
     ),
     Theorem(
         name="resispec.acceptance_bounds",
         statement="0 <= a_j(x) <= (T_j - T_{j+1}) / R_j with equality for tokens with p/q >= T_j, so every a_j is a probability when T_j - T_{j+1} <= R_j for all j (and only then, at steps that have such a token).",
         method="case analysis + exact rational arithmetic",
         check=check_acceptance_bounds,
+        formal=("rs_accept_range",),
     ),
     Theorem(
         name="resispec.fixed_point",

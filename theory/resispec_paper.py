@@ -313,7 +313,7 @@ THEOREMS = [
         method="case analysis + exact rational arithmetic",
         check=check_condition,
         label=HAND,
-        formal=('law_defect',),
+        formal=("law_defect",),
     ),
     Theorem(
         name="resispec_paper.counterexample",
@@ -321,7 +321,7 @@ THEOREMS = [
         method="exact rational arithmetic",
         check=check_counterexample,
         label=FORMAL,
-        formal=('paper_counterexample', 'paper_not_exact'),
+        formal=("paper_counterexample", "paper_not_exact"),
     ),
     Theorem(
         name="resispec_paper.no_gain",

@@ -718,7 +718,7 @@ THEOREMS = [
         method="formal proof of the generic step (Coq) + symbolic identity (V = 2..5) + exact rational arithmetic",
         check=check_recursion,
         label=HAND,
-        formal=('sequential_exact', 'law_defect'),
+        formal=("sequential_exact", "law_defect"),
     ),
     Theorem(
         name="resispec_wor.k2_plan",

@@ -75,6 +75,6 @@ THEOREMS = [
         method="symbolic identity (inductive step) + case analysis by region (V = 3, k = 2) + exact rational arithmetic",
         check=check_exact,
         label=FORMAL,
-        formal=('rrs_exact',),
+        formal=("rrs_exact",),
     )
 ]

@@ -113,6 +113,6 @@ THEOREMS = [
         method="case analysis by region (V = 3, k = 2) + exact rational arithmetic",
         check=check_exact,
         label=FORMAL,
-        formal=('rrs_wor_exact',),
+        formal=("rrs_wor_exact",),
     )
 ]

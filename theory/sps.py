@@ -117,6 +117,6 @@ THEOREMS = [
         method="case analysis + exact rational arithmetic",
         check=check_exact,
         label=FORMAL,
-        formal=('sps_exact', 'sps_acceptance_TV'),
+        formal=("sps_exact", "sps_acceptance_TV"),
     )
 ]

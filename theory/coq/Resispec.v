@@ -130,6 +130,23 @@ rewrite sum_rej; have [R1|R1n0] := eqVneq (reach j.+1) 0.
 by field; rewrite Rn0 R1n0.
 Qed.
 
+(** Feasible thresholds ([T_j - T_{j+1} <= R_j]) make every acceptance a probability. *)
+Lemma rs_accept_range j x : th j - th j.+1 <= reach j -> 0 <= rs_accept j x <= 1.
+Proof.
+move=> feas; rewrite /rs_accept; case: eqP => [_|/eqP qn0]; first by rewrite ler01 lexx.
+have qp : 0 < q x by rewrite lt_def qn0 dq.1.
+have num0 : 0 <= mass j x - mass j.+1 x by rewrite subr_ge0 mass_mono.
+have [R0|Rn0] := eqVneq (reach j) 0; first by rewrite R0 mul0r invr0 mulr0 lexx ler01.
+have Rp : 0 < reach j by rewrite lt_def Rn0 reach_ge0.
+rewrite divr_ge0 ?mulr_ge0 ?(ltW Rp) ?(ltW qp) //= ler_pdivr_mulr ?mulr_gt0 // mul1r.
+apply: (le_trans _ (ler_wpmul2r (ltW qp) feas)).
+have -> : mass j x - mass j.+1 x = pos (p x - th j.+1 * q x) - pos (p x - th j * q x).
+  by rewrite /mass; ring.
+have -> : (th j - th j.+1) * q x = (p x - th j.+1 * q x) - (p x - th j * q x) by ring.
+apply: pos_lip.
+by rewrite ler_add2l ler_opp2 ler_wpmul2r ?dq.1 ?th_mono.
+Qed.
+
 (** ** resispec is exact, for any non-increasing non-negative thresholds. *)
 Theorem resispec_exact y : law resispec k 0%N y = p y.
 Proof.

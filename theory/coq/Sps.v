@@ -43,6 +43,15 @@ move=> ab; case: (lerP a 0) => ha; first by rewrite (pos_0 ha) pos_ge0.
 by rewrite !pos_id ?(ltW ha) // (le_trans (ltW ha)).
 Qed.
 
+Lemma pos_lip a b : b <= a -> pos a - pos b <= a - b.
+Proof.
+move=> ba; case: (lerP 0 b) => hb.
+  by rewrite !pos_id // (le_trans hb ba).
+rewrite (pos_0 (ltW hb)) subr0; case: (lerP 0 a) => ha.
+  by rewrite pos_id // ler_subr_addr ger_addl ltW.
+by rewrite pos_0 ?subr_ge0 // ltW.
+Qed.
+
 Lemma pos_gt0 v : 0 < pos v -> 0 < v.
 Proof. by case: (lerP v 0) => // /pos_0 ->; rewrite ltxx. Qed.
 
@@ -112,6 +121,14 @@ rewrite sps_rejected => nz; have Zn0 : \sum_z pos (r z - q z) != 0.
   by apply: (psumr_eq0P _ Z0) => // z _; exact: pos_ge0.
 split=> [y|]; first by rewrite /sps_next /norm divr_ge0 // ?sumr_ge0 // => *; exact: pos_ge0.
 by rewrite /sps_next /norm -mulr_suml divff.
+Qed.
+
+(** The acceptance is a probability. *)
+Lemma sps_accept_range x : 0 <= sps_accept r q x <= 1.
+Proof.
+rewrite /sps_accept; case: eqP => _; first by rewrite ler01 lexx.
+have rq : 0 <= r x / q x by rewrite divr_ge0 ?dr.1 ?dq.1.
+by case: (lerP 1 (r x / q x)) => h; rewrite ?ler01 ?lexx ?rq // ltW.
 Qed.
 
 (** Acceptance of sps: [sum_x min(r, q) = 1 - sum_x (r - q)+ = 1 - TV(r, q)]. *)
