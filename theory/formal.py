@@ -2,8 +2,8 @@
 
 The development (Debian's ``coq`` 8.16 and ``libcoq-mathcomp-*`` 1.15) works over any finite token type
 and any real field (the rationals are one). ``Sequential.v`` defines a sequential verifier as a step
-function and proves the generic exactness theorem; ``Sps.v``, ``RrsWor.v`` and ``Resispec.v`` instantiate
-it; ``Paper.v`` computes the published rule's counterexample in the rationals; ``Assumptions.v`` prints
+function and proves the generic exactness theorem; ``Sps.v``, ``RrsWor.v``, ``ResispecWor.v`` and
+``Resispec.v`` instantiate it; ``Paper.v`` computes the published rule's counterexample in the rationals; ``Assumptions.v`` prints
 the axioms each main theorem rests on. ``ASSUMPTIONS_RECORD`` keeps that output for the docs (so they
 do not depend on whether ``coqc`` is installed); ``tests/test_coq.py`` checks it against a fresh compile.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
-FILES = ("Sequential", "Sps", "RrsWor", "Resispec", "Paper", "Assumptions")  # dependency order
+FILES = ("Sequential", "Sps", "RrsWor", "ResispecWor", "Resispec", "Paper", "Assumptions")  # dependency order
 LOGICAL_ROOT = "ResiSpec"
 # MathComp's notations override Coq's nat ones and add ambiguous coercion paths: harmless, noisy.
 WARNINGS = "-notation-overridden,-ambiguous-paths"
@@ -79,6 +79,14 @@ FORMAL: tuple[FormalTheorem, ...] = (
         "rrs_wor_exact", "RrsWor.v",
         "rrs_wor (candidates without replacement) emits p for every token type and every k <= |supp q|.",
         ("rrs_wor.exact",), "theory/rrs_wor.py (SPSChainWOR); resispec.verifiers: rrs_wor",
+    ),
+    FormalTheorem(
+        "resispec_wor_exact", "ResispecWor.v",
+        "resispec_wor emits p for every token type, every k <= |supp q| and every admissible planner "
+        "(any step mass 0 <= A <= min(r, q') at every state): its targets r_x = Pi(x, .) a_2 + "
+        "(1 - <Pi(x, .), a_2>) norm(f) satisfy the kernel identity and are distributions.",
+        ("resispec_wor.recursion_exact", "resispec_wor.exact_law"),
+        "theory/wor_shaping.py (ResiSpecWOR, any planner); resispec.verifiers: resispec_wor",
     ),
     FormalTheorem(
         "resispec_exact", "Resispec.v",

@@ -20,7 +20,7 @@ import sympy as sp
 from theory.arith import Exact, normalise
 from theory.exact import Instance, Law, fmt, from_weights, instances, random_distribution
 from theory.pooled import CORNERS
-from theory.registry import HAND, Outcome, Theorem, tally
+from theory.registry import FORMAL, Outcome, Theorem, tally
 from theory.rrs_wor import SPSChainWOR
 from theory.sequential import emit, exactness_problems
 from theory.sps import accept_probability, next_residual
@@ -310,7 +310,8 @@ through by `Z` and expands: it holds for every kernel, every `A` and every `a_2`
 `<Pi(x, .), a_2> + (1 - <Pi(x, .), a_2>) = 1` when `Z > 0`, is non-negative since `<Pi(x, .), a_2> <= 1`;
 when `Z = 0`, `sum_x s_x (1 - <Pi(x, .), a_2>) = 0` forces `<Pi(x, .), a_2> = 1` wherever `s_x > 0`.
 Acceptances: `A_x / q'_x` in `[0, 1]` by admissibility. Hence resispec_wor is exact for every
-admissible plan (the latest-first `A` is one, `resispec_wor.k2_plan`), at every `k`.
+admissible plan (the latest-first `A` is one, `resispec_wor.k2_plan`), at every `k`: formally, for
+every finite token type, `resispec_wor_exact` in `theory/coq/ResispecWor.v`.
 """
     checked = f"""
 - Symbolic (SymPy, `V` = {", ".join(map(str, SYMBOLIC_V))}, polynomial identities after clearing
@@ -715,10 +716,10 @@ THEOREMS = [
     Theorem(
         name="resispec_wor.recursion_exact",
         statement="A sequential rule over WOR candidates that accepts x w.p. a(x) in state (r, q', n) and on rejection continues from (r_x, q'_{-x}, n - 1) (n = 1: sps against (r, q'); n = 0: emit r) is exact if at every reachable state the acceptances lie in [0, 1], the r_x are distributions and sum_x q'(x)(1 - a(x)) r_x = r - q' * a. Only if holds at a state whose continuations are exact, not globally: an exact k = 3, V = 3 rule has two reachable n = 2 states with non-zero, cancelling defects. resispec_wor's r_x = q'_{-x} a_2 + (1 - <q'_{-x}, a_2>) norm(f) meets all three for every admissible step-1 mass 0 <= A <= min(r, q').",
-        method="formal proof of the generic step (Coq) + symbolic identity (V = 2..5) + exact rational arithmetic",
+        method="symbolic identity (V = 2..5) + exact rational arithmetic + exact counterexample",
         check=check_recursion,
-        label=HAND,
-        formal=("sequential_exact", "law_defect"),
+        label=FORMAL,
+        formal=("sequential_exact", "law_defect", "resispec_wor_exact"),
     ),
     Theorem(
         name="resispec_wor.k2_plan",
@@ -737,6 +738,7 @@ THEOREMS = [
         statement="resispec_wor's exact output law, summed over every ordered WOR candidate tuple, equals p for k = 2, 3, 4; at k = 2 its acceptance is sum A + sum min(r - A, C) and the recursion's last step reproduces the plan's a_2 and f.",
         method="exact enumeration in rationals",
         check=check_law,
+        formal=("resispec_wor_exact",),
     ),
     Theorem(
         name="resispec_wor.vs_rrs_wor",

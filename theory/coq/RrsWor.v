@@ -24,6 +24,17 @@ Definition mask (d : T -> R) (x : T) : T -> R := fun y => if y == x then 0 else 
 
 Definition supp (d : T -> R) := [pred y | 0 < d y].
 
+(** With two drafted tokens or more, no token carries all the draft mass. *)
+Lemma draft_lt1 d x : dist d -> (2 <= #|supp d|)%N -> d x < 1.
+Proof.
+move=> [d0 d1] two; case: (lerP (d x) 0) => [/le_lt_trans -> //|dx]; first exact: ltr01.
+have card := cardD1 x (supp d); rewrite inE dx /= add1n in card.
+have /card_gt0P [y hy] : (0 < #|[predD1 supp d & x]|)%N by move: two; rewrite card ltnS.
+move: hy; rewrite !inE => /andP [yx dy].
+rewrite -subr_gt0 -d1 [X in X - _](bigD1 x) //= addrAC subrr add0r (bigD1 y) //=.
+by rewrite ltr_paddr // sumr_ge0.
+Qed.
+
 Lemma mask_dist d x :
   dist d -> 0 < d x -> (2 <= #|supp d|)%N ->
   dist (mask d x) /\ #|supp (mask d x)| = #|supp d|.-1.
