@@ -50,3 +50,8 @@ def test_the_development_compiles_with_no_axioms():
     compiled = formal.compile_development(timeout_s=300)
     assert compiled.passed, compiled.message
     assert compiled.assumptions == formal.recorded_assumptions(), "run `python -m theory` and commit theory/coq/assumptions.txt"
+
+
+def test_the_project_lists_every_source_file():
+    assert sorted(formal.source_files()) == sorted(p.name for p in formal.COQ_DIR.glob("*.v"))
+    assert formal.source_files()[-1] == "Assumptions.v"

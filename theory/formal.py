@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
-FILES = ("Sequential", "Sps", "RrsWor", "ResispecWor", "Resispec", "Paper", "Assumptions")  # dependency order
+PROJECT = COQ_DIR / "_CoqProject"
 LOGICAL_ROOT = "ResiSpec"
-# MathComp's notations override Coq's nat ones and add ambiguous coercion paths: harmless, noisy.
+# MathComp's notations override Coq's nat ones and add ambiguous coercion paths: harmless, noisy
+# (the same flags as _CoqProject's -arg lines).
 WARNINGS = "-notation-overridden,-ambiguous-paths"
 ASSUMPTIONS_RECORD = COQ_DIR / "assumptions.txt"
 CLOSED = "Closed under the global context"
@@ -126,6 +127,11 @@ class Compilation:
     version: str = ""
 
 
+def source_files() -> list[str]:
+    """The ``.v`` files of the development in dependency order, as ``_CoqProject`` lists them."""
+    return [line.strip() for line in PROJECT.read_text().splitlines() if line.strip().endswith(".v")]
+
+
 def coqc() -> str | None:
     """The ``coqc`` on the PATH, or None."""
     return shutil.which("coqc")
@@ -154,20 +160,21 @@ def compile_development(timeout_s: float = 600) -> Compilation:
     version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="resispec-coq-") as tmp:
-        for name in FILES:
-            shutil.copy(COQ_DIR / f"{name}.v", tmp)
+        files = source_files()
+        for name in files:
+            shutil.copy(COQ_DIR / name, tmp)
         output = ""
-        for name in FILES:
+        for name in files:
             try:
                 proc = subprocess.run(
-                    [exe, "-w", WARNINGS, "-Q", ".", LOGICAL_ROOT, f"{name}.v"],
+                    [exe, "-w", WARNINGS, "-Q", ".", LOGICAL_ROOT, name],
                     cwd=tmp, capture_output=True, text=True, timeout=timeout_s,
                 )
             except subprocess.TimeoutExpired:
-                return Compilation(True, False, time.perf_counter() - start, f"{name}.v: timed out", {}, version)
+                return Compilation(True, False, time.perf_counter() - start, f"{name}: timed out", {}, version)
             if proc.returncode != 0:
                 tail = (proc.stdout + proc.stderr).strip().splitlines()[-12:]
-                return Compilation(True, False, time.perf_counter() - start, f"{name}.v failed:\n" + "\n".join(tail), {}, version)
+                return Compilation(True, False, time.perf_counter() - start, f"{name} failed:\n" + "\n".join(tail), {}, version)
             output = proc.stdout
     assumptions = parse_assumptions(printed_names(), output)
     axioms = [n for n, a in assumptions.items() if a != CLOSED]

@@ -44,16 +44,10 @@ Lemma s_ge0 x : 0 <= s x.
 Proof. by rewrite subr_ge0. Qed.
 
 Lemma mask_ge0 x y : 0 <= mask d x y.
-Proof. by rewrite /mask; case: eqP => // _; rewrite divr_ge0 ?dd.1 // subr_ge0 ltW. Qed.
+Proof. exact: RrsWor.mask_ge0. Qed.
 
 Lemma mask_sum x : \sum_y mask d x y = 1.
-Proof.
-have n0 : 1 - d x != 0 by rewrite subr_eq0 eq_sym lt_eqF.
-have rest : \sum_(z | z != x) d z = 1 - d x.
-  by rewrite -dd.2 [in RHS](bigD1 x) //= addrAC subrr add0r.
-rewrite (bigD1 x) //= /mask eqxx add0r -[RHS](divff n0) -rest mulr_suml.
-by apply: eq_bigr => z /negbTE ->.
-Qed.
+Proof. exact: RrsWor.mask_sum. Qed.
 
 Lemma C_ge0 y : 0 <= C y.
 Proof. by rewrite sumr_ge0 // => x _; rewrite mulr_ge0 ?s_ge0 ?mask_ge0. Qed.

@@ -35,25 +35,27 @@ rewrite -subr_gt0 -d1 [X in X - _](bigD1 x) //= addrAC subrr add0r (bigD1 y) //=
 by rewrite ltr_paddr // sumr_ge0.
 Qed.
 
+Lemma mask_ge0 d x y : dist d -> d x < 1 -> 0 <= mask d x y.
+Proof. by move=> dd lt1; rewrite /mask; case: eqP => // _; rewrite divr_ge0 ?dd.1 // subr_ge0 ltW. Qed.
+
+Lemma mask_sum d x : dist d -> d x < 1 -> \sum_y mask d x y = 1.
+Proof.
+move=> [_ d1] lt1; have n0 : 1 - d x != 0 by rewrite subr_eq0 eq_sym lt_eqF.
+have rest : \sum_(z | z != x) d z = 1 - d x.
+  by rewrite -d1 [in RHS](bigD1 x) //= addrAC subrr add0r.
+rewrite (bigD1 x) //= /mask eqxx add0r -[RHS](divff n0) -rest mulr_suml.
+by apply: eq_bigr => z /negbTE ->.
+Qed.
+
 Lemma mask_dist d x :
   dist d -> 0 < d x -> (2 <= #|supp d|)%N ->
   dist (mask d x) /\ #|supp (mask d x)| = #|supp d|.-1.
 Proof.
-move=> [d0 d1] dx two; have hx : x \in supp d by rewrite inE.
-have card := cardD1 x (supp d); rewrite hx /= add1n in card.
-have /card_gt0P [y hy] : (0 < #|[predD1 supp d & x]|)%N by move: two; rewrite card ltnS.
-move: hy; rewrite !inE => /andP [yx dy].
-have rest : \sum_(z | z != x) d z = 1 - d x.
-  by rewrite -d1 [in RHS](bigD1 x) //= addrAC subrr add0r.
-have pos_rest : 0 < 1 - d x.
-  rewrite -rest (bigD1 y) //= ltr_paddr // sumr_ge0 // => z _; exact: d0.
-have rest0 : 1 - d x != 0 by rewrite gt_eqF.
-split; first split.
-- by move=> z; rewrite /mask; case: eqP => // _; rewrite divr_ge0 // ltW.
-- rewrite (bigD1 x) //= /mask eqxx add0r -[RHS](divff rest0) -rest mulr_suml.
-  by apply: eq_bigr => z /negbTE ->.
-- rewrite card /=; apply: eq_card => z; rewrite !inE /mask.
-  by case: eqP => //= _; rewrite ?ltxx // pmulr_lgt0 // invr_gt0.
+move=> dd dx two; have lt1 := draft_lt1 x dd two.
+have card := cardD1 x (supp d); rewrite inE dx /= add1n in card.
+split; first by split=> [y|]; [exact: mask_ge0 | exact: mask_sum].
+rewrite card /=; apply: eq_card => z; rewrite !inE /mask.
+by case: eqP => //= _; rewrite ?ltxx // pmulr_lgt0 // invr_gt0 subr_gt0.
 Qed.
 
 End Mask.
