@@ -59,27 +59,27 @@ FORMAL: tuple[FormalTheorem, ...] = (
     FormalTheorem(
         "sps_exact", "Sps.v",
         "sps emits p, for every finite token type.",
-        ("sps.exact",), "theory/sps.py (SPSChain, k = 1); resispec.verifiers: sps",
+        ("sps.exact",), "theory/sps.py (SPSChain, k = 1); resispec/verifiers/sps.py (SPS)",
     ),
     FormalTheorem(
         "sps_acceptance_TV", "Sps.v",
         "sps accepts with probability 1 - sum_x (p - q)+(x) = 1 - TV(p, q).",
-        ("sps.exact",), "theory/sps.py (SPSChain, k = 1); resispec.verifiers: sps",
+        ("sps.exact",), "theory/sps.py (SPSChain, k = 1); resispec/verifiers/sps.py (SPS)",
     ),
     FormalTheorem(
         "sps_accept_range", "Sps.v",
         "The sps acceptance min(1, r(x)/q(x)) lies in [0, 1] (so rrs and rrs_wor are valid rules).",
-        ("sps.exact", "rrs.exact", "rrs_wor.exact"), "theory/sps.py (accept_probability)",
+        ("sps.exact", "rrs.exact", "rrs_wor.exact"), "theory/sps.py (accept_probability); resispec/verifiers/rrs.py, rrs_wor.py",
     ),
     FormalTheorem(
         "rrs_exact", "Sps.v",
         "rrs with k i.i.d. candidates emits p, for every token type and every k.",
-        ("rrs.exact",), "theory/sps.py (SPSChain); resispec.verifiers: rrs",
+        ("rrs.exact",), "theory/sps.py (SPSChain); resispec/verifiers/rrs.py (RRS)",
     ),
     FormalTheorem(
         "rrs_wor_exact", "RrsWor.v",
         "rrs_wor (candidates without replacement) emits p for every token type and every k <= |supp q|.",
-        ("rrs_wor.exact",), "theory/rrs_wor.py (SPSChainWOR); resispec.verifiers: rrs_wor",
+        ("rrs_wor.exact",), "theory/rrs_wor.py (SPSChainWOR); resispec/verifiers/rrs_wor.py (RRSWithoutReplacement)",
     ),
     FormalTheorem(
         "resispec_wor_exact", "ResispecWor.v",
@@ -87,29 +87,29 @@ FORMAL: tuple[FormalTheorem, ...] = (
         "(any step mass 0 <= A <= min(r, q') at every state): its targets r_x = Pi(x, .) a_2 + "
         "(1 - <Pi(x, .), a_2>) norm(f) satisfy the kernel identity and are distributions.",
         ("resispec_wor.recursion_exact", "resispec_wor.exact_law"),
-        "theory/wor_shaping.py (ResiSpecWOR, any planner); resispec.verifiers: resispec_wor",
+        "theory/wor_shaping.py (ResiSpecWOR, any planner); resispec/verifiers/resispec_wor.py (ResiSpecWithoutReplacement)",
     ),
     FormalTheorem(
         "resispec_exact", "Resispec.v",
         "resispec's threshold schedule emits p for every token type, every k and any thresholds "
         "T_1 >= ... >= T_k >= 0 (exactness does not need the tight schedule).",
-        ("resispec.telescoping",), "theory/resispec.py (ResiSpec); resispec.verifiers: resispec",
+        ("resispec.telescoping",), "theory/resispec.py (ResiSpec); resispec/verifiers/resispec.py (ResiSpec)",
     ),
     FormalTheorem(
         "rs_accept_range", "Resispec.v",
         "With feasible thresholds (T_j - T_{j+1} <= R_j) every acceptance a_j(x) of resispec lies in [0, 1].",
-        ("resispec.acceptance_bounds",), "theory/resispec.py (ResiSpec.accept)",
+        ("resispec.acceptance_bounds",), "theory/resispec.py (ResiSpec.accept); resispec/verifiers/resispec.py (ResiSpec)",
     ),
     FormalTheorem(
         "paper_counterexample", "Paper.v",
         "The published rule (reconstructed reserve) on p = (2/5, 3/10, 3/10), q = (3/5, 3/10, 1/10), "
         "k = 1 emits token 1 with probability 12/25, not p(1) = 3/10 (computed in the rationals).",
-        ("resispec_paper.counterexample",), "theory/resispec_paper.py (PaperRule, reconstruction, CE)",
+        ("resispec_paper.counterexample",), "theory/resispec_paper.py (PaperRule, reconstruction, CE); resispec/verifiers/resispec_paper.py (ResiSpecPaper)",
     ),
     FormalTheorem(
         "paper_not_exact", "Paper.v",
         "Hence some token's output probability differs from p: the published rule is not exact.",
-        ("resispec_paper.counterexample",), "theory/resispec_paper.py (PaperRule, reconstruction, CE)",
+        ("resispec_paper.counterexample",), "theory/resispec_paper.py (PaperRule, reconstruction, CE); resispec/verifiers/resispec_paper.py (ResiSpecPaper)",
     ),
 )
 
