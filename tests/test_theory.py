@@ -55,10 +55,32 @@ def test_exit_status_is_zero_iff_all_pass(monkeypatch, tmp_path):
         return Theorem("fake.claim", "a claim", "exact rational arithmetic", lambda: Outcome(passed, "", ""))
 
     monkeypatch.setattr("theory.report.all_theorems", lambda: [fake(True)])
-    assert theory.main(["--no-docs"]) == 0
+    assert theory.main(["--no-docs", "--no-coq"]) == 0
     monkeypatch.setattr("theory.report.all_theorems", lambda: [fake(True), fake(False)])
-    assert theory.main(["--docs", str(tmp_path / "t.md")]) == 1
+    assert theory.main(["--docs", str(tmp_path / "t.md"), "--no-coq"]) == 1
     assert "Result: FAIL." in (tmp_path / "t.md").read_text()
+
+
+def test_a_family_that_declares_no_label_gets_the_default_one(tmp_path):
+    from theory.registry import HAND, LABELS
+
+    theorem = Theorem("new.claim", "a claim", "exact rational arithmetic", lambda: Outcome(True, "", ""))
+    assert theorem.label == HAND and HAND in LABELS
+    text = render([run_one(theorem)])
+    assert f"| [`new.claim`](#newclaim) | {HAND} |" in text and f"**Proof.** {HAND}." in text
+
+
+def test_every_label_is_a_known_one(results):
+    from theory.registry import LABELS
+
+    assert {r.theorem.label for r in results} <= set(LABELS)
+
+
+def test_without_coqc_the_run_prints_why_it_skipped(monkeypatch, capsys):
+    monkeypatch.setattr("theory.report.all_theorems", lambda: [])
+    monkeypatch.setattr("theory.formal.coqc", lambda: None)
+    assert theory.main(["--no-docs"]) == 0
+    assert "SKIP  coq  coqc absent" in capsys.readouterr().out
 
 
 def test_a_crashing_check_is_a_fail():

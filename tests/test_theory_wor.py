@@ -240,3 +240,24 @@ def test_instance_sets_cover_the_corners():
     assert {"p == q", "worked example", "two tokens", "target off the draft", "ratio ties"} <= names
     assert all(isinstance(inst, Instance) for _, inst in law_cases())
     assert {inst.k for _, inst in law_cases()} == {2, 3, 4}
+
+
+# --- recursion_exact: "only if" is state by state, not global -----------------------------------
+
+
+def test_an_exact_rule_can_have_cancelling_defects():
+    from theory.resispec_wor import CANCELLING, cancelling_problems, step_defect
+
+    problems, defects = cancelling_problems()
+    assert problems == []
+    assert defects == {1: (F(-1, 24), F(1, 24), F(0)), 2: (F(1, 24), F(-1, 24), F(0))}
+    base = ResiSpecWOR(CANCELLING.p, CANCELLING.q, CANCELLING.k)
+    assert not any(step_defect(base, base.reject(base.start, 1)))  # the change creates the defects
+
+
+def test_the_cancelling_check_fails_when_the_defects_do_not_cancel(monkeypatch):
+    import theory.resispec_wor as wor
+
+    monkeypatch.setattr(wor, "LOWERED_ACCEPTANCE", F(15, 16))  # undo one of the two changes
+    problems, _ = wor.cancelling_problems()
+    assert any("output law" in m for m in problems) and any("no defect" in m for m in problems)

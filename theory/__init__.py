@@ -1,7 +1,9 @@
-"""Machine-checked derivations of every exactness and optimality claim ResiSpec makes.
+"""The derivations of every exactness and optimality claim ResiSpec makes, and what checks them.
 
 ``python -m theory`` checks each theorem (symbolic identities, case analyses, LP certificates, exact
-rational arithmetic), prints one line per theorem and regenerates ``docs/theory.md``.  One module per
+rational arithmetic), labels the kind of proof behind it (``theory.registry.LABELS``), compiles the
+Coq development of ``theory/coq`` when ``coqc`` is present (``theory.formal``), prints one line per
+theorem and regenerates ``docs/theory.md``.  One module per
 verifier family; ``theory.registry.FAMILIES`` lists them.
 """
 

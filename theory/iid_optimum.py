@@ -18,7 +18,7 @@ from scipy.optimize import linprog
 
 from theory.arith import Exact
 from theory.exact import Instance, Law, instances
-from theory.registry import Outcome, Theorem, tally
+from theory.registry import HAND, Outcome, Theorem, tally
 from theory.resispec import ResiSpec
 from theory.schedule import schedule
 from theory.sequential import emit
@@ -239,8 +239,9 @@ THEOREMS = [
     Theorem(
         name="iid_optimum.min_cut",
         statement="No exact verifier of k i.i.d. candidates accepts more than alpha* = min_H [p(H) + 1 - q(H)^k], and the transport LP (max-flow) attains it: alpha* is its min-cut.",
-        method="LP certificate (exact max-flow = min-cut) + LP (HiGHS) cross-check + exact rationals",
+        method="LP certificate (exact max-flow = min-cut) + LP (HiGHS, floating point) cross-check + exact rationals",
         check=check_min_cut,
+        label=HAND,
     ),
     Theorem(
         name="iid_optimum.prefixes",

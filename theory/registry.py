@@ -41,14 +41,36 @@ class Outcome:
     checked: str
 
 
+# What kind of proof stands behind a claim (docs/theory.md explains each).
+FORMAL = "formal proof (Coq)"
+SYMBOLIC = "general proof (symbolic)"
+HAND = "hand proof + instance certificates"
+NUMERIC = "numeric check"
+LABELS: dict[str, str] = {
+    FORMAL: "the general statement (every finite token type, every k) is a theorem of the Coq/MathComp "
+    "development in `theory/coq`, compiled with no axioms; the SymPy and exact-rational checks remain "
+    "as independent evidence",
+    SYMBOLIC: "the general step is an identity SymPy proves for symbolic values (all V, all k)",
+    HAND: "the general step is the hand proof written under Derivation; the machine checks its "
+    "ingredients symbolically at fixed small sizes and certifies it in exact rationals on instances",
+    NUMERIC: "checked on instances only (exact rationals or floating point): evidence, not a proof",
+}
+
+
 @dataclass(frozen=True)
 class Theorem:
-    """A claim about a verifier, how it is checked, and the check itself."""
+    """A claim about a verifier, how it is checked, and the check itself.
+
+    ``label``: the kind of proof behind the claim (one of ``LABELS``; families that do not say get
+    ``HAND``); ``formal``: the Coq theorems (``theory.formal.FORMAL``) that prove it or part of it.
+    """
 
     name: str
     statement: str
     method: str
     check: Callable[[], Outcome]
+    label: str = HAND
+    formal: tuple[str, ...] = ()
 
 
 def tally(problems: list[str]) -> str:

@@ -19,7 +19,7 @@ import sympy as sp
 
 from theory.arith import Exact, Number, normalise
 from theory.exact import Instance, instances
-from theory.registry import Outcome, Theorem, tally
+from theory.registry import FORMAL, HAND, Outcome, Theorem, tally
 from theory.schedule import Curve, Schedule, from_thresholds, reach_one, schedule
 from theory.seqlp import (
     certificate,
@@ -328,6 +328,47 @@ def class_aggregate_identity(k: int) -> tuple[bool, sp.Expr]:
     return vanishes(gap), dual
 
 
+# Lemmas (a), (b) of the certificate as identities in a symbolic step index (induction steps).
+MU_Y, U_I, D_ = sp.symbols("mu_y u_i d", nonnegative=True)
+DUAL_CASES = ({MU_Y: U_I + D_}, {U_I: MU_Y + D_})  # mu(y) >= u_i and u_i >= mu(y)
+u_seq = sp.IndexedBase("u")
+
+
+def dual_lemmas() -> dict[str, bool]:
+    """The general steps of the dual certificate, each an identity SymPy proves for a symbolic step
+    index ``j`` (or by the two sign cases of ``mu - u``):
+
+    (a) for any ``mu >= 0`` with ``lambda_j = (u_j - mu)+`` and ``u_{j-1} = sum_x q min(u_j, mu)``:
+    ``sum_x q lambda_j = u_j - u_{j-1}`` (per token ``(u - mu)+ = u - min(u, mu)``, and ``sum q = 1``);
+    the later steps telescope, ``T_{i-1} = T_i + u_i - u_{i-1}`` with ``T_k = 0`` giving
+    ``T_i = u_k - u_i``; so row ``(i, y)`` is ``(u_i - mu)+ + 1 - u_i + mu = 1 + (mu - u_i)+``.
+    (b) with ``mu`` = 0 on class 0 and ``u_c`` on class ``c``, the recursion reads
+    ``F_j = S_j + u_j Q_j - u_{j-1} = 0`` (``S_j = sum_{1 <= c < j} q_c u_c``, ``Q_j`` the draft mass of
+    classes ``>= j``); ``F_{j+1} - F_j = Q_{j+1} (u_{j+1} - u_j) - (u_j - u_{j-1})`` using
+    ``S_{j+1} = S_j + q_j u_j`` and ``Q_j = q_j + Q_{j+1}``; ``U_j - U_{j-1} = q_0 / P_j`` with
+    ``P_{j+1} = P_j Q_{j+1}`` makes that difference vanish, and the base ``F_2 = 0`` holds for
+    ``U_1 = 1``, ``U_2 = 1 + q_0 / Q_2``, ``q_1 = 1 - q_0 - Q_2``. So ``F_j = 0`` for every ``j >= 2`` by
+    induction, and ``U`` is non-decreasing (``q_0 / P_j >= 0``), as the class map's ``min`` needs."""
+    j, k = sp.symbols("j k", integer=True, positive=True)
+    lam = sp.Max(U_I - MU_Y, 0)
+    S, q0, qj, Qj1, P, u0, u1, u2, Q2 = sp.symbols("S q_0 q_j Q_{j+1} P u_0 u_1 u_2 Q_2", positive=True)
+    uj_1, uj, uj1 = u_seq[j - 1], u_seq[j], u_seq[j + 1]
+    Qj = qj + Qj1
+    F_j = S + uj * Qj - uj_1
+    F_next = (S + qj * uj) + uj1 * Qj1 - uj
+    U_diff = {uj: uj_1 + q0 / P, uj1: uj_1 + q0 / P + q0 / (P * Qj1)}
+    base = (1 - q0 - Q2) * 1 + (1 + q0 / Q2) * Q2 - 1
+    return {
+        "(a) (u - mu)+ = u - min(u, mu)": by_cases(lam - (U_I - sp.Min(U_I, MU_Y)), DUAL_CASES),
+        "(a) telescoping step": vanishes((u_seq[k] - u_seq[j]) + (u_seq[j] - u_seq[j - 1]) - (u_seq[k] - u_seq[j - 1])),
+        "(a) row (i, y) = 1 + (mu - u_i)+": by_cases(lam + 1 - U_I + MU_Y - 1 - sp.Max(MU_Y - U_I, 0), DUAL_CASES),
+        "(b) F_{j+1} - F_j": vanishes(F_next - F_j - (Qj1 * (uj1 - uj) - (uj - uj_1))),
+        "(b) closed form kills the difference": vanishes((Qj1 * (uj1 - uj) - (uj - uj_1)).subs(U_diff)),
+        "(b) base F_2 = 0": vanishes(base),
+        "(b) U non-decreasing": nonnegative(q0 / P),
+    }
+
+
 X = sp.Symbol("x")
 U_RECURSION = display_eq(
     sp.Symbol("u_{j-1}"),
@@ -337,7 +378,9 @@ U_RECURSION = display_eq(
 
 def check_sequential_optimal() -> Outcome:
     identities = {k: class_aggregate_identity(k) for k in range(1, 5)}
-    symbolic_ok = all(ok for ok, _ in identities.values())
+    lemmas = dual_lemmas()
+    failed_lemmas = [name for name, ok in lemmas.items() if not ok]
+    symbolic_ok = all(ok for ok, _ in identities.values()) and not failed_lemmas
     bad, lp_gap = [], 0.0
     for n, inst in enumerate(cases()):
         bad += [f"{inst}: {m}" for m in certificate_problems(inst.p, inst.q, optimal(inst))]
@@ -383,8 +426,12 @@ tight equations, cancels to zero; for `k = 2` the dual objective is
 {latex_block(identities[2][1])}
 """
     checked = f"""
+- Symbolic in a general step index `j` (SymPy, `theory.resispec.dual_lemmas`): the dual family's rows
+  and the certificate's `u`, {len(lemmas)} identities ({"; ".join(lemmas)}):
+  {"all hold" if not failed_lemmas else "FAILED: " + ", ".join(failed_lemmas)}. Complementary slackness
+  through the class map (ties at `T_j` included) is the hand proof above plus the certificates below.
 - Symbolic (SymPy): dual objective = primal objective as an identity in the class masses, for
-  `k = 1, 2, 3, 4` (any `V`): {"holds for each" if symbolic_ok else "FAILS for some k"}.
+  `k = 1, 2, 3, 4` (any `V`): {"holds for each" if all(ok for ok, _ in identities.values()) else "FAILS for some k"}.
 - LP certificate in exact rationals on each of the {len(cases())} instances: the schedule's masses are
   primal feasible, the closed-form dual is feasible (every multiplier `>= 0`, every dual row `>= 1`), and
   the two objectives are equal; {tally(bad)}.
@@ -463,12 +510,15 @@ THEOREMS = [
         statement="For any V, k and thresholds T_1 >= ... >= T_k >= 0 with every a_j in [0, 1], resispec's accepted mass over the steps plus its final residual equals p token by token (the accepted mass telescopes to min(p, T_1 q)), with reach R_j = 1 - g(T_1) + g(T_j).",
         method="symbolic identity (general k) + case analysis + exact rational arithmetic",
         check=check_telescoping,
+        label=FORMAL,
+        formal=("resispec_exact",),
     ),
     Theorem(
         name="resispec.acceptance_bounds",
         statement="0 <= a_j(x) <= (T_j - T_{j+1}) / R_j with equality for tokens with p/q >= T_j, so every a_j is a probability when T_j - T_{j+1} <= R_j for all j (and only then, at steps that have such a token).",
         method="case analysis + exact rational arithmetic",
         check=check_acceptance_bounds,
+        formal=("rs_accept_range",),
     ),
     Theorem(
         name="resispec.fixed_point",
@@ -479,8 +529,9 @@ THEOREMS = [
     Theorem(
         name="resispec.sequential_optimal",
         statement="resispec's acceptance g(T_1) equals the optimum of the sequential LP, i.e. it is the best acceptance of any exact sequential verifier of i.i.d. candidates: general proof by complementary slackness with a closed-form dual certificate built from the schedule.",
-        method="LP certificate (exact rationals) + symbolic identity + LP (HiGHS) cross-check",
+        method="LP certificate (exact rationals) + symbolic identity (k = 1..4) + LP (HiGHS, floating point) cross-check",
         check=check_sequential_optimal,
+        label=HAND,
     ),
     Theorem(
         name="resispec.dominates",

@@ -21,7 +21,7 @@ import sympy as sp
 from theory.arith import Exact, normalise
 from theory.exact import Instance, Law, fmt, instances, pos, random_distribution
 from theory.iid_optimum import alpha_star
-from theory.registry import Outcome, Theorem, tally
+from theory.registry import FORMAL, HAND, Outcome, Theorem, tally
 from theory.resispec import ResiSpec
 from theory.schedule import schedule
 from theory.sequential import SequentialRule, audit, emit, exactness_problems
@@ -312,12 +312,16 @@ THEOREMS = [
         statement="A verification step whose residual R_x depends on the rejected candidate x is exact iff sum_x (q - p)+(x) R_x = (p - q)+.",
         method="case analysis + exact rational arithmetic",
         check=check_condition,
+        label=HAND,
+        formal=("law_defect",),
     ),
     Theorem(
         name="resispec_paper.counterexample",
         statement="The published ResiSpec rule is not exact: for p = (.4, .3, .3), q = (.6, .3, .1), k = 1 our reconstruction emits (.4, .48, .12) and an even-spreading reserve meeting the same local conditions emits (.4, .4, .2).",
         method="exact rational arithmetic",
         check=check_counterexample,
+        label=FORMAL,
+        formal=("paper_counterexample", "paper_not_exact"),
     ),
     Theorem(
         name="resispec_paper.no_gain",

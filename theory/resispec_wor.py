@@ -20,7 +20,7 @@ import sympy as sp
 from theory.arith import Exact, normalise
 from theory.exact import Instance, Law, fmt, from_weights, instances, random_distribution
 from theory.pooled import CORNERS
-from theory.registry import Outcome, Theorem, tally
+from theory.registry import FORMAL, Outcome, Theorem, tally
 from theory.rrs_wor import SPSChainWOR
 from theory.sequential import emit, exactness_problems
 from theory.sps import accept_probability, next_residual
@@ -148,6 +148,47 @@ class FirstTargets(ResiSpecWOR):
         return super().reject(state, x)
 
 
+# The "only if" of the recursion holds state by state, not globally: an exact rule at k = 3 whose two
+# reachable n = 2 states both break the kernel identity, with defects that cancel at the start.
+CANCELLING = Instance(from_weights(1, 1, 1), from_weights(1, 4, 4), 3)
+SHIFTED_TARGET = (Fraction(1, 6), Fraction(5, 6), ZERO)  # instead of (1, 0, 0)
+LOWERED_ACCEPTANCE = Fraction(85, 96)  # instead of 15/16
+
+
+@dataclass(frozen=True)
+class CancellingDefects(ResiSpecWOR):
+    """resispec_wor on ``CANCELLING`` (both tokens 1 and 2 are rejected at step 1 with mass 4/9), changed
+    at the two ``n = 2`` states: after rejecting 1, rejecting 2 moves to ``SHIFTED_TARGET``
+    (defect ``(-1/24, 1/24, 0)``); after rejecting 2, token 1 is accepted with ``LOWERED_ACCEPTANCE``
+    (defect ``(1/24, -1/24, 0)``). The weighted defects cancel, so the rule is exact."""
+
+    def accept(self, state: State, x: int) -> Fraction:
+        r, q, n = state
+        if n == 2 and q[2] == 0 and x == 1:
+            return LOWERED_ACCEPTANCE
+        return super().accept(state, x)
+
+    def reject(self, state: State, x: int) -> State:
+        r, q, n = state
+        if n == 2 and q[1] == 0 and x == 2:
+            return SHIFTED_TARGET, without(q, x), 1
+        return super().reject(state, x)
+
+
+def cancelling_problems() -> tuple[list[str], dict[int, Law]]:
+    """Why ``CancellingDefects`` is not the counterexample it should be (empty when it is): it must be
+    exact, and both states reached after one rejection must have a non-zero step defect. Also returns
+    those defects, keyed by the token rejected at step 1."""
+    c = CANCELLING
+    rule = CancellingDefects(c.p, c.q, c.k)
+    problems = exactness_problems(emit(rule, Exact()), c.p)
+    defects = {x: step_defect(rule, rule.reject(rule.start, x)) for x in (1, 2)}
+    problems += [f"the n = 2 state after rejecting {x} has no defect" for x, d in defects.items() if not any(d)]
+    if any(step_defect(rule, rule.start)):
+        problems.append("the start state's identity fails")
+    return problems, defects
+
+
 def scaled_planner(factors: tuple[Fraction, ...]):
     """An admissible, non-latest-first planner: ``A_x = factors[x] * min(r_x, q_x)`` (memoised)."""
     @cache
@@ -229,6 +270,7 @@ def check_recursion() -> Outcome:
         if tuple(a - b for a, b in zip(law, inst.p)) != defect:
             retarget_bad.append(f"{name}, {inst}: law - p != step defect")
     symbolic_ok = law_ok and kernel_ok
+    cancel_bad, cancel_defects = cancelling_problems()
     derivation = f"""
 **The recursion.** A state `(r, q', n)` holds the target `r`, the draft `q'` over the undrawn tokens
 and the number `n` of candidates left. With `n >= 2` the candidate `x ~ q'` is accepted with
@@ -236,15 +278,24 @@ probability `a(x)`; on rejection the rule continues from `(r_x, q'_{{-x}}, n - 1
 `x` removed, renormalised: the next WOR draw). `n = 1` is sps against `(r, q')` and `n = 0` emits
 from `r`. The next candidate depends on the past only through the state, so
 {STATE_LAW}
-**Exactness iff the identity.** Suppose every continuation emits its own target,
+**Exactness from the identity.** Suppose every continuation emits its own target,
 `law(r_x, q'_{{-x}}, n - 1) = r_x`. Then `law(r, q', n) - r` is exactly the defect of
 {IDENTITY}
 (checked as a polynomial identity in `q'`, `r`, `a(x)` and generic targets `r_x(y)`), so the state
 emits `r` iff the identity holds. Induction on `n`: `n = 0` emits `r`; `n = 1` is sps, exact for every
 target (`sps.exact`); if every state with `n - 1` candidates left emits its target, a state with `n`
-does iff the identity holds there. So the recursion is exact iff at every reachable state each
+does when the identity holds there. So the recursion is exact if at every reachable state each
 acceptance is in `[0, 1]`, each `r_x` is a distribution (a target the next state can emit), and the
-identity holds.
+identity holds (formally: `sequential_exact` in `theory/coq/Sequential.v`, below).
+
+**Only if, state by state.** Conversely a state *whose continuations are exact* emits its target only
+if its identity holds (`law_defect` in Coq). Globally "only if" is false: the continuations need not
+emit their own targets as long as their errors cancel. On `p = {fmt(CANCELLING.p)}`,
+`q = {fmt(CANCELLING.q)}`, `k = 3`, resispec_wor rejects tokens 1 and 2 at step 1 with mass `4/9` each;
+change its `n = 2` states so that after rejecting 1 then 2 the target becomes
+`{fmt(SHIFTED_TARGET)}` instead of `(1, 0, 0)`, and after rejecting 2 token 1 is accepted with
+`{LOWERED_ACCEPTANCE}` instead of `15/16`. The two reachable `n = 2` states then have defects
+`{fmt(cancel_defects[1])}` and `{fmt(cancel_defects[2])}`, which cancel at the start: the rule is exact.
 
 **resispec_wor's targets satisfy it, for any admissible step-1 mass.** Take any `A` with
 `0 <= A <= min(r, q')`, `s = q' - A`, the second-draw kernel `Pi(x, y) = q'_y / (1 - q'_x)` (`y != x`),
@@ -259,7 +310,8 @@ through by `Z` and expands: it holds for every kernel, every `A` and every `a_2`
 `<Pi(x, .), a_2> + (1 - <Pi(x, .), a_2>) = 1` when `Z > 0`, is non-negative since `<Pi(x, .), a_2> <= 1`;
 when `Z = 0`, `sum_x s_x (1 - <Pi(x, .), a_2>) = 0` forces `<Pi(x, .), a_2> = 1` wherever `s_x > 0`.
 Acceptances: `A_x / q'_x` in `[0, 1]` by admissibility. Hence resispec_wor is exact for every
-admissible plan (the latest-first `A` is one, `resispec_wor.k2_plan`), at every `k`.
+admissible plan (the latest-first `A` is one, `resispec_wor.k2_plan`), at every `k`: formally, for
+every finite token type, `resispec_wor_exact` in `theory/coq/ResispecWor.v`.
 """
     checked = f"""
 - Symbolic (SymPy, `V` = {", ".join(map(str, SYMBOLIC_V))}, polynomial identities after clearing
@@ -270,11 +322,15 @@ admissible plan (the latest-first `A` is one, `resispec_wor.k2_plan`), at every 
   in {{0, 1/4, .., 1}} per token): {variants} recursions, {states} states reached with positive
   probability; at every one each acceptance is in `[0, 1]`, each `r_x` is a distribution and the
   identity holds exactly; {tally(bad)}.
-- Only if: replacing the first step's targets by random laws (continuations unchanged) breaks the
+- The counterexample to a global "only if", exact rationals: the changed rule's law is `p`, its two
+  `n = 2` states have the non-zero defects above and the start state's identity holds;
+  {tally(cancel_bad)}.
+- Only if, state by state: replacing the first step's targets by random laws (continuations unchanged) breaks the
   identity on {retargeted} instances, and on every one the exact law minus `p` equals the step defect
   exactly; {tally(retarget_bad)}.
 """
-    return Outcome(symbolic_ok and not bad and not retarget_bad and retargeted > 0, derivation, checked)
+    ok = symbolic_ok and not bad and not retarget_bad and retargeted > 0 and not cancel_bad
+    return Outcome(ok, derivation, checked)
 
 
 # --- (2) the k = 2 plan -------------------------------------------------------------------------------
@@ -659,9 +715,11 @@ showed none (that search is not part of this check).
 THEOREMS = [
     Theorem(
         name="resispec_wor.recursion_exact",
-        statement="A sequential rule over WOR candidates that accepts x w.p. a(x) in state (r, q', n) and on rejection continues from (r_x, q'_{-x}, n - 1) (n = 1: sps against (r, q'); n = 0: emit r) is exact iff at every reachable state the acceptances lie in [0, 1], the r_x are distributions and sum_x q'(x)(1 - a(x)) r_x = r - q' * a; resispec_wor's r_x = q'_{-x} a_2 + (1 - <q'_{-x}, a_2>) norm(f) meets all three for every admissible step-1 mass 0 <= A <= min(r, q').",
-        method="symbolic identity (induction) + exact rational arithmetic",
+        statement="A sequential rule over WOR candidates that accepts x w.p. a(x) in state (r, q', n) and on rejection continues from (r_x, q'_{-x}, n - 1) (n = 1: sps against (r, q'); n = 0: emit r) is exact if at every reachable state the acceptances lie in [0, 1], the r_x are distributions and sum_x q'(x)(1 - a(x)) r_x = r - q' * a. Only if holds at a state whose continuations are exact, not globally: an exact k = 3, V = 3 rule has two reachable n = 2 states with non-zero, cancelling defects. resispec_wor's r_x = q'_{-x} a_2 + (1 - <q'_{-x}, a_2>) norm(f) meets all three for every admissible step-1 mass 0 <= A <= min(r, q').",
+        method="symbolic identity (V = 2..5) + exact rational arithmetic + exact counterexample",
         check=check_recursion,
+        label=FORMAL,
+        formal=("sequential_exact", "law_defect", "resispec_wor_exact"),
     ),
     Theorem(
         name="resispec_wor.k2_plan",
@@ -680,6 +738,7 @@ THEOREMS = [
         statement="resispec_wor's exact output law, summed over every ordered WOR candidate tuple, equals p for k = 2, 3, 4; at k = 2 its acceptance is sum A + sum min(r - A, C) and the recursion's last step reproduces the plan's a_2 and f.",
         method="exact enumeration in rationals",
         check=check_law,
+        formal=("resispec_wor_exact",),
     ),
     Theorem(
         name="resispec_wor.vs_rrs_wor",

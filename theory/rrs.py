@@ -13,7 +13,7 @@ import sympy as sp
 
 from theory.arith import Exact
 from theory.exact import instances
-from theory.registry import Outcome, Theorem, tally
+from theory.registry import FORMAL, Outcome, Theorem, tally
 from theory.sequential import audit, emit
 from theory.sps import SPSChain
 from theory.symbolic import by_cases, display_eq, region_search
@@ -72,7 +72,9 @@ THEOREMS = [
     Theorem(
         name="rrs.exact",
         statement="rrs with k i.i.d. candidates emits exactly p for every V and k: each step is sps against the current residual, and candidates are independent of earlier rejections.",
-        method="symbolic identity (induction) + case analysis by region (V = 3, k = 2) + exact rational arithmetic",
+        method="symbolic identity (inductive step) + case analysis by region (V = 3, k = 2) + exact rational arithmetic",
         check=check_exact,
+        label=FORMAL,
+        formal=("rrs_exact",),
     )
 ]

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from theory.arith import Exact, Number, normalise
 from theory.exact import instances
-from theory.registry import Outcome, Theorem, tally
+from theory.registry import FORMAL, Outcome, Theorem, tally
 from theory.sequential import audit, emit
 from theory.sps import accept_probability, next_residual
 from theory.symbolic import latex_block, region_search
@@ -110,7 +110,9 @@ THEOREMS = [
     Theorem(
         name="rrs_wor.exact",
         statement="rrs_wor (candidates without replacement, each step verified against the masked, renormalised draft q_i) emits exactly p for every V and k <= |supp q|.",
-        method="symbolic identity (induction) + case analysis by region (V = 3, k = 2) + exact rational arithmetic",
+        method="case analysis by region (V = 3, k = 2) + exact rational arithmetic",
         check=check_exact,
+        label=FORMAL,
+        formal=("rrs_wor_exact",),
     )
 ]

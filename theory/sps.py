@@ -15,7 +15,7 @@ import sympy as sp
 
 from theory.arith import Exact, Number, normalise
 from theory.exact import instances
-from theory.registry import Outcome, Theorem, tally
+from theory.registry import FORMAL, Outcome, Theorem, tally
 from theory.sequential import emit, exactness_problems
 from theory.symbolic import by_cases, display_eq
 
@@ -116,5 +116,7 @@ THEOREMS = [
         statement="sps emits exactly p for every V: min(p, q) + (p - q)+ = p token by token, and its acceptance is sum_x min(p, q) = 1 - TV(p, q).",
         method="case analysis + exact rational arithmetic",
         check=check_exact,
+        label=FORMAL,
+        formal=("sps_exact", "sps_acceptance_TV"),
     )
 ]
