@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import statistics
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -34,6 +32,7 @@ from engine.compact_lm import lm_for
 from engine.drafts.base import Draft
 from engine.models import cache_root
 from engine.processing import Sampling, draft_probs, target_probs
+from engine.timing import median_seconds
 from engine.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree
 from resispec import get_verifier
 
@@ -106,15 +105,6 @@ def _truncated_acceptance(rule, p_rows: np.ndarray, q_rows: np.ndarray, k: int) 
     raise ValueError(f"acceptance: {rule.name} cannot be evaluated exactly at k = {k} on {ACCEPTANCE_SUPPORTS[-1]} tokens")
 
 
-def _median_seconds(run, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def measure_costs(lm, prompt: torch.Tensor, points: Sequence[int], repeats: int) -> dict[int, float]:
     """Median seconds of one forward over n chained nodes on top of ``prompt``'s cache, per n in ``points``."""
     lm.prefill(prompt)
@@ -126,8 +116,7 @@ def measure_costs(lm, prompt: torch.Tensor, points: Sequence[int], repeats: int)
         lm.grow(torch.full((n,), int(prompt[-1])), torch.arange(-1, n - 1))
         lm.commit(root)
 
-    forward(1)
-    return {n: _median_seconds(lambda: forward(n), repeats) for n in points}
+    return {n: median_seconds(lambda: forward(n), repeats) for n in points}
 
 
 def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: Sequence[torch.Tensor],
@@ -174,7 +163,7 @@ def _round_overhead(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str) -> fl
     p, q = torch.from_numpy(p_rows[:1]), torch.from_numpy(q_rows[:1])
     candidates = node.draft(q, 1, torch.Generator().manual_seed(0))
     rng = np.random.default_rng(0)
-    return 2 * _median_seconds(lambda: node.verify_batch(p, q, candidates, rng), 5)
+    return 2 * median_seconds(lambda: node.verify_batch(p, q, candidates, rng), 5)
 
 
 def calibration_key(model, draft_name: str, verifier: str, sampling: Sampling, threads: int) -> str:
