@@ -101,9 +101,10 @@ def hf_generate(model, tokenizer, prompt: str, max_new_tokens: int, sampling: Sa
     options = dict(do_sample=True, temperature=sampling.temperature, top_k=None, top_p=None,
                    max_new_tokens=max_new_tokens, pad_token_id=tokenizer.eos_token_id)
     if assistant is not None:
-        options.update(assistant_model=assistant, num_assistant_tokens=assistant_tokens,
-                       num_assistant_tokens_schedule="constant")
-        assistant.generation_config.assistant_confidence_threshold = 0.0  # read from the assistant's config
+        options.update(assistant_model=assistant)
+        # transformers 5.24 reads these from the assistant's own generation config, not from generate's kwargs
+        assistant.generation_config.update(num_assistant_tokens=assistant_tokens, num_assistant_tokens_schedule="constant",
+                                           assistant_confidence_threshold=0.0)
     torch.manual_seed(seed)
     try:
         start = time.perf_counter()
