@@ -129,7 +129,7 @@ def pooled_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledPlan:
     return PooledPlan(
         k=k, q=q, order=order, rank=rank, cut=cut, inside_mass=float(profile.q_prefix[cut]), alpha=alpha,
         mu=mu, lam=lam, density=density, max_ratio_law=f, selection_law=t,
-        accept=_acceptance_ratio(p, t),
+        accept=acceptance_ratio(p, t),
         residual=residual, residual_sampler=InverseCDF(residual),
         pool_donor=donor, pool_receiver=receiver, pool_transfer=transfer, pool_mass=mass,
         pool_cumulative=np.concatenate(([0.0], np.cumsum(mass))),
@@ -137,7 +137,7 @@ def pooled_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledPlan:
     )
 
 
-def _acceptance_ratio(p: np.ndarray, t: np.ndarray) -> np.ndarray:
+def acceptance_ratio(p: np.ndarray, t: np.ndarray) -> np.ndarray:
     """``min(1, p/t)``: 1 where ``p >= t > 0`` or ``p > t = 0``, ``p/t`` where ``t > p``, 0 where ``p = 0``."""
     accept = (p > 0).astype(np.float64)
     below = p < t

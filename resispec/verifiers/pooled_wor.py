@@ -51,7 +51,7 @@ class PooledWithoutReplacement(Verifier):
         k = candidates.size
         index = select(plan, candidates, u[:k])
         token = int(candidates[index])
-        if u[k] < plan.accept[token] or plan.residual_sampler is None:
+        if u[k] < plan.accept[token]:
             return token, index
         return plan.residual_sampler(u[k + 1]), -1
 
@@ -61,9 +61,6 @@ class PooledWithoutReplacement(Verifier):
         plan: PooledWorPlan = bound.plan
         selected = selection_probabilities(plan, candidates)
         law = np.zeros(bound.p.size)
-        if plan.residual_sampler is None:
-            np.add.at(law, candidates, selected)
-            return law, 1.0
         accepted = selected * plan.accept[candidates]
         np.add.at(law, candidates, accepted)
         law += (1.0 - accepted.sum()) / plan.residual_sampler.total * plan.residual

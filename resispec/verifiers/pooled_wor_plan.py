@@ -51,6 +51,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from resispec.bounds_wor import wor_prefix_values
+from resispec.pooling import acceptance_ratio
+from resispec.residual import supported_residual
 from resispec.sampling import InverseCDF
 
 STEP = 0.2
@@ -83,7 +85,8 @@ class PooledWorPlan:
     - ``reach`` (V,), ``fallback`` (V,) by token id: ``D`` and ``L`` of the module docstring.
     - ``selection_law`` (V,) by token id: ``t = L + theta (D - L)``.
     - ``accept`` (V,): ``min(1, p/t)`` (1 where ``p >= t``); ``residual`` (V,): ``(p - t)+`` and its
-      ``residual_sampler`` (None when it has no mass).
+      ``residual_sampler`` (the residual falls back to p where rounding left it no mass,
+      ``resispec.residual.supported_residual``; ``accept`` is 0 where p = 0).
     """
 
     k: int
@@ -101,7 +104,7 @@ class PooledWorPlan:
     selection_law: np.ndarray
     accept: np.ndarray
     residual: np.ndarray
-    residual_sampler: InverseCDF | None
+    residual_sampler: InverseCDF
 
     def visit(self, candidates: np.ndarray) -> np.ndarray:
         """Indices of the candidates the active block visits, in scan order."""
@@ -263,11 +266,9 @@ def _finish(p: np.ndarray, k: int, order: np.ndarray, cut: int, inside: np.ndarr
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     law = by_id["law"]
-    accept = np.ones(p.size)
-    short = p < law
-    accept[short] = p[short] / law[short]
-    residual = np.maximum(p - law, 0.0)
-    sampler = InverseCDF(residual) if residual.sum() > 0 else None
+    accept = acceptance_ratio(p, law)
+    residual = supported_residual(np.maximum(p - law, 0.0), p)
+    sampler = InverseCDF(residual)
     return PooledWorPlan(k=k, order=order, rank=rank, cut=cut, inside=inside, scan_position=position,
                          first_drawn=first_drawn, all_inside=float(law[inside].sum()), bound=bound,
                          theta=by_id["theta"], reach=by_id["reach"], fallback=by_id["fallback"],
