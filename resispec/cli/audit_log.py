@@ -72,7 +72,7 @@ def run_audit_log(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from resispec.cli.sim import _json
+    from resispec.cli.output import strict_json
     from sim.serving.report import audit_report
     from sim.serving.runner_local import run_local
     from sim.serving.runner_ray import run_ray
@@ -101,7 +101,7 @@ def run_audit_log(args: argparse.Namespace) -> int:
     print(f"audit-log: {merged.rows} rows in {seconds:.1f} s, {rate:,.0f} rows/s on {where}"
           + ("" if args.address else f", {rate / cores:,.0f} rows/s per core"), file=sys.stderr)
     if args.json:
-        print(_json(report))
+        print(strict_json(report))
     else:
         print_report(report)
     return 0 if report["passed"] else 1

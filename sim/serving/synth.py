@@ -44,8 +44,9 @@ class SynthSpec:
     rows_per_group: int = ROWS_PER_GROUP
 
     def __post_init__(self) -> None:
-        for name in ("rows", "k", "kept", "rows_per_file", "rows_per_group"):
-            as_count(getattr(self, name), name)
+        as_count(self.k, "k")  # candidates: at most resispec.limits.MAX_CANDIDATES
+        for name in ("rows", "kept", "rows_per_file", "rows_per_group"):
+            as_count(getattr(self, name), name, "rows" if name.startswith("rows") else "ids")
         verifier = get_verifier(self.verifier)
         if verifier.max_k is not None and self.k > verifier.max_k:
             raise ValueError(f"k: {self.verifier} takes at most {verifier.max_k} candidate(s), got {self.k}")
