@@ -27,6 +27,8 @@ from resispec.sequence.tree import RoundLaw, RoundTree
 from resispec.verifiers import SequentialVerifier, Verifier, get_verifier
 from resispec.verifiers.base import BoundVerifier, _final_residual
 from resispec.verifiers.pooled import Pooled
+from resispec.verifiers.pooled_wor import PooledWithoutReplacement
+from resispec.verifiers.pooled_wor_plan import selection_probabilities
 
 
 def node_split(bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -60,6 +62,10 @@ def node_split(bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray
         if plan.residual_sampler is not None:
             residual = (selected.sum() - by_token.sum()) / plan.residual_sampler.total * plan.residual
         return accepted, residual
+    if isinstance(verifier, PooledWithoutReplacement):
+        plan = bound.plan
+        accepted = selection_probabilities(plan, candidates) * plan.accept[candidates]
+        return accepted, (1.0 - accepted.sum()) / plan.residual_sampler.total * plan.residual
     raise ValueError(f"verifier: {verifier.name} has no per-slot law for round verification")
 
 
