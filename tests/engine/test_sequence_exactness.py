@@ -63,7 +63,8 @@ def sequence_counts(models, verifier: str, seed: int, branching: tuple[int, ...]
     at vocabulary 8, so they exercise the shared rows of equal siblings (`engine.expand`)."""
     target, draft = models
     if branching is None:
-        chain = VERIFIERS[verifier].max_k == 1 if verifier in VERIFIERS else SEQUENCE_VERIFIERS[verifier].chains_only
+        chain = (SEQUENCE_VERIFIERS[verifier].chains_only if verifier in SEQUENCE_VERIFIERS
+                 else verifier in VERIFIERS and VERIFIERS[verifier].max_k == 1)  # "ar": no tree
         branching = (1, 1) if chain else (3, 2)
     q = SelfDraft(draft, draft_scheme) if draft_scheme else TreeLM(draft)
     decoder = Decoder(target, q, verifier, branching, Sampling(1.0), seed=seed)
