@@ -120,7 +120,7 @@ def measure_costs(lm, prompt: torch.Tensor, points: Sequence[int], repeats: int)
 
 
 def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: Sequence[torch.Tensor],
-              new_tokens: int = 24, max_children: int = MAX_CHILDREN, repeats: int = 3, seed: int = 0) -> Calibration:
+              new_tokens: int = 24, max_children: int = MAX_CHILDREN, repeats: int = 5, seed: int = 0) -> Calibration:
     """Measure `Calibration` for this target, draft, verifier and sampling (module docstring)."""
     generator = torch.Generator().manual_seed(seed)
     target = lm_for(model)

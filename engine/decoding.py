@@ -144,7 +144,10 @@ class Decoder:
         self.stats = DecodeStats()
         start = time.perf_counter()
         self.target.prefill(prompt_ids)
-        if self.speculative:
+        shares_cache = getattr(self.draft, "shares_prompt_cache_with", None)
+        if self.speculative and shares_cache is not None and shares_cache(self.target):
+            self.draft.prefill_from(self.target, prompt_ids)
+        elif self.speculative:
             self.draft.prefill(prompt_ids)
         root = int(prompt_ids[-1])
         if self.log is not None:
