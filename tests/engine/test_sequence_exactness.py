@@ -94,6 +94,7 @@ def test_autoregressive_baseline_matches_too(models, target_law):
 
 @pytest.mark.parametrize("verifier, branching, scheme", [
     ("resispec", (1, 1, 1), None),  # a chain: every node decided by sps in one batched call
+    ("resispec", (1, 3), None),  # a chain part (node 0 by batched sps), then resispec over 3 candidates
     ("pooled", (3, 2), "int8"),
     ("resispec_wor", (2, 2), "bf16"),
 ])
