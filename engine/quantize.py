@@ -126,7 +126,7 @@ class Int4Linear(nn.Module):
         return out.reshape(*shape[:-1], self.out_features)
 
 
-def int8_supported(device: torch.device | str) -> bool:
+def integer_kernels_run_on(device: torch.device | str) -> bool:
     """Whether the int8 and int4 kernels run on ``device`` (they are CPU kernels in torch 2.13)."""
     return torch.device(device).type == "cpu"
 
@@ -138,7 +138,7 @@ def quantized_copy(target: PreTrainedModel, scheme: str) -> PreTrainedModel:
     """
     if scheme not in SCHEMES:
         raise ValueError(f"scheme: expected one of {', '.join(SCHEMES)}, got {scheme!r}")
-    if scheme != "bf16" and not int8_supported(target.device):
+    if scheme != "bf16" and not integer_kernels_run_on(target.device):
         raise ValueError(f"draft {scheme}: the {scheme} kernel runs on CPU only, not on {target.device}; use bf16")
     draft = copy.deepcopy(target)
     if scheme != "bf16":  # quantized from the float32 weights, before the cast

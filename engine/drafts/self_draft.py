@@ -15,7 +15,7 @@ from transformers import PreTrainedModel
 
 from engine.compact_lm import CompactLM
 from engine.tree_lm import TreeCacheLM
-from engine.quantize import int8_supported, quantized_copy
+from engine.quantize import integer_kernels_run_on, quantized_copy
 
 
 class SelfDraft(CompactLM):
@@ -51,4 +51,4 @@ _COPIES: WeakKeyDictionary[nn.Module, dict[str, PreTrainedModel]] = WeakKeyDicti
 
 def default_self_draft_scheme(target: PreTrainedModel) -> str:
     """``int4`` where its kernel runs (CPU), else ``bf16``."""
-    return "int4" if int8_supported(target.device) else "bf16"
+    return "int4" if integer_kernels_run_on(target.device) else "bf16"
