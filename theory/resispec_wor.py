@@ -25,6 +25,7 @@ from theory.rrs_wor import SPSChainWOR
 from theory.sequential import emit, exactness_problems
 from theory.sps import accept_probability, next_residual
 from theory.symbolic import by_cases, latex_block, nonnegative, simplex_point, vanishes
+from theory.wor_k2_lemmas import D_, E_, F_, Q_, S_, T_, W_, k2_slackness_lemmas, latest_first_mass
 from theory.wor_lp import certificate, certificate_problems, classes, primal_problems, rule_masses
 from theory.wor_shaping import (
     Plan,
@@ -405,17 +406,6 @@ def worked_example_problems() -> list[str]:
             if (tuple(got) if isinstance(got, tuple) else got) != want]
 
 
-# Per token, with w = q / (1 - q) (so q = w / (1 + w)), S >= 0 and T = q (1 + S) - r the unclipped t.
-S_, W_, T_ = sp.Symbol("S", nonnegative=True), sp.Symbol("w", positive=True), sp.Symbol("T")
-D_, E_, F_ = sp.symbols("d e f", nonnegative=True)
-Q_ = W_ / (1 + W_)
-
-
-def latest_first_mass(t: sp.Expr) -> sp.Expr:
-    """``A = q - t (1 - q)``, per token."""
-    return Q_ - t * (1 - Q_)
-
-
 def clip_identities(accepted: Callable[[sp.Expr], sp.Expr] = latest_first_mass) -> tuple[bool, bool]:
     """``r - C - A = t - T`` for any t (``C = q (S - t)``, ``A = accepted(t)``); and, by cases on T,
     ``clip(r - C, 0, q) = A`` when ``t = clip(T, 0, w)``."""
@@ -525,7 +515,10 @@ R_COLUMN = latex_block(
 
 
 def check_optimal() -> Outcome:
-    symbolic_ok = dual_identities()
+    columns_ok = dual_identities()
+    slackness = k2_slackness_lemmas()
+    failed = [name for name, ok in slackness.items() if not ok]
+    symbolic_ok = columns_ok and not failed
     rng = random.Random(1109)
     bad, other_bad, below, others, counts = [], [], 0, 0, [0, 0, 0]
     for name, inst in certificate_cases():
@@ -583,11 +576,27 @@ rows with positive multipliers are tight (`lambda_y > 0` off `R`, where the late
 emits all of `r_y` by acceptance, `f_y = 0`; `mu_y > 0` off `Z`, where `B_y = C(y)`; `nu_x > 0` on `R`,
 where `A = q`). So the dual objective equals the plan's acceptance: resispec_wor at `k = 2` is optimal
 among sequential verifiers of two WOR candidates.
+
+**The slackness lemmas, by cases (`theory.wor_k2_lemmas`).** Per drafted token, with `w = q/(1 - q)` and
+`T = q (1 + S) - r` the unclipped `t`, the latest-first plan has `t = clip(T, 0, w)`. The ranges
+`T <= 0` (`A = q`), `0 <= T <= w` (rising) and `T >= w` (`A = 0`) cover the real line, and splitting the
+ends by `T < 0` / `T = 0` and `T = w` / `T > w` gives five cases with classes `R`, `I`, `I`, `I`, `Z`. In the
+`A = 0` cases `r - C = -(T - w) <= 0`: **`A = 0` implies `r <= C`** (rising: `r - C = A`), so a token
+with `A = 0` outside `Z` has `r = C` and step 2 saturates there. In every case the products
+`lambda_y` x budget slack (`r - A - min(r - A, C)`), `mu_y` x reach slack (`C - min(r - A, C)`, the
+node slacks summed over `x`, all `>= 0` and sharing `mu_xy = mu_y`), `nu_x (q - A)` and `A` x the `m(x)`
+column's slack vanish. Together with the column identities above this is complementary slackness for
+every token, hence for every `V`. What stays prose: the LP model (the node reach and the converse),
+and weak duality for this LP (the Lagrangian identity is checked in general only for the i.i.d.
+sequential LP, `resispec.sequential_optimal`); hence the label.
 """
     checked = f"""
 - Symbolic (SymPy, `q = w/(1 + w)`, `M >= 0`): the `m(x)` column per class (tight on `R` and `I`,
   `>= 1` on `Z`), `M = q(R)/(1 - q(I))` solving the consistency equation and `1 - M = q(Z)/(1 - q(I))`:
-  {"all hold" if symbolic_ok else "FAILED"}.
+  {"all hold" if columns_ok else "FAILED"}.
+- Symbolic, per token by cases (`theory.wor_k2_lemmas`, {len(slackness)} identities: the cover of the
+  real line by the `T`-ranges, the class each case gets, `A = 0` implies `r <= C`, and the four
+  complementary products per case): {"all hold" if not failed else "FAILED: " + ", ".join(failed)}.
 - Exact rationals on {len(certificate_cases())} pairs (`V` 2..6: the corners {", ".join(f"`{n}`" for n in WOR_CORNERS)}
   that draft two tokens, and 60 seeded pairs, half with zeros; {counts[0]} with a non-empty `R`,
   {counts[1]} a non-empty `Z`, {counts[2]} a non-empty `I`): the node masses of resispec_wor at
@@ -730,7 +739,7 @@ THEOREMS = [
     Theorem(
         name="resispec_wor.k2_optimal",
         statement="At k = 2, resispec_wor (the latest-first plan) is optimal among exact sequential verifiers of two WOR candidates: its node masses are feasible in the sequential WOR LP and the optimal-stopping dual built from the plan (mu = 1 where the residual keeps mass, 0 where step 2 has spare capacity, M = q(R)/(1 - q(I)) elsewhere) is feasible with the same objective.",
-        method="LP duality certificate in exact rational arithmetic + symbolic identity",
+        method="LP duality certificate in exact rational arithmetic + symbolic identities (dual columns per class; complementary slackness per token by exhaustive cases, incl. A = 0 implies r <= C)",
         check=check_optimal,
     ),
     Theorem(
