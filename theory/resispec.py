@@ -406,8 +406,10 @@ allowed (a ratio equal to some `T_j`, equal thresholds, equal `u`'s). By (l) the
 `g(T_1)` is the LP optimum, for every `V` and `k`.
 
 What stays prose: that the four cases (class 0, `1 <= c < j`, `c = j`, `c > j`, plus `q(x) = 0`) exhaust
-the tokens, and that each case implies the ordering it is parametrised by (from `T` non-increasing and
-`u` non-decreasing); both are one-line order arguments stated in `theory.seqlp_lemmas`. As a direct
+the tokens (trichotomy of `c` against `j`), and that each case implies the ordering it is parametrised
+by (from `T` non-increasing and `u` non-decreasing; lemma (c) checks that each parametrisation realises
+its ordering); and the claim presupposes the tight schedule, whose existence and uniqueness are
+Theorem `resispec.fixed_point` (a hand proof). As a direct
 check of the closed form, the dual objective minus `g(T_1)`, with class masses `P_c`, `Q_c` as symbols and
 the thresholds solved from the tight equations, cancels to zero; for `k = 2` the dual objective is
 {latex_block(identities[2][1])}
