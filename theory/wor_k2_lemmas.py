@@ -15,7 +15,7 @@ from theory.symbolic import nonnegative, settle, vanishes
 
 S_, W_, T_ = sp.Symbol("S", nonnegative=True), sp.Symbol("w", positive=True), sp.Symbol("T")
 D_, E_, F_ = sp.symbols("d e f", nonnegative=True)
-DPOS = sp.Symbol("d", positive=True)
+DPOS = sp.Symbol("delta", positive=True)  # a strict gap (T < 0, T > w)
 Q_ = W_ / (1 + W_)
 M_ = sp.Symbol("M", nonnegative=True)  # the certificate's level, in [0, 1]
 
