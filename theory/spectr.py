@@ -133,15 +133,15 @@ def rho_star_algebraic(p: Law, q: Law, k: int) -> RhoStar | None:
     return RhoStar(minimal, (Fraction(int(a.p), int(a.q)), Fraction(int(b.p), int(b.q))), lo, hi, F)
 
 
-def at_rho_star_problems(p: Law, q: Law, k: int) -> tuple[list[str], int]:
+def at_rho_star_problems(p: Law, q: Law, k: int, law: bool = True) -> tuple[list[str], int]:
     """Why spectr is not exact at ``rho*`` itself (empty when it is), and the degree of ``rho*`` over the
     rationals (0 when ``rho* = 1``).
 
     Checks that ``rho*`` is the smallest ``rho`` meeting the test (the piece has no ratio inside, the test
     fails at ``lo`` and holds at ``hi``, ``F`` has exactly one root in ``[lo, b]`` and it is ``rho*``), then
     evaluates the rule at ``rho*`` in ``QQ(rho*)`` (``theory.arith.OnPiece``, numerators reduced modulo
-    the minimal polynomial): ``c(rho*) = rho*`` and the exact law equals ``p``. With ``rho* = 1`` the
-    rule is evaluated at 1 in exact rationals."""
+    the minimal polynomial): ``c(rho*) = rho*`` and (with ``law``; the slow part) the exact law equals
+    ``p``. With ``rho* = 1`` the rule is evaluated at 1 in exact rationals."""
     star = rho_star_algebraic(p, q, k)
     if star is None:
         return audit(SpecTr(p, q, k, Fraction(1), Exact()), p), 0
@@ -156,10 +156,9 @@ def at_rho_star_problems(p: Law, q: Law, k: int) -> tuple[list[str], int]:
     rule = SpecTr(tuple(map(ar.constant, p)), tuple(map(ar.constant, q)), k, ar.variable, ar)
     minimal = ar.field.ring(star.minimal.as_expr())
     vanishes_at_star = lambda e: ar.field(e).numer.rem(minimal) == 0  # noqa: E731
-    em = emit(rule, ar)
     if not vanishes_at_star(spread(sum(rule.shares, 0), k) - ar.variable):
         problems.append("c(rho*) != rho*")
-    if not all(vanishes_at_star(v - a) for v, a in zip(em.law, rule.p)):
+    if law and not all(vanishes_at_star(v - a) for v, a in zip(emit(rule, ar).law, rule.p)):
         problems.append("the exact law at rho* differs from p")
     return problems, star.minimal.degree()
 
@@ -206,8 +205,8 @@ def check_exact() -> Outcome:
             if not nonneg and not problems:
                 bad.append(f"{inst}, rho={rho}: negative residual not detected by the exact-law check")
     star_bad, degrees = [], Counter()
-    for inst in cases:
-        problems, degree = at_rho_star_problems(inst.p, inst.q, inst.k)
+    for n, inst in enumerate(cases):
+        problems, degree = at_rho_star_problems(inst.p, inst.q, inst.k, law=n % 2 == 0)
         degrees[degree] += 1
         star_bad += [f"{inst}: {m}" for m in problems]
     ce = COUNTEREXAMPLE
@@ -263,8 +262,9 @@ residual `p - c q = (9/50, 9/50, 0) >= 0`, and the rule is exact there.
   computed as an algebraic number (degree over the rationals: {", ".join(f"{d}: {n}" for d, n in sorted(degrees.items()) if d)})
   and checked to be the smallest `rho` meeting the test (no ratio inside its piece, the test fails at
   the piece's lower end and holds at its upper end, the only root of `F` there); the rule evaluated
-  in `QQ(rho*)` (numerators reduced modulo the minimal polynomial) has `c(rho*) = rho*` and exact law
-  `p`; at `rho* = 1` the exact rational law is `p`; {tally(star_bad)}.
+  in `QQ(rho*)` (numerators reduced modulo the minimal polynomial) has `c(rho*) = rho*`, and on every
+  second instance its exact law (the `emit` recursion in `QQ(rho*)`) is `p`; at `rho* = 1` the exact
+  rational law is `p`; {tally(star_bad)}.
 - The counterexample to the unqualified "only if" above, in exact rationals:
   {"confirmed" if ce_ok else "NOT confirmed"}.
 """
