@@ -30,3 +30,20 @@ def test_a_wrong_multiplier_breaks_slackness(monkeypatch) -> None:
     right = lemmas.multipliers
     monkeypatch.setattr(lemmas, "multipliers", lambda cls: {**right(cls), "mu": sp.Integer(1)} if cls == "Z" else right(cls))
     assert not lemmas.k2_slackness_lemmas()["A = 0, T > w: mu x reach slack"]
+
+
+def test_the_rest_of_the_chain_holds() -> None:
+    for group in (lemmas.model_lemmas, lemmas.second_step_lemmas, lemmas.feasibility_lemmas, lemmas.lagrangian_lemmas):
+        assert all(group().values()), group.__name__
+
+
+def test_feasibility_needs_the_other_tokens_t(monkeypatch) -> None:
+    """With S below the token's own t (sigma < 0), C = q (S - t) can be negative: the check sees it."""
+    monkeypatch.setattr(lemmas, "SIGMA", -sp.Symbol("s", positive=True))
+    assert not all(lemmas.feasibility_lemmas().values())
+
+
+def test_the_lagrangian_check_sees_a_wrong_column(monkeypatch) -> None:
+    """Dropping nu from the m(x) column leaves sum_x nu m1 uncancelled."""
+    monkeypatch.setattr(lemmas, "m1_column_own", lambda: lemmas.LAMBDA(lemmas._x) - 1)
+    assert not all(lemmas.lagrangian_lemmas().values())
