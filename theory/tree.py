@@ -89,7 +89,7 @@ def tree_law(model: Model, node_rule: NodeRule, k: int) -> SeqLaw:
 SHAPES = ((3, 2, 2), (2, 3, 2), (3, 1, 3))  # (V, depth, k)
 TREES = SHAPES * 4
 JOINT_SHAPES = ((3, 2, 2), (2, 2, 2), (4, 1, 3), (2, 3, 1))  # small enough to list every drafted tree
-JOINT_TREES = JOINT_SHAPES * 3
+JOINT_TREES = JOINT_SHAPES * 2
 # The engine's node verifiers with a SequentialRule here, and the drafting scheme each uses.
 ENGINE_SCHEMES: dict[str, tuple[NodeRule, str]] = {
     "rrs": (NODE_RULES["rrs"], "iid"),
@@ -177,7 +177,7 @@ sequence-level verifiers (block, traversal) look at the whole tree and have thei
   Negative control: with the reconstructed published rule at the nodes, the law differs on {caught}
   of the {len(TREES)} trees.
 - Exact rationals, a flat joint enumeration that does not use the recursion (`theory.tree_joint`):
-  {len(JOINT_TREES)} models (`(V, depth, k)` in {", ".join(map(str, JOINT_SHAPES))}, three seeds each);
+  {len(JOINT_TREES)} models (`(V, depth, k)` in {", ".join(map(str, JOINT_SHAPES))}, two seeds each);
   every drafted tree (the children of every logical node drawn by the verifier's scheme, with its
   probability) times every outcome of the node decisions along the walk (each verifier's outcome law
   given its drawn children) times the bonus token, the emitted sequence continued by the target:
