@@ -152,8 +152,8 @@ draw `G_n` per logical node `n` of the drafting generator (`engine.expand.expand
 verifier's scheme for `n`'s children from `q(.|path(n))`: i.i.d., without replacement or top-k, the
 last a function of `q` alone), one draw `U_n` per decided node of the separate verification generator
 (`NodeVerifier.verify`: the decision at `n` is a function of `p(.|path(n))`, `q(.|path(n))`, `n`'s
-children and `U_n` only; the batched chain verifier decides every node the same way, each with its own
-`U_n`), and the bonus draw. All are independent. The walk reaches `n` through decisions that are
+children and `U_n` only; the batched sps call on a chain, or on a tree's leading one-child levels,
+decides those nodes the same way, each with its own `U_n`), and the bonus draw. All are independent. The walk reaches `n` through decisions that are
 functions of `G_a`, `U_a` for the ancestors `a` of `n`; the subtree below `n` is a function of `path(n)`
 and the `G_d` of its own descendants. So given the history (which nodes were accepted, hence
 `path(n)`), the subtree below `n` has the law of a tree drafted afresh at `path(n)`: the hypothesis.
