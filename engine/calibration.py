@@ -11,6 +11,9 @@ Once per (target, draft, verifier, sampling) and machine:
   verifier's exact acceptance enumerates tuples, as the WOR ones do) plus one merged tail token; merging
   the tail slightly overstates acceptance (docs/sim.md, ``tail=merge``), an approximation used only to
   choose the tree.
+- **correlation** ``kappa_d``: consecutive positions are not independent, so the probability of
+  accepting d positions in a row is measured too, from the one-candidate acceptances ``sum min(p, q)``
+  along each continuation (`engine.tree_search.survival_correlation`).
 - **costs**: median seconds of one target forward over n nodes (n = 1..32, sampled and interpolated)
   and of one draft forward over w rows, on a cache of the calibration prompt, plus the verification and
   bookkeeping time per round measured on a short decode.
@@ -33,7 +36,7 @@ from engine.drafts.base import Draft
 from engine.models import cache_root
 from engine.processing import Sampling, draft_probs, target_probs
 from engine.timing import median_seconds
-from engine.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree
+from engine.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree, survival_correlation
 from resispec import get_verifier
 
 ACCEPTANCE_SUPPORTS = (32, 12, 6)
@@ -41,8 +44,8 @@ MULTI_CANDIDATE_POSITIONS = 16
 ENUMERATION_BUDGET = 5000
 ROUNDING = 1e-9
 COST_POINTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
-CALIBRATION_PROMPT_COUNT = 2
-FORMAT = 1
+CALIBRATION_PROMPT_COUNT = 4
+FORMAT = 2
 
 
 @dataclass
@@ -54,6 +57,7 @@ class Calibration:
     draft_seconds: dict[int, float]
     round_seconds: float
     positions: int
+    correlation: list[float]
 
     def target_cost(self, nodes: int) -> float:
         return _interpolate(self.target_seconds, nodes)
@@ -63,7 +67,8 @@ class Calibration:
 
     def choose(self, max_nodes: int = MAX_NODES, chains_only: bool = False) -> TreeChoice:
         acceptance = self.acceptance[:1] if chains_only else self.acceptance
-        return best_tree(acceptance, self.target_cost, self.draft_cost, self.round_seconds, max_nodes)
+        return best_tree(acceptance, self.target_cost, self.draft_cost, self.round_seconds, max_nodes,
+                         correlation=self.correlation)
 
 
 def _interpolate(points: dict[int, float], x: int) -> float:
@@ -123,7 +128,7 @@ def measure_costs(lm, prompt: torch.Tensor, points: Sequence[int], repeats: int)
 
 
 def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: Sequence[torch.Tensor],
-              new_tokens: int = 24, max_children: int = MAX_CHILDREN, repeats: int = 5, seed: int = 0) -> Calibration:
+              new_tokens: int = 32, max_children: int = MAX_CHILDREN, repeats: int = 5, seed: int = 0) -> Calibration:
     """Measure `Calibration` for this target, draft, verifier and sampling (module docstring)."""
     generator = torch.Generator().manual_seed(seed)
     target = lm_for(model)
@@ -137,11 +142,13 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
             rows.append(to_probs(lm.grow(chain, parents).float(), sampling)[:-1].numpy())
     p_all, q_all = np.concatenate(p_rows), np.concatenate(q_rows)
     acceptance = measure_acceptance(p_all, q_all, verifier, max_children)
+    correlation = survival_correlation([np.minimum(p, q).sum(axis=1).clip(0.0, 1.0).tolist()
+                                        for p, q in zip(p_rows, q_rows)])
     prompt = prompts[0]
     target_seconds = measure_costs(target, prompt, COST_POINTS, repeats)
     draft_seconds = measure_costs(draft, prompt, COST_POINTS, repeats)
     round_seconds = _round_overhead(p_all, q_all, verifier)
-    return Calibration(acceptance, target_seconds, draft_seconds, round_seconds, len(p_all))
+    return Calibration(acceptance, target_seconds, draft_seconds, round_seconds, len(p_all), correlation)
 
 
 def _sample_continuation(target, prompt: torch.Tensor, new_tokens: int, sampling: Sampling,
@@ -185,7 +192,7 @@ def cached_calibration(key: str, compute) -> tuple[Calibration, bool]:
         data = json.loads(path.read_text())
         return Calibration(data["acceptance"], {int(k): v for k, v in data["target_seconds"].items()},
                            {int(k): v for k, v in data["draft_seconds"].items()}, data["round_seconds"],
-                           data["positions"]), True
+                           data["positions"], data["correlation"]), True
     calibration = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = path.with_suffix(".tmp")

@@ -12,10 +12,11 @@ from engine.calibration import Calibration, calibrate, cached_calibration, measu
 from engine.processing import Sampling
 from engine.tiny import tiny_pair
 from engine.tree_lm import TreeLM
-from engine.tree_search import best_tree, expected_tokens
+from engine.tree_search import MAX_DEPTH, best_tree, expected_tokens, survival_correlation
 
 
-def _brute_force(acceptance, target_cost, draft_cost, round_cost, max_nodes, max_depth, max_children):
+def _brute_force(acceptance, target_cost, draft_cost, round_cost, max_nodes, max_depth, max_children,
+                 correlation=None):
     best = None
     for depth in range(1, max_depth + 1):
         for branching in itertools.product(range(1, max_children + 1), repeat=depth):
@@ -24,7 +25,7 @@ def _brute_force(acceptance, target_cost, draft_cost, round_cost, max_nodes, max
             if nodes > max_nodes:
                 continue
             seconds = sum(draft_cost(w) for w in [1] + widths[:-1]) + target_cost(nodes) + round_cost
-            rate = expected_tokens(branching, acceptance) / seconds
+            rate = expected_tokens(branching, acceptance, correlation) / seconds
             if best is None or rate > best[0]:
                 best = (rate, branching)
     return best
@@ -39,6 +40,33 @@ def test_best_tree_is_the_brute_force_optimum(acceptance, flat):
     rate, branching = _brute_force(acceptance, target_cost, draft_cost, 0.002, 20, 6, 3)
     assert choice.branching == branching
     assert choice.tokens_per_second == pytest.approx(rate, rel=1e-12)
+
+
+def test_survival_correlation_is_the_windowed_product_over_the_power_of_the_mean():
+    runs = [[1.0, 0.5, 1.0], [0.5]]  # mean 0.75; windows of 2: (1, .5), (.5, 1) -> mean product 0.5
+    kappas = survival_correlation(runs, max_depth=4)
+    assert kappas[0] == pytest.approx(1.0)
+    assert kappas[1] == pytest.approx(0.5 / 0.75**2)
+    assert kappas[2] == pytest.approx(0.5 / 0.75**3)  # the one window of 3
+    assert kappas[3] == kappas[2]  # no window of 4: the last measured value
+    steady = survival_correlation([[0.9] * 20])
+    assert steady == pytest.approx([1.0] * len(steady))  # a constant acceptance: independent positions
+    with pytest.raises(ValueError, match="acceptance_runs"):
+        survival_correlation([[1.5]])
+
+
+def test_correlated_positions_shorten_the_chosen_chain_and_match_brute_force():
+    acceptance = (0.97,)
+    target_cost, draft_cost = (lambda n: 0.050 + 0.004 * n), (lambda w: 0.02)
+    independent = best_tree(acceptance, target_cost, draft_cost, 0.003)
+    decaying = [0.995 ** d for d in range(12)]  # surviving d positions is rarer than 0.97^d
+    correlated = best_tree(acceptance, target_cost, draft_cost, 0.003, correlation=decaying)
+    assert len(correlated.branching) < len(independent.branching)
+    assert correlated.tokens_per_round == pytest.approx(expected_tokens(correlated.branching, acceptance, decaying))
+    rate, branching = _brute_force(acceptance, target_cost, draft_cost, 0.003, 32, 12, 1, decaying)
+    assert correlated.branching == branching and correlated.tokens_per_second == pytest.approx(rate, rel=1e-12)
+    with pytest.raises(ValueError, match="correlation"):
+        best_tree(acceptance, target_cost, draft_cost, correlation=[1.0] * 3)
 
 
 def test_best_tree_follows_the_costs():
@@ -87,6 +115,7 @@ def test_calibration_runs_on_tiny_models_and_is_cached(tmp_path, monkeypatch):
     calibration = calibrate(p_model, TreeLM(q_model), "rrs", Sampling(1.0), prompts, new_tokens=6, max_children=3,
                             repeats=1)
     assert len(calibration.acceptance) == 3 and calibration.positions == 12
+    assert len(calibration.correlation) == MAX_DEPTH and calibration.correlation[0] == pytest.approx(1.0)
     assert all(seconds > 0 for seconds in calibration.target_seconds.values())
     choice = calibration.choose()
     assert 1 <= len(choice.branching) and choice.tokens_per_round >= 1
