@@ -144,16 +144,47 @@ def schedule_from_profile(profile: RatioProfile, k: int) -> Schedule:
 
     Degenerate case: when the q-mass on the lowest-ratio pieces is so small that the tight root z
     lies below the smallest positive double (a Newton step overflows), the tight thresholds cannot
-    be represented. A schedule for fewer candidates, padded with ``T = 0`` steps that accept
-    nothing, is still feasible; the better of the two is returned (recursively over k).
+    be represented. Two feasible fallbacks compete with the last feasible iterate: a schedule for
+    fewer candidates, padded with ``T = 0`` steps that accept nothing (recursively over k), and the
+    tight schedule of the profile without the negligible draft masses, kept only if its thresholds
+    are exact for the true profile; the best is returned.
     """
     point, overflowed = _newton(profile, k)
-    thresholds = np.array(point.T)
-    accepted = profile.g(thresholds)
-    z = max(1.0 - accepted[0], 0.0)
-    best = Schedule(T=thresholds, R=np.maximum(z + accepted, 0.0), z=z)
+    best = _with_reach(profile, np.array(point.T))
     if overflowed and k > 1:
         shorter = schedule_from_profile(profile, k - 1)
         if shorter.acceptance > best.acceptance:
-            return Schedule(T=np.append(shorter.T, 0.0), R=np.append(shorter.R, shorter.z), z=shorter.z)
+            best = Schedule(T=np.append(shorter.T, 0.0), R=np.append(shorter.R, shorter.z), z=shorter.z)
+    cleaned = _without_negligible_draft_mass(profile, k) if overflowed else None
+    if cleaned is not None:
+        candidate = _with_reach(profile, np.array(_newton(cleaned, k)[0].T))
+        if _exact(candidate) and candidate.acceptance > best.acceptance:
+            best = candidate
     return best
+
+
+def _with_reach(profile: RatioProfile, thresholds: np.ndarray) -> Schedule:
+    """The schedule of the given thresholds: ``R_j = 1 - g(T_1) + g(T_j)``, ``z = 1 - g(T_1)``."""
+    accepted = profile.g(thresholds)
+    z = max(1.0 - accepted[0], 0.0)
+    return Schedule(T=thresholds, R=np.maximum(z + accepted, 0.0), z=z)
+
+
+def _exact(schedule_: Schedule) -> bool:
+    """Whether the thresholds are non-increasing with ``T_j - T_{j+1} <= R_j`` (``T_{k+1} = 0``)."""
+    T = schedule_.T
+    return bool(np.all(np.diff(T) <= 0.0) and np.all(T - np.append(T[1:], 0.0) <= schedule_.R))
+
+
+def _without_negligible_draft_mass(profile: RatioProfile, k: int) -> RatioProfile | None:
+    """The profile with every draft mass too small for k tight steps set to zero (``0 < q(x) <
+    max_double^(-1/(k+1))``, so that ``1/q^k`` overflows), or None when there is none.
+
+    Thresholds solved on it are checked against the true profile (`_exact`) before use: such a token's
+    mass changes ``g`` by at most ``T q(x)``, below rounding next to the other tokens' mass.
+    """
+    p, q = np.diff(profile.p_prefix), np.diff(profile.q_prefix)
+    negligible = (q > 0.0) & (q < np.finfo(np.float64).max ** (-1.0 / (k + 1)))
+    if not negligible.any():
+        return None
+    return RatioProfile(np.clip(p, 0.0, None), np.where(negligible, 0.0, q))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from resispec import get_verifier
+from resispec.audit import exact_law
 from resispec.benchmarks.verify_speed import llm_like_pair
 from resispec.ratio_profile import RatioProfile, sort_by_ratio
 from resispec.sampling import inverse_cdf
@@ -112,3 +113,17 @@ def test_schedule_when_the_tight_root_underflows():
         thresholds = np.append(plan.T, 0.0)
         assert np.all(np.diff(thresholds) <= 0) and np.all(thresholds[:-1] - thresholds[1:] <= plan.R + 1e-15)
         assert get_verifier("resispec").conditional_law(p, q, [0] * k) == pytest.approx(p)
+
+
+def test_schedule_when_a_negligible_draft_mass_sits_below_the_target_mass():
+    """q = (0, .5, .5, 7.4e-223) against p = (0, 2/3, 1/3, 0): 1/q^2 overflows, and the fallback to one
+    effective step accepted 0.833 < rrs 0.917 (found by the simulator's optima test in suite order). The
+    tight schedule without the negligible mass, checked exact for the true q, accepts 1."""
+    p, q = np.array([0.0, 2 / 3, 1 / 3, 0.0]), np.array([0.0, 0.5, 0.5, 7.4e-223])
+    for k in (2, 3):
+        plan = schedule(p, q, k)
+        assert plan.acceptance >= max(get_verifier(name).acceptance(p, q, k) for name in ("rrs", "spectr")) - 1e-15
+        thresholds = np.append(plan.T, 0.0)
+        assert np.all(np.diff(thresholds) <= 0) and np.all(thresholds[:-1] - thresholds[1:] <= plan.R)
+        law = exact_law("resispec", p, q, k)
+        assert law.max_error <= 1e-12 and law.acceptance == pytest.approx(plan.acceptance, abs=1e-15)
