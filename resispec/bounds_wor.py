@@ -53,14 +53,9 @@ from scipy.sparse import coo_matrix, vstack
 
 from resispec.drafting import DRAFTING_SCHEMES, undrawn_mass
 from resispec.limits import SEQUENTIAL_LP_MAX_NODES
+from resispec.race import Race
 from resispec.ratio_profile import RatioProfile
 from resispec.validation import as_count, as_distribution, as_pair, as_token_set
-
-STEP = 0.1
-"""Trapezoid step in ``u = ln t``."""
-
-TAIL = 1e-17
-"""Each truncated tail of the race integral is at most this."""
 
 
 def _draft_tree(q: np.ndarray, k: int) -> tuple[list[tuple[int, ...]], list[float]]:
@@ -125,61 +120,6 @@ def sequential_optimum_wor_lp(p: np.ndarray, q: np.ndarray, k: int) -> float:
     return float(-result.fun)
 
 
-@dataclass(frozen=True)
-class RaceIntegrals:
-    """``P_k`` of every prefix of a token order: ``value[i]`` for the first i tokens (i = 0..n)."""
-
-    value: np.ndarray
-    error: np.ndarray
-
-
-def _race_integrals(q_in_order: np.ndarray, outside: np.ndarray, k: int) -> RaceIntegrals:
-    """``P_k`` of each prefix of ``q_in_order`` (shape (n,)) by the race integral (module docstring).
-
-    ``outside[i]`` (shape (n + 1,)) is the draft mass outside the first i tokens, summed directly.
-    Prefixes with no outside mass get ``P_k = 1`` if they hold at least k drafted tokens; prefixes of
-    fewer than k tokens get 0.
-    """
-    n = q_in_order.size
-    value, error = np.zeros(n + 1), np.zeros(n + 1)
-    live = np.flatnonzero(outside > 0)
-    value[outside <= 0] = float(np.count_nonzero(q_in_order) >= k)
-    evaluate = live[live >= k]
-    if evaluate.size == 0:
-        return RaceIntegrals(value, error)
-    t_lo = math.exp((math.log(TAIL) + math.lgamma(k + 1)) / (k + 1))  # (TAIL k!)^(1/(k+1)), in logs: k! overflows a float past k = 170
-    t_hi = math.log(1.0 / TAIL) / float(outside[evaluate].min())
-    nodes = 2 * math.ceil((math.log(t_hi) - math.log(t_lo)) / (2 * STEP)) + 1  # odd: the 2h grid is a subset
-    t = np.exp(np.linspace(math.log(t_lo), math.log(t_hi), nodes))
-    step = (math.log(t_hi) - math.log(t_lo)) / (nodes - 1)
-    coarse = np.zeros(nodes)
-    coarse[::2] = 2.0
-    state = np.zeros((k + 1, nodes))  # state[j] = P(j clocks rung), j < k; state[k] = P(at least k)
-    state[0] = 1.0
-    wanted = np.zeros(n + 1, dtype=bool)
-    wanted[evaluate] = True
-    for i in range(1, evaluate[-1] + 1):
-        stay = np.exp(-q_in_order[i - 1] * t)
-        ring = -np.expm1(-q_in_order[i - 1] * t)
-        state[k] += state[k - 1] * ring
-        state[1:k] = state[1:k] * stay + state[:k - 1] * ring
-        state[0] *= stay
-        if wanted[i]:
-            rate = outside[i]
-            integrand = rate * t * np.exp(-rate * t) * state[k]
-            fine = step * integrand.sum()
-            value[i] = fine
-            error[i] = abs(fine - step * float((coarse * integrand).sum())) + 2 * TAIL
-    return RaceIntegrals(value, error)
-
-
-def _outside_masses(q_in_order: np.ndarray) -> np.ndarray:
-    """``outside[i]`` = draft mass after the first i tokens (shape (n + 1,)), as suffix sums."""
-    outside = np.zeros(q_in_order.size + 1)
-    outside[:-1] = np.cumsum(q_in_order[::-1])[::-1]
-    return outside
-
-
 def wor_all_in_probability(q: np.ndarray, members: np.ndarray, k: int) -> tuple[float, float]:
     """``(P_k(H), error estimate)``: the probability that all k WOR draws from q fall in ``members``."""
     q_array = as_distribution(q, "q (draft)")
@@ -187,10 +127,9 @@ def wor_all_in_probability(q: np.ndarray, members: np.ndarray, k: int) -> tuple[
     DRAFTING_SCHEMES["wor"].check_count(q_array, k)
     inside = np.zeros(q_array.size, dtype=bool)
     inside[as_token_set(members, q_array.size)] = True
-    ordered = np.concatenate([q_array[inside], q_array[~inside]])
-    integrals = _race_integrals(ordered, _outside_masses(ordered), k)
+    value, error = Race.of(q_array, k).all_in_prefixes(np.concatenate([np.flatnonzero(inside), np.flatnonzero(~inside)]))
     count = int(inside.sum())
-    return float(integrals.value[count]), float(integrals.error[count])
+    return float(value[count]), float(error[count])
 
 
 @dataclass(frozen=True)
@@ -208,13 +147,14 @@ class PrefixBound:
     tokens: np.ndarray
 
 
-def wor_prefix_values(p: np.ndarray, q: np.ndarray, k: int) -> tuple[RatioProfile, np.ndarray, float]:
+def wor_prefix_values(p: np.ndarray, q: np.ndarray, k: int, race: Race | None = None
+                      ) -> tuple[RatioProfile, np.ndarray, float]:
     """``(profile, value, error)``: ``value[i] = p(H_i) + 1 - P_k(H_i)`` for every ratio prefix ``H_i`` (the
-    i lowest ratios, i = 0..V) of validated ``(p, q)``, and the largest error estimate of the ``P_k``."""
+    i lowest ratios, i = 0..V) of validated ``(p, q)``, and the largest error estimate of the ``P_k``.
+    ``race``: q's race for k draws if the caller has it (``Race.of(q, k)`` otherwise)."""
     profile = RatioProfile(p, q)
-    ordered = q[profile.order]
-    integrals = _race_integrals(ordered, _outside_masses(ordered), k)
-    return profile, 1.0 + profile.p_prefix - integrals.value, float(integrals.error.max())
+    all_in, error = (race or Race.of(q, k)).all_in_prefixes(profile.order)
+    return profile, 1.0 + profile.p_prefix - all_in, float(error.max())
 
 
 def wor_prefix_bound(p: np.ndarray, q: np.ndarray, k: int) -> PrefixBound:

@@ -45,21 +45,16 @@ the tokens with O(k^2 N) work each (N ~ 80 nodes), for up to two cuts and two di
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from resispec.bounds_wor import wor_prefix_values
 from resispec.pooling import acceptance_ratio
+from resispec.race import Race
 from resispec.residual import supported_residual
 from resispec.sampling import InverseCDF
-
-STEP = 0.2
-"""Trapezoid step in ``u = ln T`` (error about ``exp(-pi^2 / STEP)``, far below rounding)."""
-
-TAIL = 1e-18
-"""Each truncated tail of a race integral is at most this."""
+from resispec.verifiers.pooled_wor_scan import thinned_scan
 
 SMALLEST_RATE = 1e-200
 """Below this draft mass the race's time scale (about ``1 / q``) leaves float64's range: a draft with a
@@ -69,6 +64,11 @@ acceptance). Float32 model outputs never get there (their smallest positive valu
 
 CUT_TOLERANCE = 1e-12
 """Prefixes whose bound ``p(H) + 1 - P_k(H)`` is within this of the minimum count as minimisers."""
+
+CHOICE_TOLERANCE = 1e-12
+"""A later option (descending scan, last minimising cut) replaces an earlier one only if its
+acceptance is larger by more than this: options tied up to rounding keep the first, so the choice
+does not depend on the order of floating-point sums."""
 
 
 @dataclass(frozen=True)
@@ -115,109 +115,28 @@ class PooledWorPlan:
         return active[np.argsort(self.scan_position[candidates[active]], kind="stable")]
 
 
-def _nodes(q: np.ndarray, k: int) -> tuple[np.ndarray, float]:
-    """Quadrature nodes T (ascending) and the step in ``u = ln T`` (module docstring, step 3)."""
-    heaviest = np.sort(q)[::-1]
-    rest = float(heaviest[k - 1:].sum())
-    t_lo = (TAIL * math.factorial(k)) ** (1.0 / k)
-    t_hi = math.log(1.0 / TAIL) / max(rest, 1e-300)
-    count = max(3, math.ceil((math.log(t_hi) - math.log(t_lo)) / STEP) + 1)
-    u = np.linspace(math.log(t_lo), math.log(t_hi), count)
-    return np.exp(u), float(u[1] - u[0])
-
-
-def _token_step(pair: tuple[np.ndarray, np.ndarray], stay: np.ndarray, ring: np.ndarray, flux: np.ndarray,
-                weight: float) -> tuple[np.ndarray, np.ndarray]:
-    """Multiply ``pair`` by one token's pair ``(e + w r X, q e w)`` (coefficients of shape (k, N))."""
-    a, b = pair
-    new_a = a * stay
-    new_b = b * stay
-    new_b += (weight * flux) * a
-    if weight != 0.0:
-        scaled = weight * ring
-        new_a[1:] += scaled * a[:-1]
-        new_b[1:] += scaled * b[:-1]
-    return new_a, new_b
-
-
-def _unit(k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The pair of the empty token set: ``(1, 0)``."""
-    a = np.zeros((k, n))
-    a[0] = 1.0
-    return a, np.zeros((k, n))
-
-
-def _block_pair(q: np.ndarray, tokens: np.ndarray, weight: float, t: np.ndarray, k: int
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """The pair of a token set of one fixed weight (weight 0: ``(exp(-q(set) T), 0)``)."""
-    if weight == 0.0:
-        a = np.zeros((k, t.size))
-        a[0] = np.exp(-float(q[tokens].sum()) * t)
-        return a, np.zeros((k, t.size))
-    pair = _unit(k, t.size)
-    for x in tokens[q[tokens] > 0]:
-        stay = np.exp(-q[x] * t)
-        pair = _token_step(pair, stay, -np.expm1(-q[x] * t), q[x] * stay, weight)
-    return pair
-
-
-def _suffix_pairs(q: np.ndarray, drafted: np.ndarray, t: np.ndarray, k: int) -> np.ndarray:
-    """``out[i]`` (shape (2, k, N)): the pair of ``drafted[i + 1:]`` at weight 1, reversed in X
-    (``out[i, :, j]`` holds the coefficient of ``X^(k - 1 - j)``), for the [X^(k-1)] contractions."""
-    out = np.empty((drafted.size, 2, k, t.size))
-    pair = _unit(k, t.size)
-    for i in range(drafted.size - 1, -1, -1):
-        out[i, 0], out[i, 1] = pair[0][::-1], pair[1][::-1]
-        x = drafted[i]
-        stay = np.exp(-q[x] * t)
-        pair = _token_step(pair, stay, -np.expm1(-q[x] * t), q[x] * stay, 1.0)
-    return out
-
-
-def _scan(q: np.ndarray, p: np.ndarray, scan: np.ndarray, other: tuple[np.ndarray, np.ndarray], t: np.ndarray,
-          step: float, k: int) -> dict[str, np.ndarray]:
+def _scan(race: Race, p: np.ndarray, scan: np.ndarray, other: np.ndarray) -> dict[str, np.ndarray]:
     """Thinning along ``scan`` (token ids in visiting order): theta, D, L and t of the scanned tokens
-    (by position in ``scan``; tokens with q = 0 get theta 1 and D = L = 0).
-
-    With the earlier-scanned pair ``(A, B)`` (``other`` times the earlier tokens at weight
-    ``1 - theta``) and y forced into S, ``(A, B)(r_y X, q_y e_y) = (r_y X A, q_y e_y A + r_y X B)``;
-    D contracts it with the later tokens' pair at weight 1, L with ``(exp(-q(later) T), 0)``."""
+    (by position in ``scan``; tokens with q = 0 get theta 1 and D = L = 0), by the compiled scan
+    (``resispec.verifiers.pooled_wor_scan``) from the earlier pair ``other``."""
     out = {"theta": np.ones(scan.size), "reach": np.zeros(scan.size), "fallback": np.zeros(scan.size)}
-    weights = t * step  # dT = T du
-    positions = np.flatnonzero(q[scan] > 0)
-    drafted = scan[positions]
-    later = _suffix_pairs(q, drafted, t, k)
-    later_decay = np.exp(-np.outer(np.concatenate([np.cumsum(q[drafted][::-1])[::-1][1:], [0.0]]), t))
-    earlier_a, earlier_b = other
-    with_a, with_b = np.zeros((k, t.size)), np.zeros((k, t.size))
-    for i, (position, y) in enumerate(zip(positions, drafted)):
-        stay = np.exp(-q[y] * t)
-        ring = -np.expm1(-q[y] * t)
-        flux = q[y] * stay
-        with_a[0] = 0.0
-        np.multiply(earlier_a[:-1], ring, out=with_a[1:])
-        np.multiply(earlier_a, flux, out=with_b)
-        with_b[1:] += ring * earlier_b[:-1]
-        reach = float(np.einsum("jn,jn,n->", with_a, later[i, 1], weights)
-                      + np.einsum("jn,jn,n->", with_b, later[i, 0], weights))
-        fallback = min(float(weights @ (with_b[k - 1] * later_decay[i])), reach)
-        spread = reach - fallback
-        theta = 1.0 if spread <= 0 else min(1.0, max(0.0, (p[y] - fallback) / spread))
-        out["theta"][position], out["reach"][position], out["fallback"][position] = theta, reach, fallback
-        earlier_a, earlier_b = _token_step((earlier_a, earlier_b), stay, ring, flux, 1.0 - theta)
+    positions = np.flatnonzero(race.q[scan] > 0)
+    theta, reach, fallback = thinned_scan(race.stay, race.ring, race.q, p, scan[positions], other,
+                                          race.grid.weight)
+    out["theta"][positions], out["reach"][positions], out["fallback"][positions] = theta, reach, fallback
     out["law"] = out["fallback"] + out["theta"] * (out["reach"] - out["fallback"])
     return out
 
 
-def _best_scan(q: np.ndarray, p: np.ndarray, block: np.ndarray, other: tuple[np.ndarray, np.ndarray],
-               t: np.ndarray, step: float, k: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _best_scan(race: Race, p: np.ndarray, block: np.ndarray, other: np.ndarray
+               ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The better of the two scan directions of ``block`` (ratio ascending, descending) by the block's
     acceptance ``sum min(p, t)``; ties keep ascending. Returns the scan and its arrays."""
     best = None
     for scan in (block, block[::-1]):
-        result = _scan(q, p, scan, other, t, step, k)
+        result = _scan(race, p, scan, other)
         score = float(np.minimum(p[scan], result["law"]).sum())
-        if best is None or score > best[0]:
+        if best is None or score > best[0] + CHOICE_TOLERANCE:
             best = (score, scan, result)
     return best[1], best[2]
 
@@ -227,19 +146,21 @@ def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     drafted = q[q > 0]
     if drafted.min() < SMALLEST_RATE or np.sort(drafted)[::-1][k - 1:].sum() < SMALLEST_RATE:
         return _first_drawn_plan(p, q, k)
-    profile, bounds, _ = wor_prefix_values(p, q, k)
+    race = Race.of(q, k)
+    profile, bounds, _ = wor_prefix_values(p, q, k, race)
     order = profile.order
     lowest = float(bounds.min())
     minimisers = np.flatnonzero(bounds <= lowest + CUT_TOLERANCE)
-    t, step = _nodes(q, k)
     best = None
     for cut in sorted({int(minimisers[0]), int(minimisers[-1])}):
-        inside_scan, inside = _best_scan(q, p, order[:cut], _block_pair(q, order[cut:], 0.0, t, k), t, step, k)
-        outside_scan, outside = _best_scan(q, p, order[cut:], _block_pair(q, order[:cut], 1.0, t, k), t, step, k)
+        outside_bad = np.zeros((2, k, race.grid.t.size))
+        outside_bad[0, 0] = np.exp(-float(q[order[cut:]].sum()) * race.grid.t)
+        inside_scan, inside = _best_scan(race, p, order[:cut], outside_bad)
+        outside_scan, outside = _best_scan(race, p, order[cut:], race.pair(order[:cut]))
         scan = np.concatenate([inside_scan, outside_scan])
         arrays = {name: np.concatenate([inside[name], outside[name]]) for name in inside}
         score = float(np.minimum(p[scan], arrays["law"]).sum())
-        if best is None or score > best[0]:
+        if best is None or score > best[0] + CHOICE_TOLERANCE:
             best = (score, cut, scan, arrays)
     _, cut, scan, arrays = best
     by_id = {name: np.empty(p.size) for name in arrays}
