@@ -22,30 +22,31 @@
   and many light ones differ), so ratio prefixes need not contain the minimiser: the minimum over
   prefixes is an upper bound on alpha*-WOR (equal when a prefix is a minimiser) and hence on the
   acceptance of every exact WOR verifier.
-- **P_k(H) by an exponential race** (``wor_all_in_probability``): WOR draws are the arrival order of
-  independent clocks ``E_x ~ Exp(q_x)`` (Gumbel-top-k). All k first arrivals lie in H iff the k-th
-  arrival in H precedes the first arrival outside H, which is ``Exp(1 - q(H))``, independent:
+- **P_k(H) by an exponential race** (``wor_all_in_probability``, ``resispec.race``): WOR draws are the
+  arrival order of independent clocks ``E_x ~ Exp(q_x)`` (Gumbel-top-k). All k first arrivals lie in H
+  iff the k-th arrival in H precedes the first arrival outside H, which is ``Exp(1 - q(H))``,
+  independent; integrating over the time t of the k-th arrival in H (density ``g_H``),
 
-      P_k(H) = int_0^inf (1 - m) e^{-(1 - m) t} G_H(t) dt,   m = q(H),
-      G_H(t) = P(at least k of the clocks in H ring by t), each ringing w.p. 1 - e^{-q_x t} (independent).
+      P_k(H) = int_0^inf e^{-(1 - m) t} g_H(t) dt,   m = q(H),
+      g_H(t) = sum_{z in H} q_z e^{-q_z t} P(exactly k - 1 of the other clocks in H rang by t),
 
-  ``G_H`` (a Poisson-binomial tail) comes from a dynamic programme over the tokens of H: states "j rung"
-  for j < k plus an absorbing "at least k", each update a convex combination (no cancellation). The
-  integral is taken in ``u = ln t``, where the integrand is smooth on a unit scale and analytic in the
-  strip ``|Im u| < pi/2``, so the trapezoid rule with step h converges geometrically
-  (error ~ ``exp(-pi^2 / h)``, Trefethen & Weideman 2014). The grid runs from ``t_lo`` with
-  ``t_lo^(k+1) / k! <= TAIL`` (the left tail is at most ``G(t_lo) (1 - m) t_lo <= t_lo^(k+1) / k!``) to
-  ``t_hi = ln(1/TAIL) / (1 - m)`` (the right tail is at most ``e^{-(1 - m) t_hi}``). Error estimate:
-  the same sum on every other node (step 2h) differs from the step-h sum by about the step-2h error,
-  which geometric convergence makes far larger than the step-h error; the reported ``error`` is that
-  difference plus both tail bounds. Prefixes share one DP over tokens in ratio order (O(V k N) for N
-  nodes, N ~ 800).
+  ``g_H = [X^(k-1)] B_H``, B the flux polynomial of H's race pair (``resispec.race``; positive
+  coefficients, nothing cancels). The integral is taken in ``u = ln t``, where the integrand is analytic
+  in the strip ``|Im u| < pi/2``, so the trapezoid rule with step h converges geometrically (error ~
+  ``exp(-pi^2 / h)``, Trefethen & Weideman 2014). The grid (``resispec.race.race_grid``) is one per draft
+  and k, shared by every H: the integrand decays at rate ``(1 - m) + (m - top_{k-1}(H)) >= m_k``, the
+  mass outside the k - 1 heaviest tokens, so the right tail is bounded by a Gamma(k, m_k) tail, the
+  left by ``t_lo^k / k!``. Error estimate: the same sum on every other node (step 2h) differs from the
+  step-h sum by about the step-2h error, which geometric convergence makes far larger than the step-h
+  error; the reported ``error`` is that difference plus both tail bounds. Prefixes share one compiled
+  pass over tokens in ratio order (O(V k N) for N nodes, N ~ 70-120 on LLM rows).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.optimize import linprog
@@ -53,9 +54,11 @@ from scipy.sparse import coo_matrix, vstack
 
 from resispec.drafting import DRAFTING_SCHEMES, undrawn_mass
 from resispec.limits import SEQUENTIAL_LP_MAX_NODES
-from resispec.race import Race
 from resispec.ratio_profile import RatioProfile
 from resispec.validation import as_count, as_distribution, as_pair, as_token_set
+
+if TYPE_CHECKING:
+    from resispec.race import Race
 
 
 def _draft_tree(q: np.ndarray, k: int) -> tuple[list[tuple[int, ...]], list[float]]:
@@ -125,6 +128,7 @@ def wor_all_in_probability(q: np.ndarray, members: np.ndarray, k: int) -> tuple[
     q_array = as_distribution(q, "q (draft)")
     k = as_count(k)
     DRAFTING_SCHEMES["wor"].check_count(q_array, k)
+    from resispec.race import Race  # compiled kernels: numba is imported on first use, not with resispec
     inside = np.zeros(q_array.size, dtype=bool)
     inside[as_token_set(members, q_array.size)] = True
     value, error = Race.of(q_array, k).all_in_prefixes(np.concatenate([np.flatnonzero(inside), np.flatnonzero(~inside)]))
@@ -152,6 +156,7 @@ def wor_prefix_values(p: np.ndarray, q: np.ndarray, k: int, race: Race | None = 
     """``(profile, value, error)``: ``value[i] = p(H_i) + 1 - P_k(H_i)`` for every ratio prefix ``H_i`` (the
     i lowest ratios, i = 0..V) of validated ``(p, q)``, and the largest error estimate of the ``P_k``.
     ``race``: q's race for k draws if the caller has it (``Race.of(q, k)`` otherwise)."""
+    from resispec.race import Race  # compiled kernels: numba is imported on first use, not with resispec
     profile = RatioProfile(p, q)
     all_in, error = (race or Race.of(q, k)).all_in_prefixes(profile.order)
     return profile, 1.0 + profile.p_prefix - all_in, float(error.max())

@@ -99,9 +99,13 @@ class Race:
 
     def all_in_prefixes(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(value, error)``: ``P_k`` of every prefix of ``order`` (index i: the first i tokens) and
-        its error estimate (fine minus every-other-node sum, plus both tails)."""
+        its error estimate (fine minus every-other-node sum, plus both tails). Prefixes holding all
+        of q's mass get exactly 1 (error 0)."""
         fine, rough = prefix_all_in(self.stay, self.ring, self.q, order, self.k, self.grid.weight, self.grid.coarse)
-        return fine, np.abs(fine - rough) + 2 * TAIL
+        error = np.abs(fine - rough) + 2 * TAIL
+        rest = np.append(np.cumsum(self.q[order][::-1])[::-1], 0.0)
+        fine[rest <= 0], error[rest <= 0] = 1.0, 0.0
+        return fine, error
 
     def pair(self, tokens: np.ndarray) -> np.ndarray:
         """The pair (shape (2, k, N)) of ``tokens`` at weight 1."""

@@ -46,15 +46,17 @@ the tokens with O(k^2 N) work each (N ~ 80 nodes), for up to two cuts and two di
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from resispec.bounds_wor import wor_prefix_values
 from resispec.pooling import acceptance_ratio
-from resispec.race import Race
 from resispec.residual import supported_residual
 from resispec.sampling import InverseCDF
-from resispec.verifiers.pooled_wor_scan import thinned_scan
+
+if TYPE_CHECKING:
+    from resispec.race import Race
 
 SMALLEST_RATE = 1e-200
 """Below this draft mass the race's time scale (about ``1 / q``) leaves float64's range: a draft with a
@@ -119,6 +121,7 @@ def _scan(race: Race, p: np.ndarray, scan: np.ndarray, other: np.ndarray) -> dic
     """Thinning along ``scan`` (token ids in visiting order): theta, D, L and t of the scanned tokens
     (by position in ``scan``; tokens with q = 0 get theta 1 and D = L = 0), by the compiled scan
     (``resispec.verifiers.pooled_wor_scan``) from the earlier pair ``other``."""
+    from resispec.verifiers.pooled_wor_scan import thinned_scan  # numba is imported on first use
     out = {"theta": np.ones(scan.size), "reach": np.zeros(scan.size), "fallback": np.zeros(scan.size)}
     positions = np.flatnonzero(race.q[scan] > 0)
     theta, reach, fallback = thinned_scan(race.stay, race.ring, race.q, p, scan[positions], other,
@@ -146,6 +149,7 @@ def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     drafted = q[q > 0]
     if drafted.min() < SMALLEST_RATE or np.sort(drafted)[::-1][k - 1:].sum() < SMALLEST_RATE:
         return _first_drawn_plan(p, q, k)
+    from resispec.race import Race  # compiled kernels: numba is imported on first use, not with resispec
     race = Race.of(q, k)
     profile, bounds, _ = wor_prefix_values(p, q, k, race)
     order = profile.order
