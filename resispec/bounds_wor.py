@@ -131,7 +131,8 @@ def wor_all_in_probability(q: np.ndarray, members: np.ndarray, k: int) -> tuple[
     from resispec.race import Race  # compiled kernels: numba is imported on first use, not with resispec
     inside = np.zeros(q_array.size, dtype=bool)
     inside[as_token_set(members, q_array.size)] = True
-    value, error = Race.of(q_array, k).all_in_prefixes(np.concatenate([np.flatnonzero(inside), np.flatnonzero(~inside)]))
+    order = np.concatenate([np.flatnonzero(inside), np.flatnonzero(~inside)])
+    value, error = Race.of(q_array, k, order).all_in_prefixes()
     count = int(inside.sum())
     return float(value[count]), float(error[count])
 
@@ -151,15 +152,26 @@ class PrefixBound:
     tokens: np.ndarray
 
 
-def wor_prefix_values(p: np.ndarray, q: np.ndarray, k: int, race: Race | None = None
-                      ) -> tuple[RatioProfile, np.ndarray, float]:
-    """``(profile, value, error)``: ``value[i] = p(H_i) + 1 - P_k(H_i)`` for every ratio prefix ``H_i`` (the
-    i lowest ratios, i = 0..V) of validated ``(p, q)``, and the largest error estimate of the ``P_k``.
-    ``race``: q's race for k draws if the caller has it (``Race.of(q, k)`` otherwise)."""
+@dataclass(frozen=True)
+class WorPrefixValues:
+    """``value[i] = p(H_i) + 1 - P_k(H_i)`` for every ratio prefix ``H_i`` (the i lowest ratios, i = 0..V),
+    ``error`` the largest error estimate of the ``P_k``, the ratio ``profile`` and q's ``race`` with its
+    rows in ratio order (``resispec.race.Race``), for callers that run further races on it."""
+
+    profile: RatioProfile
+    value: np.ndarray
+    error: float
+    race: Race
+
+
+def wor_prefix_values(p: np.ndarray, q: np.ndarray, k: int) -> WorPrefixValues:
+    """The values of every ratio prefix of validated ``(p, q)`` (``WorPrefixValues``)."""
     from resispec.race import Race  # compiled kernels: numba is imported on first use, not with resispec
     profile = RatioProfile(p, q)
-    all_in, error = (race or Race.of(q, k)).all_in_prefixes(profile.order)
-    return profile, 1.0 + profile.p_prefix - all_in, float(error.max())
+    race = Race.of(q, k, profile.order)
+    all_in, error = race.all_in_prefixes()
+    return WorPrefixValues(profile=profile, value=1.0 + profile.p_prefix - all_in, error=float(error.max()),
+                           race=race)
 
 
 def wor_prefix_bound(p: np.ndarray, q: np.ndarray, k: int) -> PrefixBound:
@@ -167,7 +179,7 @@ def wor_prefix_bound(p: np.ndarray, q: np.ndarray, k: int) -> PrefixBound:
     p_array, q_array = as_pair(p, q)
     k = as_count(k)
     DRAFTING_SCHEMES["wor"].check_count(q_array, k)
-    profile, values, error = wor_prefix_values(p_array, q_array, k)
-    best = int(np.argmin(values))
-    value = min(float(values[best]), 1.0)
-    return PrefixBound(value=value, error=error, tokens=profile.order[:best].copy())
+    values = wor_prefix_values(p_array, q_array, k)
+    best = int(np.argmin(values.value))
+    return PrefixBound(value=min(float(values.value[best]), 1.0), error=values.error,
+                       tokens=values.profile.order[:best].copy())

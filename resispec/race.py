@@ -82,94 +82,109 @@ def race_grid(q: np.ndarray, k: int) -> RaceGrid:
 
 @dataclass(frozen=True)
 class Race:
-    """The race of one draft q with k draws on its grid: ``stay`` and ``ring`` (shape (V, N)) are
-    ``e_x = exp(-q_x T)`` and ``r_x = 1 - e_x`` (by expm1) of every token at the nodes, computed once."""
+    """The race of one draft q with k draws on its grid, tokens in a fixed ``order`` (token ids; row i
+    is token ``order[i]``): ``rate`` (V,) is ``q[order]``, ``stay`` and ``ring`` (shape (V, N)) are
+    ``e_x = exp(-q_x T)`` and ``r_x = 1 - e_x`` (by expm1) at the nodes, computed once. Kernels take
+    rows, so a block of consecutive rows is read from consecutive memory."""
 
-    q: np.ndarray
+    order: np.ndarray
+    rate: np.ndarray
     k: int
     grid: RaceGrid
     stay: np.ndarray
     ring: np.ndarray
 
     @classmethod
-    def of(cls, q: np.ndarray, k: int) -> "Race":
+    def of(cls, q: np.ndarray, k: int, order: np.ndarray) -> "Race":
         grid = race_grid(q, k)
-        exponent = np.multiply.outer(-q, grid.t)
-        return cls(q=q, k=k, grid=grid, stay=np.exp(exponent), ring=-np.expm1(exponent))
+        rate = q[order]
+        exponent = np.multiply.outer(-rate, grid.t)
+        return cls(order=order, rate=rate, k=k, grid=grid, stay=np.exp(exponent), ring=-np.expm1(exponent))
 
-    def all_in_prefixes(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(value, error)``: ``P_k`` of every prefix of ``order`` (index i: the first i tokens) and
+    def all_in_prefixes(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(value, error)``: ``P_k`` of every prefix of the order (index i: the first i tokens) and
         its error estimate (fine minus every-other-node sum, plus both tails). Prefixes holding all
         of q's mass get exactly 1 (error 0)."""
-        fine, rough = prefix_all_in(self.stay, self.ring, self.q, order, self.k, self.grid.weight, self.grid.coarse)
+        fine, rough = prefix_all_in(self.stay, self.ring, self.rate, self.k, self.grid.weight, self.grid.coarse)
         error = np.abs(fine - rough) + 2 * TAIL
-        rest = np.append(np.cumsum(self.q[order][::-1])[::-1], 0.0)
+        rest = np.append(np.cumsum(self.rate[::-1])[::-1], 0.0)
         fine[rest <= 0], error[rest <= 0] = 1.0, 0.0
         return fine, error
 
-    def pair(self, tokens: np.ndarray) -> np.ndarray:
-        """The pair (shape (2, k, N)) of ``tokens`` at weight 1."""
-        return pair_of(self.stay, self.ring, self.q, tokens, self.k)
+    def pair(self, rows: np.ndarray) -> np.ndarray:
+        """The pair (shape (2, k, N)) of the tokens in ``rows`` at weight 1."""
+        return pair_of(self.stay, self.ring, self.rate, rows, self.k)
 
 
 @numba.njit(cache=True)
 def multiply_token(a: np.ndarray, b: np.ndarray, stay: np.ndarray, ring: np.ndarray, rate: float,
                    weight: float) -> None:
-    """``(a, b) <- (a, b)(e + w r X, q e w)`` in place (coefficients of shape (k, N))."""
+    """``(a, b) <- (a, b)(e + w r X, q e w)`` in place (coefficients of shape (k, N); ``a`` and ``b``
+    separate arrays, row by row so that the node loop vectorises)."""
     k, nodes = a.shape
     for j in range(k - 1, 0, -1):
+        a_j, b_j, a_below, b_below = a[j], b[j], a[j - 1], b[j - 1]
         for n in range(nodes):
-            b[j, n] = b[j, n] * stay[n] + weight * (ring[n] * b[j - 1, n] + rate * stay[n] * a[j, n])
-            a[j, n] = a[j, n] * stay[n] + weight * ring[n] * a[j - 1, n]
+            good = weight * ring[n]
+            b_j[n] = b_j[n] * stay[n] + good * b_below[n] + weight * rate * stay[n] * a_j[n]
+            a_j[n] = a_j[n] * stay[n] + good * a_below[n]
+    a_0, b_0 = a[0], b[0]
     for n in range(nodes):
-        b[0, n] = b[0, n] * stay[n] + weight * rate * stay[n] * a[0, n]
-        a[0, n] *= stay[n]
+        b_0[n] = b_0[n] * stay[n] + weight * rate * stay[n] * a_0[n]
+        a_0[n] *= stay[n]
 
 
 @numba.njit(cache=True)
-def pair_of(stay: np.ndarray, ring: np.ndarray, q: np.ndarray, tokens: np.ndarray, k: int) -> np.ndarray:
-    """The pair (shape (2, k, N)) of ``tokens`` at weight 1."""
-    pair = np.zeros((2, k, stay.shape[1]))
-    pair[0, 0, :] = 1.0
-    for x in tokens:
-        if q[x] > 0:
-            multiply_token(pair[0], pair[1], stay[x], ring[x], q[x], 1.0)
+def unit_pair(k: int, nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(A, B) = (1, 0)``, the pair of no token, as two (k, N) arrays."""
+    a = np.zeros((k, nodes))
+    a[0, :] = 1.0
+    return a, np.zeros((k, nodes))
+
+
+@numba.njit(cache=True)
+def pair_of(stay: np.ndarray, ring: np.ndarray, rate: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+    """The pair (shape (2, k, N)) of the tokens in ``rows`` at weight 1."""
+    a, b = unit_pair(k, stay.shape[1])
+    for i in rows:
+        if rate[i] > 0:
+            multiply_token(a, b, stay[i], ring[i], rate[i], 1.0)
+    pair = np.empty((2, k, stay.shape[1]))
+    pair[0], pair[1] = a, b
     return pair
 
 
 @numba.njit(cache=True)
-def prefix_all_in(stay: np.ndarray, ring: np.ndarray, q: np.ndarray, order: np.ndarray, k: int,
-                  weight: np.ndarray, coarse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(fine, coarse)`` sums of ``P_k`` of every prefix of ``order`` (index i: the first i tokens,
-    i = 0..V): ``int e^{-q(rest) T} [X^(k-1)] B_prefix dT`` with the fine and the every-other-node rule.
+def prefix_all_in(stay: np.ndarray, ring: np.ndarray, rate: np.ndarray, k: int, weight: np.ndarray,
+                  coarse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(fine, coarse)`` sums of ``P_k`` of every prefix of the rows (index i: the first i, i = 0..V):
+    ``int e^{-q(rest) T} [X^(k-1)] B_prefix dT`` with the fine and the every-other-node rule.
 
-    One forward pass carries the prefix's pair; ``e^{-q(rest) T}`` is the product of the later tokens'
-    ``e_x``, kept at every CHECKPOINT-th token by a backward pass and rebuilt block by block."""
-    size, nodes = order.size, weight.size
+    One forward pass carries the prefix's pair; ``e^{-q(rest) T}`` is the product of the later rows'
+    ``e_x``, kept at every CHECKPOINT-th row by a backward pass and rebuilt block by block."""
+    size, nodes = rate.size, weight.size
     blocks = (size + CHECKPOINT - 1) // CHECKPOINT
-    rest_at = np.empty((blocks, nodes))  # rest_at[b]: prod of e_x over the tokens after block b
+    rest_at = np.empty((blocks, nodes))  # rest_at[b]: prod of e_x over the rows after block b
     rest = np.ones(nodes)
     for i in range(size - 1, -1, -1):
         if i == size - 1 or (i + 1) % CHECKPOINT == 0:
             rest_at[i // CHECKPOINT] = rest
-        rest *= stay[order[i]]
+        rest *= stay[i]
     fine, rough = np.zeros(size + 1), np.zeros(size + 1)
-    pair = np.zeros((2, k, nodes))
-    pair[0, 0, :] = 1.0
+    a, b = unit_pair(k, nodes)
     decay = np.empty((CHECKPOINT, nodes))
     for block in range(blocks):
         start, end = block * CHECKPOINT, min(block * CHECKPOINT + CHECKPOINT, size)
         rest = rest_at[block].copy()
         for i in range(end - 1, start - 1, -1):
             decay[i - start] = rest
-            rest *= stay[order[i]]
+            rest *= stay[i]
         for i in range(start, end):
-            x = order[i]
-            if q[x] > 0:
-                multiply_token(pair[0], pair[1], stay[x], ring[x], q[x], 1.0)
+            if rate[i] > 0:
+                multiply_token(a, b, stay[i], ring[i], rate[i], 1.0)
             total, total_rough = 0.0, 0.0
             for n in range(nodes):
-                value = decay[i - start, n] * pair[1, k - 1, n]
+                value = decay[i - start, n] * b[k - 1, n]
                 total += weight[n] * value
                 total_rough += coarse[n] * value
             fine[i + 1], rough[i + 1] = total, total_rough

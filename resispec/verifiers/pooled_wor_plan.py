@@ -117,28 +117,29 @@ class PooledWorPlan:
         return active[np.argsort(self.scan_position[candidates[active]], kind="stable")]
 
 
-def _scan(race: Race, p: np.ndarray, scan: np.ndarray, other: np.ndarray) -> dict[str, np.ndarray]:
-    """Thinning along ``scan`` (token ids in visiting order): theta, D, L and t of the scanned tokens
-    (by position in ``scan``; tokens with q = 0 get theta 1 and D = L = 0), by the compiled scan
+def _scan(race: Race, p_rows: np.ndarray, rows: np.ndarray, other: np.ndarray) -> dict[str, np.ndarray]:
+    """Thinning along ``rows`` (race rows in visiting order): theta, D, L and t of the scanned tokens
+    (by position in ``rows``; tokens with q = 0 get theta 1 and D = L = 0), by the compiled scan
     (``resispec.verifiers.pooled_wor_scan``) from the earlier pair ``other``."""
     from resispec.verifiers.pooled_wor_scan import thinned_scan  # numba is imported on first use
-    out = {"theta": np.ones(scan.size), "reach": np.zeros(scan.size), "fallback": np.zeros(scan.size)}
-    positions = np.flatnonzero(race.q[scan] > 0)
-    theta, reach, fallback = thinned_scan(race.stay, race.ring, race.q, p, scan[positions], other,
+    out = {"theta": np.ones(rows.size), "reach": np.zeros(rows.size), "fallback": np.zeros(rows.size)}
+    positions = np.flatnonzero(race.rate[rows] > 0)
+    theta, reach, fallback = thinned_scan(race.stay, race.ring, race.rate, p_rows, rows[positions], other,
                                           race.grid.weight)
     out["theta"][positions], out["reach"][positions], out["fallback"][positions] = theta, reach, fallback
     out["law"] = out["fallback"] + out["theta"] * (out["reach"] - out["fallback"])
     return out
 
 
-def _best_scan(race: Race, p: np.ndarray, block: np.ndarray, other: np.ndarray
+def _best_scan(race: Race, p_rows: np.ndarray, block: np.ndarray, other: np.ndarray
                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The better of the two scan directions of ``block`` (ratio ascending, descending) by the block's
-    acceptance ``sum min(p, t)``; ties keep ascending. Returns the scan and its arrays."""
+    """The better of the two scan directions of ``block`` (race rows, ratio ascending; then descending)
+    by the block's acceptance ``sum min(p, t)``; ties keep ascending. Returns the scan (rows) and its
+    arrays."""
     best = None
     for scan in (block, block[::-1]):
-        result = _scan(race, p, scan, other)
-        score = float(np.minimum(p[scan], result["law"]).sum())
+        result = _scan(race, p_rows, scan, other)
+        score = float(np.minimum(p_rows[scan], result["law"]).sum())
         if best is None or score > best[0] + CHOICE_TOLERANCE:
             best = (score, scan, result)
     return best[1], best[2]
@@ -149,27 +150,26 @@ def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     drafted = q[q > 0]
     if drafted.min() < SMALLEST_RATE or np.sort(drafted)[::-1][k - 1:].sum() < SMALLEST_RATE:
         return _first_drawn_plan(p, q, k)
-    from resispec.race import Race  # compiled kernels: numba is imported on first use, not with resispec
-    race = Race.of(q, k)
-    profile, bounds, _ = wor_prefix_values(p, q, k, race)
-    order = profile.order
-    lowest = float(bounds.min())
-    minimisers = np.flatnonzero(bounds <= lowest + CUT_TOLERANCE)
+    values = wor_prefix_values(p, q, k)
+    race, order = values.race, values.profile.order
+    p_rows = p[order]
+    lowest = float(values.value.min())
+    minimisers = np.flatnonzero(values.value <= lowest + CUT_TOLERANCE)
     best = None
     for cut in sorted({int(minimisers[0]), int(minimisers[-1])}):
         outside_bad = np.zeros((2, k, race.grid.t.size))
-        outside_bad[0, 0] = np.exp(-float(q[order[cut:]].sum()) * race.grid.t)
-        inside_scan, inside = _best_scan(race, p, order[:cut], outside_bad)
-        outside_scan, outside = _best_scan(race, p, order[cut:], race.pair(order[:cut]))
+        outside_bad[0, 0] = np.exp(-float(race.rate[cut:].sum()) * race.grid.t)
+        inside_scan, inside = _best_scan(race, p_rows, np.arange(cut), outside_bad)
+        outside_scan, outside = _best_scan(race, p_rows, np.arange(cut, p.size), race.pair(np.arange(cut)))
         scan = np.concatenate([inside_scan, outside_scan])
         arrays = {name: np.concatenate([inside[name], outside[name]]) for name in inside}
-        score = float(np.minimum(p[scan], arrays["law"]).sum())
+        score = float(np.minimum(p_rows[scan], arrays["law"]).sum())
         if best is None or score > best[0] + CHOICE_TOLERANCE:
-            best = (score, cut, scan, arrays)
+            best = (score, cut, order[scan], arrays)
     _, cut, scan, arrays = best
     by_id = {name: np.empty(p.size) for name in arrays}
-    for name, values in arrays.items():
-        by_id[name][scan] = values
+    for name, values_in_scan in arrays.items():
+        by_id[name][scan] = values_in_scan
     position = np.empty(p.size, dtype=np.int64)
     position[scan] = np.concatenate([np.arange(cut), np.arange(p.size - cut)])
     inside_mask = np.zeros(p.size, dtype=bool)
