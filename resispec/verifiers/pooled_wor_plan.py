@@ -67,6 +67,9 @@ acceptance). Float32 model outputs never get there (their smallest positive valu
 CUT_TOLERANCE = 1e-12
 """Prefixes whose bound ``p(H) + 1 - P_k(H)`` is within this of the minimum count as minimisers."""
 
+TRIED_CUTS = 8
+"""At most this many minimising prefixes are tried (each costs four scans); beyond it, evenly spread."""
+
 CHOICE_TOLERANCE = 1e-12
 """A later option (descending scan, last minimising cut) replaces an earlier one only if its
 acceptance is larger by more than this: options tied up to rounding keep the first, so the choice
@@ -145,6 +148,14 @@ def _best_scan(race: Race, p_rows: np.ndarray, block: np.ndarray, other: np.ndar
     return best[1], best[2]
 
 
+def _tried_cuts(minimisers: np.ndarray) -> list[int]:
+    """The minimising prefixes the plan tries: all of them, or ``TRIED_CUTS`` spread evenly from the
+    first to the last when there are more."""
+    if minimisers.size > TRIED_CUTS:
+        minimisers = minimisers[np.unique(np.linspace(0, minimisers.size - 1, TRIED_CUTS).round().astype(np.int64))]
+    return [int(cut) for cut in minimisers]
+
+
 def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     """The plan of the module docstring for validated ``(p, q)`` and k."""
     drafted = q[q > 0]
@@ -156,7 +167,7 @@ def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     lowest = float(values.value.min())
     minimisers = np.flatnonzero(values.value <= lowest + CUT_TOLERANCE)
     best = None
-    for cut in sorted({int(minimisers[0]), int(minimisers[-1])}):
+    for cut in _tried_cuts(minimisers):
         outside_bad = np.zeros((2, k, race.grid.t.size))
         outside_bad[0, 0] = np.exp(-float(race.rate[cut:].sum()) * race.grid.t)
         inside_scan, inside = _best_scan(race, p_rows, np.arange(cut), outside_bad)
