@@ -98,8 +98,9 @@ class Race:
     def of(cls, q: np.ndarray, k: int, order: np.ndarray) -> "Race":
         grid = race_grid(q, k)
         rate = q[order]
-        exponent = np.multiply.outer(-rate, grid.t)
-        return cls(order=order, rate=rate, k=k, grid=grid, stay=np.exp(exponent), ring=-np.expm1(exponent))
+        stay = np.multiply.outer(-rate, grid.t)  # the exponent, then e = exp(exponent) in place
+        ring = -np.expm1(stay)
+        return cls(order=order, rate=rate, k=k, grid=grid, stay=np.exp(stay, out=stay), ring=ring)
 
     def all_in_prefixes(self) -> tuple[np.ndarray, np.ndarray]:
         """``(value, error)``: ``P_k`` of every prefix of the order (index i: the first i tokens) and
