@@ -25,22 +25,29 @@ independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built o
 
    ``e_x = exp(-q_x T)``, ``r_x = 1 - e_x``: ``A`` tracks "no bad arrival, j good arrivals by T", ``B``
    the flux of a good arrival at T. Pairs compose as ``(A1, B1)(A2, B2) = (A1 A2, A1 B2 + B1 A2)``, with
-   positive coefficients only (nothing cancels). One forward pass along each scan carries the
-   earlier-scanned pair (the thetas are known there), a backward pass stores the later-scanned pairs.
-   The integral is the trapezoid rule in ``u = ln T`` (geometric convergence, as for ``P_k``) between
-   ``T_lo``, where ``T^k / k! <= TAIL``, and ``T_hi = ln(1/TAIL) / m_k``, ``m_k`` the q-mass outside the
-   k - 1 heaviest tokens (before the k-th arrival the arrival rate is at least ``m_k``).
-4. **Choice.** The plan tries the first and the last minimising prefix (within ``CUT_TOLERANCE``) and
-   both scan directions in each block, and keeps, per cut, the better direction of each block (the
-   acceptance ``sum min(p, t)`` is a sum over the two blocks), then the better cut. Every choice is
-   exact; the choice only affects acceptance.
+   positive coefficients only (nothing cancels); ``resispec.race`` holds the pair algebra, the grid
+   and the compiled kernels. One forward pass along each scan carries the earlier-scanned pair (the
+   thetas are known there); the later-scanned pairs come from a backward pass that keeps one every
+   ``CHECKPOINT`` tokens and are rebuilt block by block (``resispec.verifiers.pooled_wor_scan``). The
+   integral is the trapezoid rule in ``u = ln T`` on the race grid of q and k (``race_grid``: from
+   ``T_lo``, ``T_lo^k / k! <= TAIL``, to ``T_hi``, where a Gamma(k, m_k) tail is ``TAIL``, ``m_k`` the
+   q-mass outside the k - 1 heaviest tokens), shared with the ``P_k`` of step 1; ``e_x`` and ``r_x`` are
+   computed once per token, rows in ratio order so that each block is contiguous in memory.
+4. **Choice.** The plan tries every minimising prefix (within ``CUT_TOLERANCE``; at most
+   ``TRIED_CUTS``, spread evenly) and both scan directions in each block, and keeps, per cut, the
+   better direction of each block (the acceptance ``sum min(p, t)`` is a sum over the two blocks),
+   then the best cut; an option replaces an earlier one only when better by more than
+   ``CHOICE_TOLERANCE`` (ties up to rounding keep ascending, the first cut). Every choice is exact;
+   the choice only affects acceptance.
 5. **Degenerate drafts.** When a drafted token's q is below ``SMALLEST_RATE`` the integrals cannot be
    represented; the plan then selects the first drawn candidate (law q).
 6. **Verify** the selected y: accept with probability ``min(1, p_y / t_y)``, else emit from
    ``norm((p - t)+)``; exact because ``t`` is the selection's law.
 
-Cost: O(V log V) for the ratio order, ``P_k`` of every prefix (O(V k N)), and a sequential scan over
-the tokens with O(k^2 N) work each (N ~ 80 nodes), for up to two cuts and two directions per block.
+Cost: O(V log V) for the ratio order, O(V N) exponentials, ``P_k`` of every prefix (O(V k N)) and,
+per tried cut, four compiled scans of O(V k N) each (three token products and one contraction per
+token); N is 70-125 nodes on LLM rows. The scans are sequential in the token order (each ``theta``
+depends on the earlier ones through the earlier pair).
 """
 
 from __future__ import annotations
