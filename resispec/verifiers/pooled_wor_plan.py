@@ -165,8 +165,8 @@ def _tried_cuts(minimisers: np.ndarray) -> list[int]:
 
 def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     """The plan of the module docstring for validated ``(p, q)`` and k."""
-    drafted = q[q > 0]
-    if drafted.min() < SMALLEST_RATE or np.sort(drafted)[::-1][k - 1:].sum() < SMALLEST_RATE:
+    from resispec.race import heavy_free_mass  # numba is imported on first use, not with resispec
+    if q[q > 0].min() < SMALLEST_RATE or heavy_free_mass(q, k) < SMALLEST_RATE:
         return _first_drawn_plan(p, q, k)
     values = wor_prefix_values(p, q, k)
     race, order = values.race, values.profile.order
