@@ -39,6 +39,7 @@ from resispec import get_verifier
 ACCEPTANCE_SUPPORTS = (32, 12, 6)
 MULTI_CANDIDATE_POSITIONS = 16
 ENUMERATION_BUDGET = 5000
+ROUNDING = 1e-9
 COST_POINTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 CALIBRATION_PROMPT_COUNT = 2
 FORMAT = 1
@@ -89,7 +90,9 @@ def measure_acceptance(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, ma
             curve.append(float(np.minimum(p_rows, q_rows).sum(axis=1).mean()))
             continue
         curve.append(_truncated_acceptance(rule, p_rows[:MULTI_CANDIDATE_POSITIONS], q_rows[:MULTI_CANDIDATE_POSITIONS], k))
-    return curve
+    if any(not -ROUNDING <= a <= 1 + ROUNDING for a in curve):
+        raise ValueError(f"acceptance: {verifier}'s measured A(k) left [0, 1] by more than rounding: {curve}")
+    return [min(max(a, 0.0), 1.0) for a in curve]  # exact values summed in floating point: 1 + 4e-16 occurs
 
 
 def _truncated_acceptance(rule, p_rows: np.ndarray, q_rows: np.ndarray, k: int) -> float:
@@ -120,7 +123,7 @@ def measure_costs(lm, prompt: torch.Tensor, points: Sequence[int], repeats: int)
 
 
 def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: Sequence[torch.Tensor],
-              new_tokens: int = 24, max_children: int = MAX_CHILDREN, repeats: int = 3, seed: int = 0) -> Calibration:
+              new_tokens: int = 24, max_children: int = MAX_CHILDREN, repeats: int = 5, seed: int = 0) -> Calibration:
     """Measure `Calibration` for this target, draft, verifier and sampling (module docstring)."""
     generator = torch.Generator().manual_seed(seed)
     target = lm_for(model)

@@ -10,7 +10,9 @@ attention with rotary positions, SwiGLU MLP, RMSNorm), computed with fewer, larg
     logits = RMSNorm(h) W_head^T,   RMSNorm(h) = w * h / sqrt(mean(h^2) + eps)  (one fused op).
 
 Keys and values live in one tensor per side, [layers, kv_heads, capacity, head_dim], written in place
-(doubling the capacity when full); cache surgery after a commit is one gather per side. Float32 linear
+(doubling the capacity when full); cache surgery after a commit is one gather per side. Everything that
+touches the cache runs in ``torch.inference_mode`` (the lightest per-op dispatch; the cache tensors are
+inference tensors). Float32 linear
 layers use `engine.small_rows.PaddedLinear` (flat cost for the few rows of a round); `Int8Linear`
 layers (`engine.quantize`) are fused the same way. Rotary cos/sin come from the model's own rotary
 module. Logits equal the transformers forward up to floating-point rounding (tests pin the difference).
@@ -28,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from engine.quantize import Int8Linear
+from engine.quantize import Int4Linear, Int8Linear
 from engine.small_rows import PaddedLinear, mkl_packing_available
 from engine.tree_lm import TreeCacheLM, TreeLM
 
@@ -38,8 +40,11 @@ INITIAL_CAPACITY = 512
 
 def fused_projection(parts: list[nn.Module], pad_small_rows: bool) -> Projection:
     """One product computing the outputs of the linear layers ``parts`` side by side."""
-    if all(isinstance(part, Int8Linear) for part in parts):
-        return Int8Linear.concatenate(parts)
+    for quantized in (Int8Linear, Int4Linear):
+        if all(isinstance(part, quantized) for part in parts):
+            return quantized.concatenate(parts)
+    if all(isinstance(part, (Int8Linear, Int4Linear)) for part in parts):  # mixed (int4 fell back to int8)
+        return lambda x: torch.cat([part(x) for part in parts], dim=-1)
     if not all(isinstance(part, nn.Linear) and part.bias is None for part in parts):
         raise TypeError(f"CompactLM: expected bias-free nn.Linear or Int8Linear layers, got {parts}")
     weight = torch.cat([part.weight.detach() for part in parts])
@@ -126,6 +131,7 @@ class CompactLM(TreeCacheLM):
         self.weights = prepared[pad_small_rows]
         super().__init__(model)
 
+    @torch.inference_mode()
     def _reset_cache(self) -> None:
         w = self.weights
         shape = (len(w.layers), w.num_kv_heads, INITIAL_CAPACITY, w.head_dim)
@@ -145,6 +151,26 @@ class CompactLM(TreeCacheLM):
             new[:, :, : self._length] = old[:, :, : self._length]
             setattr(self, name, new)
 
+    @torch.inference_mode()
+    def prefill_from(self, other: CompactLM, input_ids: torch.Tensor) -> None:
+        """Start over on the prompt ``input_ids`` (long [T]) like `prefill`, taking the prompt's keys and
+        values from ``other`` (same layer and head shapes, just prefilled on the same prompt) instead of
+        computing them; they are cast to this model's dtype. A self-draft uses it to start on the float32
+        target's exact cache without a prefill forward of its own."""
+        w, theirs = self.weights, other.weights
+        shapes = [(len(x.layers), x.num_kv_heads, x.head_dim) for x in (w, theirs)]
+        if shapes[0] != shapes[1]:
+            raise ValueError(f"prefill_from: cache shapes differ (layers, kv heads, head dim): {shapes}")
+        cached = len(input_ids) - 1
+        if other.prefix_len != cached or len(other._pending) or other.tree_size:
+            raise ValueError(f"prefill_from: the other model must be freshly prefilled on this prompt of {len(input_ids)} tokens")
+        self.reset()
+        self._reserve(cached)
+        self._keys[:, :, :cached] = other._keys[:, :, :cached]
+        self._values[:, :, :cached] = other._values[:, :, :cached]
+        self._length = self.prefix_len = cached
+
+    @torch.inference_mode()
     def _keep_entries(self, prefix_len: int, keep: list[int]) -> None:
         if any(not 0 <= k < self._length - prefix_len for k in keep):
             raise ValueError(f"keep must index the {self._length - prefix_len} entries past prefix_len={prefix_len}")
@@ -155,7 +181,7 @@ class CompactLM(TreeCacheLM):
             self._values[:, :, prefix_len:end] = self._values[:, :, index]
         self._length = prefix_len + len(keep)
 
-    @torch.no_grad()
+    @torch.inference_mode()  # lighter per-op dispatch than no_grad (no view or version tracking)
     def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
         rows, start = len(input_ids), self._length
         end = start + rows

@@ -11,10 +11,11 @@ One speculative round (node 0 = the last emitted token):
    leaf emits one token drawn from p at the leaf;
 4. both models keep the accepted path's KV entries (``commit``); the last emitted token is the next root.
 
-On a chain (one child per node) with a verifier whose one-candidate rule is single-draft speculative
-sampling (``single_candidate_is_sps``), every node is decided by sps in one batched call, each node with
-its own uniforms: a node's decision depends only on its own (p, q, candidate, uniforms), so deciding the
-nodes past the first rejection too (and ignoring them) leaves the law of the walk unchanged.
+On the chain part of a tree (its leading levels of one child each: all of a chain) with a verifier whose
+one-candidate rule is single-draft speculative sampling (``single_candidate_is_sps``), those nodes are
+decided by sps in one batched call, each node with its own uniforms: a node's decision depends only on its
+own (p, q, candidate, uniforms), so deciding the nodes past the first rejection too (and ignoring them)
+leaves the law of the walk unchanged.
 
 Each emitted token is distributed as p at the node where it was emitted, given everything before it,
 so the emitted sequence follows the target's sequential law (per-node exactness, induction on depth).
@@ -126,9 +127,9 @@ class Decoder:
             self.node_verifier = NodeVerifier(drafting, parity_fraction, self.hooks_rng)
             self.tree = CandidateTree.from_branching(branching)
             self.node_verifier.check_branching(self.tree.branching)
-            chain = all(b == 1 for b in self.tree.branching)
+            self.chain_length = next((d for d, b in enumerate(self.tree.branching) if b > 1), self.tree.depth)
             self.chain_verifier = (NodeVerifier("sps", parity_fraction, self.hooks_rng)
-                                   if chain and self.round_verifier is None
+                                   if self.chain_length and self.round_verifier is None
                                    and get_verifier(verifier).single_candidate_is_sps else None)
         self.draft = draft
         self.sampling = sampling
@@ -144,7 +145,10 @@ class Decoder:
         self.stats = DecodeStats()
         start = time.perf_counter()
         self.target.prefill(prompt_ids)
-        if self.speculative:
+        shares_cache = getattr(self.draft, "shares_prompt_cache_with", None)
+        if self.speculative and shares_cache is not None and shares_cache(self.target):
+            self.draft.prefill_from(self.target, prompt_ids)
+        elif self.speculative:
             self.draft.prefill(prompt_ids)
         root = int(prompt_ids[-1])
         if self.log is not None:
@@ -222,8 +226,9 @@ class Decoder:
         """Verification from the root down: ``(deepest accepted node, emitted tokens)``."""
         tree, tokens = self.tree, drafted.tokens
         decided = None
-        if self.chain_verifier is not None:  # every node at once (module docstring)
-            decided = self.chain_verifier.verify_batch(p_all[: tree.depth], q_all, tokens[1:, None], self.rng)
+        if self.chain_verifier is not None:  # the chain part's nodes 0..m-1 at once (module docstring)
+            m = self.chain_length
+            decided = self.chain_verifier.verify_batch(p_all[:m], q_all[:m], tokens[1: m + 1, None], self.rng)
         node, emitted = 0, []
         if self.round_verifier is not None:  # sequence-level: one decision for the whole round
             node, emitted = self._round_decision(tokens, p_all, q_all)
@@ -234,7 +239,7 @@ class Decoder:
                 break
             self._count(depth, accepted=False)
             children = tree.children(node)
-            if decided is not None:
+            if decided is not None and node < self.chain_length:
                 candidates = tokens[children]
                 token, index = int(decided[0][node]), int(decided[1][node])
             else:

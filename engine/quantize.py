@@ -1,7 +1,7 @@
-"""Quantized self-drafts: a copy of the target whose linear layers run in int8 or bfloat16.
+"""Quantized self-drafts: a copy of the target whose linear layers run in int4, int8 or bfloat16.
 
 A self-draft is q = the target's own network computed in lower precision, built at load time from the
-target's weights (nothing new on disk). Two schemes:
+target's weights (nothing new on disk). Three schemes:
 
 - ``bf16``: every parameter cast to bfloat16; q = softmax(f_bf16(x)).
 - ``int8``: bfloat16 as above, and every ``nn.Linear`` (the output head included) holds int8 weights with
@@ -11,6 +11,16 @@ target's weights (nothing new on disk). Two schemes:
 
   computed by ``torch.ops.aten._weight_int8pack_mm`` (a CPU kernel; it is pathologically slow with
   float32 activations, hence bfloat16). The embedding table stays bfloat16 (a lookup, not a product).
+- ``int4``: as ``int8``, except that the decoder layers' linear layers hold 4-bit weights, asymmetric in
+  groups of G = 32 consecutive inputs (the head stays int8: it decides q directly):
+
+      for each output o and group g:  m = min W_o,g,  s = (max W_o,g - m) / 15,
+      L_oi = round((W_oi - m) / s) in [0, 15],   W~_oi = (L_oi - 8) s + z,  z = m + 8 s,
+
+  computed by ``torch.ops.aten._weight_int4pack_mm_for_cpu`` (bfloat16 activations). It reads half the
+  bytes of ``int8`` per token, and the small groups keep it as close to the target as ``int8``
+  (docs/draft.md has the measured overlap). Layers whose shapes the kernel cannot take (an output count
+  not a multiple of 16, an input count not a multiple of G) fall back to ``int8``.
 
 Either way the draft only proposes: the verifiers keep the float32 target's law exact whatever q is.
 """
@@ -23,8 +33,11 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
-SCHEMES = ("int8", "bf16")
+SCHEMES = ("int4", "int8", "bf16")
 INT8_MAX = 127
+INT4_LEVELS = 15
+INT4_GROUP = 32
+INT4_OUTPUT_MULTIPLE = 16
 
 
 class Int8Linear(nn.Module):
@@ -53,38 +66,94 @@ class Int8Linear(nn.Module):
         return cls(torch.cat([p.weight_int8 for p in parts]), torch.cat([p.scales for p in parts]))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim == 2 and x.dtype == torch.bfloat16:  # the engine's case: no reshapes, no cast
+            return torch.ops.aten._weight_int8pack_mm(x, self.weight_int8, self.scales)
         shape = x.shape
         out = torch.ops.aten._weight_int8pack_mm(x.reshape(-1, shape[-1]).to(torch.bfloat16),
                                                  self.weight_int8, self.scales)
         return out.reshape(*shape[:-1], self.out_features)
 
 
-def int8_supported(device: torch.device | str) -> bool:
-    """Whether the int8 kernel runs on ``device`` (it is a CPU kernel in torch 2.13)."""
+class Int4Linear(nn.Module):
+    """``y = x_bf16 @ W~^T`` with W~ the group-wise 4-bit weights of the module docstring.
+
+    Keeps the levels L (uint8 [out, in], one per weight) to fuse layers (`concatenate`) and the kernel's
+    packed copy; ``scales_and_zeros`` is [in / G, out, 2] (s, z) in bfloat16, the kernel's layout.
+    """
+
+    def __init__(self, levels: torch.Tensor, scales_and_zeros: torch.Tensor) -> None:
+        super().__init__()
+        self.levels = levels
+        self.register_buffer("packed", torch._convert_weight_to_int4pack_for_cpu(levels.to(torch.int32), 1))
+        self.register_buffer("scales_and_zeros", scales_and_zeros)
+        self.out_features, self.in_features = levels.shape
+
+    @staticmethod
+    def fits(linear: nn.Linear) -> bool:
+        """Whether the kernel takes ``linear``'s shape (module docstring)."""
+        out_features, in_features = linear.weight.shape
+        return out_features % INT4_OUTPUT_MULTIPLE == 0 and in_features % INT4_GROUP == 0
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear) -> Int4Linear:
+        """Quantize ``linear`` (no bias) in groups of ``INT4_GROUP`` inputs (module docstring)."""
+        if linear.bias is not None:
+            raise ValueError("Int4Linear: linear layers with a bias are not supported")
+        if not cls.fits(linear):
+            raise ValueError(f"Int4Linear: shape {tuple(linear.weight.shape)} needs out % {INT4_OUTPUT_MULTIPLE} == 0 "
+                             f"and in % {INT4_GROUP} == 0")
+        weight = linear.weight.detach().float()
+        out_features, in_features = weight.shape
+        groups = weight.reshape(out_features, in_features // INT4_GROUP, INT4_GROUP)
+        low = groups.amin(dim=-1, keepdim=True)
+        scales = ((groups.amax(dim=-1, keepdim=True) - low) / INT4_LEVELS).clamp(min=torch.finfo(torch.float32).tiny)
+        levels = torch.round((groups - low) / scales).clamp(0, INT4_LEVELS).to(torch.uint8)
+        zeros = low + (INT4_LEVELS + 1) // 2 * scales
+        scales_and_zeros = torch.stack([scales[..., 0], zeros[..., 0]], dim=-1).transpose(0, 1)
+        return cls(levels.reshape(out_features, in_features), scales_and_zeros.contiguous().to(torch.bfloat16))
+
+    @classmethod
+    def concatenate(cls, parts: list[Int4Linear]) -> Int4Linear:
+        """One layer computing the outputs of ``parts`` side by side (fused q/k/v or gate/up)."""
+        return cls(torch.cat([p.levels for p in parts]), torch.cat([p.scales_and_zeros for p in parts], dim=1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim == 2 and x.dtype == torch.bfloat16:  # the engine's case: no reshapes, no cast
+            return torch._weight_int4pack_mm_for_cpu(x, self.packed, INT4_GROUP, self.scales_and_zeros)
+        shape = x.shape
+        out = torch._weight_int4pack_mm_for_cpu(x.reshape(-1, shape[-1]).to(torch.bfloat16), self.packed,
+                                                INT4_GROUP, self.scales_and_zeros)
+        return out.reshape(*shape[:-1], self.out_features)
+
+
+def integer_kernels_run_on(device: torch.device | str) -> bool:
+    """Whether the int8 and int4 kernels run on ``device`` (they are CPU kernels in torch 2.13)."""
     return torch.device(device).type == "cpu"
 
 
 def quantized_copy(target: PreTrainedModel, scheme: str) -> PreTrainedModel:
-    """A self-draft: a deep copy of ``target`` in the given scheme (``int8`` or ``bf16``), eval mode, no grads.
+    """A self-draft: a deep copy of ``target`` in the given scheme (``int4``, ``int8`` or ``bf16``), eval mode, no grads.
 
     The copy unties the output head from the embedding (the head is quantized, the lookup table is not).
     """
     if scheme not in SCHEMES:
         raise ValueError(f"scheme: expected one of {', '.join(SCHEMES)}, got {scheme!r}")
-    if scheme == "int8" and not int8_supported(target.device):
-        raise ValueError(f"draft int8: the int8 kernel runs on CPU only, not on {target.device}; use bf16")
+    if scheme != "bf16" and not integer_kernels_run_on(target.device):
+        raise ValueError(f"draft {scheme}: the {scheme} kernel runs on CPU only, not on {target.device}; use bf16")
     draft = copy.deepcopy(target)
-    if scheme == "int8":  # quantized from the float32 weights, before the cast
+    if scheme != "bf16":  # quantized from the float32 weights, before the cast
         draft.config.tie_word_embeddings = False
-        _swap_linears(draft)
+        _swap_linears(draft, int4=scheme == "int4")
     draft = draft.to(torch.bfloat16)
     return draft.eval().requires_grad_(False)
 
 
-def _swap_linears(module: nn.Module) -> None:
-    """Replace every ``nn.Linear`` below ``module`` by its `Int8Linear`, in place."""
+def _swap_linears(module: nn.Module, int4: bool) -> None:
+    """Replace every ``nn.Linear`` below ``module`` by its `Int8Linear`, in place; with ``int4``, those of
+    the decoder layers by their `Int4Linear` where the kernel takes the shape (the head stays int8)."""
     for name, child in module.named_children():
         if isinstance(child, nn.Linear):
-            setattr(module, name, Int8Linear.from_linear(child))
+            in_layers = int4 and name != "lm_head" and Int4Linear.fits(child)
+            setattr(module, name, Int4Linear.from_linear(child) if in_layers else Int8Linear.from_linear(child))
         else:
-            _swap_linears(child)
+            _swap_linears(child, int4)

@@ -20,6 +20,7 @@ from engine.compact_lm import CompactLM
 from engine.drafts import EarlyExitDraft, SelfDraft, TrainedDraft
 from engine.drafts.trained import WEIGHTS_PATH
 from engine.models import load_target
+from engine.quantize import SCHEMES as SELF_DRAFT_SCHEMES
 from engine.tree import CandidateTree
 from engine.tree_lm import TreeCacheLM, TreeLM
 
@@ -118,7 +119,7 @@ def time_forwards(
         return median_seconds(_grow_and_drop(lm, levels), repeats)
 
     target = CompactLM(model)
-    drafts: dict[str, TreeCacheLM] = {"int8 self-draft": SelfDraft(model, "int8"), "bf16 self-draft": SelfDraft(model, "bf16")}
+    drafts: dict[str, TreeCacheLM] = {f"{scheme} self-draft": SelfDraft(model, scheme) for scheme in SELF_DRAFT_SCHEMES}
     drafts.update({f"early exit L={layers}": EarlyExitDraft(model, layers) for layers in draft_layers})
     if WEIGHTS_PATH.is_file():
         drafts["trained"] = TrainedDraft(model)
@@ -150,7 +151,7 @@ def time_node_counts(counts: Sequence[int] = NODE_COUNTS, prompt_len: int = 64, 
     generator = torch.Generator().manual_seed(seed)
     prompt = torch.randint(0, model.config.vocab_size, (prompt_len,), generator=generator)
     lms = {"before": TreeLM(model), "after": CompactLM(model),
-           "int8 self-draft": SelfDraft(model, "int8"), "bf16 self-draft": SelfDraft(model, "bf16")}
+           **{f"{scheme} self-draft": SelfDraft(model, scheme) for scheme in SELF_DRAFT_SCHEMES}}
     results: dict[str, list[float]] = {name: [] for name in lms}
     for n in counts:
         chain = [(torch.cat([prompt[-1:], torch.randint(0, 1000, (n - 1,), generator=generator)]), torch.arange(-1, n - 1))]

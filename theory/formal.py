@@ -3,7 +3,8 @@
 The development (Debian's ``coq`` 8.16 and ``libcoq-mathcomp-*`` 1.15) works over any finite token type
 and any real field (the rationals are one). ``Sequential.v`` defines a sequential verifier as a step
 function and proves the generic exactness theorem; ``Sps.v``, ``RrsWor.v``, ``ResispecWor.v`` and
-``Resispec.v`` instantiate it; ``Paper.v`` computes the published rule's counterexample in the rationals; ``Assumptions.v`` prints
+``Resispec.v`` instantiate it; ``Paper.v`` computes the published rule's counterexample in the rationals;
+``Optimal.v`` proves that no exact single-draft verifier accepts more than sps; ``Assumptions.v`` prints
 the axioms each main theorem rests on. ``ASSUMPTIONS_RECORD`` keeps that output for the docs (so they
 do not depend on whether ``coqc`` is installed); ``tests/test_coq.py`` checks it against a fresh compile.
 """
@@ -110,6 +111,18 @@ FORMAL: tuple[FormalTheorem, ...] = (
         "paper_not_exact", "Paper.v",
         "Hence some token's output probability differs from p: the published rule is not exact.",
         ("resispec_paper.counterexample",), "theory/resispec_paper.py (PaperRule, reconstruction, CE); resispec/verifiers/resispec_paper.py (ResiSpecPaper)",
+    ),
+    FormalTheorem(
+        "single_draft_optimal", "Optimal.v",
+        "Any exact verifier of one candidate (acceptance in [0, 1], non-negative laws after a rejection, "
+        "which may depend on the candidate) accepts at most sum_y min(p(y), q(y)): the k = 1 case of the "
+        "i.i.d. optimum alpha*.",
+        ("iid_optimum.min_cut", "sps.exact"), "theory/sequential.py (any rule with k = 1)",
+    ),
+    FormalTheorem(
+        "sps_optimal", "Optimal.v",
+        "sps attains it: no exact single-draft verifier drafting from q accepts more than sps.",
+        ("sps.exact",), "theory/sps.py (SPSChain, k = 1); resispec/verifiers/sps.py (SPS)",
     ),
 )
 

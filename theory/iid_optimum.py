@@ -242,6 +242,7 @@ THEOREMS = [
         method="LP certificate (exact max-flow = min-cut) + LP (HiGHS, floating point) cross-check + exact rationals",
         check=check_min_cut,
         label=HAND,
+        formal=("single_draft_optimal",),
     ),
     Theorem(
         name="iid_optimum.prefixes",

@@ -19,7 +19,7 @@ import sympy as sp
 
 from theory.arith import Exact, Number, normalise
 from theory.exact import Instance, instances
-from theory.registry import FORMAL, HAND, Outcome, Theorem, tally
+from theory.registry import FORMAL, SYMBOLIC, Outcome, Theorem, tally
 from theory.schedule import Curve, Schedule, from_thresholds, reach_one, schedule
 from theory.seqlp import (
     certificate,
@@ -29,6 +29,7 @@ from theory.seqlp import (
     schedule_masses,
     sequential_lp_float,
 )
+from theory.seqlp_lemmas import dual_lemmas, lagrangian_lemmas, model_lemmas, slackness_lemmas
 from theory.sequential import Emission, emit, exactness_problems
 from theory.sps import SPSChain
 from theory.spectr import SpecTr, rho_star
@@ -328,47 +329,6 @@ def class_aggregate_identity(k: int) -> tuple[bool, sp.Expr]:
     return vanishes(gap), dual
 
 
-# Lemmas (a), (b) of the certificate as identities in a symbolic step index (induction steps).
-MU_Y, U_I, D_ = sp.symbols("mu_y u_i d", nonnegative=True)
-DUAL_CASES = ({MU_Y: U_I + D_}, {U_I: MU_Y + D_})  # mu(y) >= u_i and u_i >= mu(y)
-u_seq = sp.IndexedBase("u")
-
-
-def dual_lemmas() -> dict[str, bool]:
-    """The general steps of the dual certificate, each an identity SymPy proves for a symbolic step
-    index ``j`` (or by the two sign cases of ``mu - u``):
-
-    (a) for any ``mu >= 0`` with ``lambda_j = (u_j - mu)+`` and ``u_{j-1} = sum_x q min(u_j, mu)``:
-    ``sum_x q lambda_j = u_j - u_{j-1}`` (per token ``(u - mu)+ = u - min(u, mu)``, and ``sum q = 1``);
-    the later steps telescope, ``T_{i-1} = T_i + u_i - u_{i-1}`` with ``T_k = 0`` giving
-    ``T_i = u_k - u_i``; so row ``(i, y)`` is ``(u_i - mu)+ + 1 - u_i + mu = 1 + (mu - u_i)+``.
-    (b) with ``mu`` = 0 on class 0 and ``u_c`` on class ``c``, the recursion reads
-    ``F_j = S_j + u_j Q_j - u_{j-1} = 0`` (``S_j = sum_{1 <= c < j} q_c u_c``, ``Q_j`` the draft mass of
-    classes ``>= j``); ``F_{j+1} - F_j = Q_{j+1} (u_{j+1} - u_j) - (u_j - u_{j-1})`` using
-    ``S_{j+1} = S_j + q_j u_j`` and ``Q_j = q_j + Q_{j+1}``; ``U_j - U_{j-1} = q_0 / P_j`` with
-    ``P_{j+1} = P_j Q_{j+1}`` makes that difference vanish, and the base ``F_2 = 0`` holds for
-    ``U_1 = 1``, ``U_2 = 1 + q_0 / Q_2``, ``q_1 = 1 - q_0 - Q_2``. So ``F_j = 0`` for every ``j >= 2`` by
-    induction, and ``U`` is non-decreasing (``q_0 / P_j >= 0``), as the class map's ``min`` needs."""
-    j, k = sp.symbols("j k", integer=True, positive=True)
-    lam = sp.Max(U_I - MU_Y, 0)
-    S, q0, qj, Qj1, P, u0, u1, u2, Q2 = sp.symbols("S q_0 q_j Q_{j+1} P u_0 u_1 u_2 Q_2", positive=True)
-    uj_1, uj, uj1 = u_seq[j - 1], u_seq[j], u_seq[j + 1]
-    Qj = qj + Qj1
-    F_j = S + uj * Qj - uj_1
-    F_next = (S + qj * uj) + uj1 * Qj1 - uj
-    U_diff = {uj: uj_1 + q0 / P, uj1: uj_1 + q0 / P + q0 / (P * Qj1)}
-    base = (1 - q0 - Q2) * 1 + (1 + q0 / Q2) * Q2 - 1
-    return {
-        "(a) (u - mu)+ = u - min(u, mu)": by_cases(lam - (U_I - sp.Min(U_I, MU_Y)), DUAL_CASES),
-        "(a) telescoping step": vanishes((u_seq[k] - u_seq[j]) + (u_seq[j] - u_seq[j - 1]) - (u_seq[k] - u_seq[j - 1])),
-        "(a) row (i, y) = 1 + (mu - u_i)+": by_cases(lam + 1 - U_I + MU_Y - 1 - sp.Max(MU_Y - U_I, 0), DUAL_CASES),
-        "(b) F_{j+1} - F_j": vanishes(F_next - F_j - (Qj1 * (uj1 - uj) - (uj - uj_1))),
-        "(b) closed form kills the difference": vanishes((Qj1 * (uj1 - uj) - (uj - uj_1)).subs(U_diff)),
-        "(b) base F_2 = 0": vanishes(base),
-        "(b) U non-decreasing": nonnegative(q0 / P),
-    }
-
-
 X = sp.Symbol("x")
 U_RECURSION = display_eq(
     sp.Symbol("u_{j-1}"),
@@ -378,9 +338,16 @@ U_RECURSION = display_eq(
 
 def check_sequential_optimal() -> Outcome:
     identities = {k: class_aggregate_identity(k) for k in range(1, 5)}
-    lemmas = dual_lemmas()
-    failed_lemmas = [name for name, ok in lemmas.items() if not ok]
-    symbolic_ok = all(ok for ok, _ in identities.values()) and not failed_lemmas
+    groups = {
+        "(m)": model_lemmas(),
+        "(a), (b)": dual_lemmas(),
+        "(c)": slackness_lemmas(),
+        "(l)": lagrangian_lemmas(),
+        "primal feasibility (Lipschitz lemma)": {"0 <= m_j <= (T_j - T_{j+1}) q": lipschitz_lemma()},
+    }
+    failed = [name for lemmas in groups.values() for name, ok in lemmas.items() if not ok]
+    general_ok = not failed
+    aggregate_ok = all(ok for ok, _ in identities.values())
     bad, lp_gap = [], 0.0
     for n, inst in enumerate(cases()):
         bad += [f"{inst}: {m}" for m in certificate_problems(inst.p, inst.q, optimal(inst))]
@@ -389,15 +356,28 @@ def check_sequential_optimal() -> Outcome:
             lp_gap = max(lp_gap, abs(highs - float(optimal(inst).acceptance)))
     float_ok = lp_gap < 1e-9
     derivation = f"""
-**Why the LP is the right model.** A sequential verifier decides on candidate `j` having seen only
-candidates `1..j` (and its own randomness). Any such verifier of i.i.d. candidates -- whatever it
-remembers about earlier candidates -- gives a feasible point `m_j(x) = P(step j accepts x)`: step `j`'s
-candidate is `q`-distributed independently of reaching step `j`, so `m_j(x) <= R_j q(x)`; and exactness
-gives `sum_j m_j(x) <= p(x)`. Conversely every feasible point is realised by the rule
-`a_j = m_j / (R_j q)` with residual `norm(p - sum_j m_j)`. So the LP optimum is the best acceptance of
-any exact sequential verifier of i.i.d. candidates (`theory.seqlp` has the primal and dual).
+Each step below names the lemma of `theory.seqlp_lemmas` that SymPy proves for symbolic values (a
+symbolic step index `j`, class index `c`, candidate count `k`, number of tokens `V`).
 
-**A family of dual solutions.** Substituting `R_j`, the dual has `lambda_j(x) >= 0` per capacity row
+**Why the LP is the right model (m).** A sequential verifier decides on candidate `j` having seen only
+candidates `1..j` (and its own randomness): it reaches step `j` in some state `s` (any memory of the
+earlier candidates) with probability `pi(s)`, `sum_s pi(s) = R_j`, and its candidate is `q`-distributed
+independently of `s` (i.i.d. drafting). So `m_j(x) = P(step j accepts x) = sum_s pi(s) q(x) a_s(x)` and
+`R_j q(x) - m_j(x) = sum_s pi(s) q(x) (1 - a_s(x)) >= 0`; the reach of step `j + 1` is `R_j - M_j`
+(`M_j = sum_x m_j(x)`); exactness gives `sum_j m_j(x) <= p(x)` (the final emission is non-negative).
+So every such verifier is a feasible point of the sequential LP whose objective is its acceptance
+(`theory.seqlp` has the primal and dual). resispec's own masses `m_j = min(p, T_j q) - min(p, T_{{j+1}} q)`
+are feasible: `0 <= m_j <= (T_j - T_{{j+1}}) q = R_j q` (Lipschitz lemma, tight schedule), the reach
+`1 - sum_{{i<j}} M_i = R_j` and `sum_j m_j = min(p, T_1 q) <= p` (Theorem `resispec.telescoping`).
+
+**Weak duality and slackness (l).** With `Lambda_j = sum_x q lambda_j`, dual objective
+`D = sum_j Lambda_j + sum_x p mu` and primal objective `P = sum_j M_j`,
+`D - P = sum_{{j,x}} lambda_j (R_j q - m_j) + sum_x mu (p - sum_j m_j) + sum_{{j,x}} m_j (row(j, x) - 1)`,
+an identity for every `k` (the one non-trivial step, the triangle sum `sum_j Lambda_j sum_{{i<j}} M_i`
+summed in the other order, by induction on `k`). For a primal and a dual feasible point every product
+is `>= 0`, so `D >= P`; if every product is 0 (complementary slackness), `D = P` and both are optimal.
+
+**A family of dual solutions (a).** Substituting `R_j`, the dual has `lambda_j(x) >= 0` per capacity row
 and `mu(x) >= 0` per budget row, and one row per `(i, y)`:
 `lambda_i(y) + sum_{{j > i}} sum_x q(x) lambda_j(x) + mu(y) >= 1`. For any `mu >= 0` put `u_k = 1`,
 {U_RECURSION}
@@ -406,39 +386,51 @@ and `lambda_j(x) = (u_j - mu(x))+`. Then `sum_x q lambda_j = u_j - u_{{j-1}}`, t
 `1 - u_0 + sum_x mu(x) p(x)`. (`mu` = indicator of a set `H'` gives `p(H') + 1 - q(H')^k`: the
 sequential optimum is at most the i.i.d. optimum of Theorem `iid_optimum.min_cut`.)
 
-**The certificate (general proof).** Let `z > 0` (if `z = 0` the acceptance is 1 and optimal). Put token
+**The certificate (b), (c).** Let `z > 0` (if `z = 0` the acceptance is `1 - z = 1`, and `P = 1 - R_{{k+1}}
+<= 1` for every feasible point). Put token
 `x` in class 0 if `p(x) > T_1 q(x)` (or `q(x) = 0`), else in class `c = max{{c : p(x) <= T_c q(x)}}`
 (ratio in `(T_{{c+1}}, T_c]`); let `q_0` be class 0's draft mass and `Q_l` that of classes `>= l`
-(`Q_l >= Q_k > 0`, because `h(T_k) = z > 0` needs a token with ratio `< T_k`). Choose `mu = 0` on
-class 0 and `mu = u_c` on class `c`, with `u_j = U_j / U_k`, `U_1 = 1`,
-`U_j = U_{{j-1}} + q_0 / (Q_2 ... Q_j)`. This `u` is non-decreasing and solves the recursion above
-(with `mu` of this form it reads `u_j (1 - q_j) = sum_{{c<j}} q_c u_c + u_{{j+1}} Q_{{j+1}}`, whose
-differences give `u_j - u_{{j-1}} = Q_{{j+1}} (u_{{j+1}} - u_j)` and `u_1 (q_0 + Q_2) = u_2 Q_2`).
-Complementary slackness with the schedule's masses `m_j(x) = min(p, T_j q) - min(p, T_{{j+1}} q)`:
+(`Q_l >= Q_k > 0`, because `h(T_k) = z > 0` needs a token with ratio `< T_k`, lemma (c)). Choose
+`mu = 0` on class 0 and `mu = u_c` on class `c`, with `u_j = U_j / U_k`, `U_1 = 1`,
+`U_j = U_{{j-1}} + q_0 / (Q_2 ... Q_j)`. By the class map `min(u_j, mu(x))` is `0`, `u_c` or `u_j` on
+class 0, `c < j`, `c >= j` (c), so the recursion above reads
+`u_{{j-1}} = sum_{{1 <= c < j}} q_c u_c + u_j Q_j`, whose differences give `u_j - u_{{j-1}} = Q_{{j+1}} (u_{{j+1}} - u_j)`
+and base `u_1 (q_0 + Q_2) = u_2 Q_2`; the closed form solves it and is non-decreasing (b, induction on
+`j`). Complementary slackness with the schedule's masses, in every case of (class `c`, step `j`):
 (1) `m_j(x) > 0` needs ratio `> T_{{j+1}}`, i.e. class `<= j`, so `mu(x) <= u_j` and row `(j, x)` is tight;
 (2) `lambda_j(x) > 0` means `mu(x) < u_j`, i.e. class `< j`, so ratio `>= T_j` and
 `m_j(x) = (T_j - T_{{j+1}}) q(x) = R_j q(x)` (tightness);
 (3) `mu(x) > 0` means class `>= 1`, ratio `<= T_1`, so `sum_j m_j(x) = min(p, T_1 q) = p(x)`.
-A feasible primal-dual pair satisfying complementary slackness is optimal: the schedule's acceptance
-`g(T_1)` is the LP optimum, for every `V` and `k`. As a direct check of the closed form, the dual
-objective minus `g(T_1)`, with class masses `P_c`, `Q_c` as symbols and the thresholds solved from the
-tight equations, cancels to zero; for `k = 2` the dual objective is
+Lemma (c) checks the three products are 0 with every value of the case an ordered symbol and ties
+allowed (a ratio equal to some `T_j`, equal thresholds, equal `u`'s). By (l) the schedule's acceptance
+`g(T_1)` is the LP optimum, for every `V` and `k`.
+
+What stays prose: that the four cases (class 0, `1 <= c < j`, `c = j`, `c > j`, plus `q(x) = 0`) exhaust
+the tokens (trichotomy of `c` against `j`), and that each case implies the ordering it is parametrised
+by (from `T` non-increasing and `u` non-decreasing; lemma (c) checks that each parametrisation realises
+its ordering); and the claim presupposes the tight schedule, whose existence and uniqueness are
+Theorem `resispec.fixed_point` (a hand proof). As a direct
+check of the closed form, the dual objective minus `g(T_1)`, with class masses `P_c`, `Q_c` as symbols and
+the thresholds solved from the tight equations, cancels to zero; for `k = 2` the dual objective is
 {latex_block(identities[2][1])}
 """
+    lemma_lines = "\n".join(
+        f"  - {group}: {len(lemmas)} identities ({'; '.join(lemmas)}): "
+        + ("all hold" if all(lemmas.values()) else "FAILED: " + ", ".join(n for n, ok in lemmas.items() if not ok))
+        for group, lemmas in groups.items()
+    )
     checked = f"""
-- Symbolic in a general step index `j` (SymPy, `theory.resispec.dual_lemmas`): the dual family's rows
-  and the certificate's `u`, {len(lemmas)} identities ({"; ".join(lemmas)}):
-  {"all hold" if not failed_lemmas else "FAILED: " + ", ".join(failed_lemmas)}. Complementary slackness
-  through the class map (ties at `T_j` included) is the hand proof above plus the certificates below.
-- Symbolic (SymPy): dual objective = primal objective as an identity in the class masses, for
-  `k = 1, 2, 3, 4` (any `V`): {"holds for each" if all(ok for ok, _ in identities.values()) else "FAILS for some k"}.
+- Symbolic, for symbolic `j`, `c`, `k`, `V` (SymPy, `theory.seqlp_lemmas` and the Lipschitz lemma):
+{lemma_lines}
+- Symbolic (SymPy), an independent check: dual objective = primal objective as an identity in the class
+  masses, for `k = 1, 2, 3, 4` (any `V`): {"holds for each" if aggregate_ok else "FAILS for some k"}.
 - LP certificate in exact rationals on each of the {len(cases())} instances: the schedule's masses are
   primal feasible, the closed-form dual is feasible (every multiplier `>= 0`, every dual row `>= 1`), and
   the two objectives are equal; {tally(bad)}.
 - Floating cross-check: HiGHS on the sequential LP for every third instance: the optimum is within 1e-9
   of the exact acceptance {"on every one" if float_ok else f"NOT on every one (largest gap {lp_gap:.1e})"}.
 """
-    return Outcome(symbolic_ok and not bad and float_ok, derivation, checked)
+    return Outcome(general_ok and aggregate_ok and not bad and float_ok, derivation, checked)
 
 
 # --- 6(e) -----------------------------------------------------------------------------------------
@@ -529,9 +521,9 @@ THEOREMS = [
     Theorem(
         name="resispec.sequential_optimal",
         statement="resispec's acceptance g(T_1) equals the optimum of the sequential LP, i.e. it is the best acceptance of any exact sequential verifier of i.i.d. candidates: general proof by complementary slackness with a closed-form dual certificate built from the schedule.",
-        method="LP certificate (exact rationals) + symbolic identity (k = 1..4) + LP (HiGHS, floating point) cross-check",
+        method="symbolic lemmas in a symbolic step index (model, dual family, u-recursion, complementary slackness by class cases, Lagrangian identity by induction on k) + LP certificate (exact rationals) + symbolic identity (k = 1..4) + LP (HiGHS, floating point) cross-check",
         check=check_sequential_optimal,
-        label=HAND,
+        label=SYMBOLIC,
     ),
     Theorem(
         name="resispec.dominates",

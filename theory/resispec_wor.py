@@ -20,11 +20,14 @@ import sympy as sp
 from theory.arith import Exact, normalise
 from theory.exact import Instance, Law, fmt, from_weights, instances, random_distribution
 from theory.pooled import CORNERS
-from theory.registry import FORMAL, Outcome, Theorem, tally
+from theory.registry import FORMAL, SYMBOLIC, Outcome, Theorem, tally
 from theory.rrs_wor import SPSChainWOR
 from theory.sequential import emit, exactness_problems
 from theory.sps import accept_probability, next_residual
 from theory.symbolic import by_cases, latex_block, nonnegative, simplex_point, vanishes
+from theory.wor_k2_lemmas import D_, E_, F_, Q_, S_, T_, W_, feasibility_lemmas, k2_slackness_lemmas, latest_first_mass, second_step_lemmas
+from theory.wor_k2_lemmas import lagrangian_lemmas as wor_lagrangian_lemmas
+from theory.wor_k2_lemmas import model_lemmas as wor_model_lemmas
 from theory.wor_lp import certificate, certificate_problems, classes, primal_problems, rule_masses
 from theory.wor_shaping import (
     Plan,
@@ -405,17 +408,6 @@ def worked_example_problems() -> list[str]:
             if (tuple(got) if isinstance(got, tuple) else got) != want]
 
 
-# Per token, with w = q / (1 - q) (so q = w / (1 + w)), S >= 0 and T = q (1 + S) - r the unclipped t.
-S_, W_, T_ = sp.Symbol("S", nonnegative=True), sp.Symbol("w", positive=True), sp.Symbol("T")
-D_, E_, F_ = sp.symbols("d e f", nonnegative=True)
-Q_ = W_ / (1 + W_)
-
-
-def latest_first_mass(t: sp.Expr) -> sp.Expr:
-    """``A = q - t (1 - q)``, per token."""
-    return Q_ - t * (1 - Q_)
-
-
 def clip_identities(accepted: Callable[[sp.Expr], sp.Expr] = latest_first_mass) -> tuple[bool, bool]:
     """``r - C - A = t - T`` for any t (``C = q (S - t)``, ``A = accepted(t)``); and, by cases on T,
     ``clip(r - C, 0, q) = A`` when ``t = clip(T, 0, w)``."""
@@ -525,7 +517,16 @@ R_COLUMN = latex_block(
 
 
 def check_optimal() -> Outcome:
-    symbolic_ok = dual_identities()
+    columns_ok = dual_identities()
+    groups = {
+        "LP model (node reach)": wor_model_lemmas(),
+        "step 2 reproduces the plan": second_step_lemmas(),
+        "primal feasibility per token": feasibility_lemmas(),
+        "slackness per token (cover of the line, classes, A = 0 implies r <= C, products)": k2_slackness_lemmas(),
+        "Lagrangian identity (every V)": wor_lagrangian_lemmas(),
+    }
+    failed = [name for lemmas in groups.values() for name, ok in lemmas.items() if not ok]
+    symbolic_ok = columns_ok and not failed
     rng = random.Random(1109)
     bad, other_bad, below, others, counts = [], [], 0, 0, [0, 0, 0]
     for name, inst in certificate_cases():
@@ -583,11 +584,43 @@ rows with positive multipliers are tight (`lambda_y > 0` off `R`, where the late
 emits all of `r_y` by acceptance, `f_y = 0`; `mu_y > 0` off `Z`, where `B_y = C(y)`; `nu_x > 0` on `R`,
 where `A = q`). So the dual objective equals the plan's acceptance: resispec_wor at `k = 2` is optimal
 among sequential verifiers of two WOR candidates.
+
+**The slackness lemmas, by cases (`theory.wor_k2_lemmas`).** Per drafted token, with `w = q/(1 - q)` and
+`T = q (1 + S) - r` the unclipped `t`, the latest-first plan has `t = clip(T, 0, w)`. The ranges
+`T <= 0` (`A = q`), `0 <= T <= w` (rising) and `T >= w` (`A = 0`) cover the real line, and splitting the
+ends by `T < 0` / `T = 0` and `T = w` / `T > w` gives five cases with classes `R`, `I`, `I`, `I`, `Z`. In the
+`A = 0` cases `r - C = -(T - w) <= 0`: **`A = 0` implies `r <= C`** (rising: `r - C = A`), so a token
+with `A = 0` outside `Z` has `r = C` and step 2 saturates there. In every case the products
+`lambda_y` x budget slack (`r - A - min(r - A, C)`), `mu_y` x reach slack (`C - min(r - A, C)`, the
+node slacks summed over `x`, all `>= 0` and sharing `mu_xy = mu_y`), `nu_x (q - A)` and `A` x the `m(x)`
+column's slack vanish. Together with the column identities above this is complementary slackness for
+every token, hence for every `V` (`mu_xy = mu_y` for every `x`, and the node slacks are `>= 0` and sum
+over `x` to the token's reach slack).
+
+**The rest of the chain, symbolic (`theory.wor_k2_lemmas`).** The LP model: node `(x, y)` is reached
+with `(q_x - m(x)) q_y / (1 - q_x) = P(x y) - m(x) q_y / (1 - q_x)` (the second draw is `q_{{-x}}`
+whatever step 1 decided; `m(x, y)` at most its reach per state as in lemma (m) of
+`resispec.sequential_optimal`). The rule is the plan: step 1 accepts `x` with `A_x / q_x`; after a
+rejection the sps step against `r_x = q_{{-x}} a_2 + kappa norm(f)` accepts `y` with exactly `a_2(y)` (by
+cases `r - A < C`, where `f_y = 0`, and `r - A >= C`, where `a_2 = 1`), and `C a_2 = min(r - A, C)`. The
+plan's masses are primal feasible per token (`0 <= A <= q`, `C >= 0` since `S - t_y >= 0`, `r - A >= 0`).
+And `D - P` equals the sum of the complementary products for every `V` (SymPy cancels all but one term,
+the budget rows' node sum, which is the `m(x, y)` columns' node sum in the other order). So the plan's
+acceptance is the LP optimum. What stays prose: that the plan exists (Theorem `resispec_wor.k2_plan`, a
+hand proof), the degenerate `q(I) = 1` (any `M` works; the column identities hold for every `M`), and
+passing from tokens to nodes and from a state to its sum over states (linearity).
 """
+    lemma_lines = "\n".join(
+        f"  - {group}: {len(lemmas)} identities: "
+        + ("all hold" if all(lemmas.values()) else "FAILED: " + ", ".join(n for n, ok in lemmas.items() if not ok))
+        for group, lemmas in groups.items()
+    )
     checked = f"""
 - Symbolic (SymPy, `q = w/(1 + w)`, `M >= 0`): the `m(x)` column per class (tight on `R` and `I`,
   `>= 1` on `Z`), `M = q(R)/(1 - q(I))` solving the consistency equation and `1 - M = q(Z)/(1 - q(I))`:
-  {"all hold" if symbolic_ok else "FAILED"}.
+  {"all hold" if columns_ok else "FAILED"}.
+- Symbolic (`theory.wor_k2_lemmas`; per token by the five exhaustive cases, or for every `V`):
+{lemma_lines}
 - Exact rationals on {len(certificate_cases())} pairs (`V` 2..6: the corners {", ".join(f"`{n}`" for n in WOR_CORNERS)}
   that draft two tokens, and 60 seeded pairs, half with zeros; {counts[0]} with a non-empty `R`,
   {counts[1]} a non-empty `Z`, {counts[2]} a non-empty `I`): the node masses of resispec_wor at
@@ -729,9 +762,10 @@ THEOREMS = [
     ),
     Theorem(
         name="resispec_wor.k2_optimal",
-        statement="At k = 2, resispec_wor (the latest-first plan) is optimal among exact sequential verifiers of two WOR candidates: its node masses are feasible in the sequential WOR LP and the optimal-stopping dual built from the plan (mu = 1 where the residual keeps mass, 0 where step 2 has spare capacity, M = q(R)/(1 - q(I)) elsewhere) is feasible with the same objective.",
-        method="LP duality certificate in exact rational arithmetic + symbolic identity",
+        statement="At k = 2, resispec_wor (the latest-first plan, given that it exists: resispec_wor.k2_plan) is optimal among exact sequential verifiers of two WOR candidates: its node masses are feasible in the sequential WOR LP and the optimal-stopping dual built from the plan (mu = 1 where the residual keeps mass, 0 where step 2 has spare capacity, M = q(R)/(1 - q(I)) elsewhere) is feasible with the same objective.",
+        method="symbolic lemmas (LP node reach, step 2 reproduces the plan, primal feasibility and complementary slackness per token by exhaustive cases incl. A = 0 implies r <= C, dual columns per class, Lagrangian identity for every V) + LP duality certificate in exact rational arithmetic",
         check=check_optimal,
+        label=SYMBOLIC,
     ),
     Theorem(
         name="resispec_wor.exact_law",

@@ -8,16 +8,17 @@ that residual is non-negative, which holds when ``c <= rho``, i.e. ``1 - (1 - be
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
 import sympy as sp
 
-from theory.arith import Exact, Number, normalise
+from theory.arith import Exact, Number, OnPiece, normalise
 from theory.exact import Instance, Law, fmt, instances
 from theory.registry import Outcome, Theorem, tally
-from theory.sequential import audit
+from theory.sequential import audit, emit
 from theory.symbolic import by_cases, display_eq, vanishes
 
 
@@ -86,6 +87,82 @@ def residual_nonnegative(p: Law, q: Law, k: int, rho: Fraction) -> bool:
     return all(a >= m * c for a, m in zip(p, rule.shares))
 
 
+# --- rho* itself, as an algebraic number --------------------------------------------------------
+
+T_VAR = sp.Symbol("t")  # rho, as the variable of theory.arith.OnPiece
+
+
+@dataclass(frozen=True)
+class RhoStar:
+    """``rho* > 1`` exactly: the root of the irreducible ``minimal`` (in ``t``) in ``[a, b]``; ``(lo, hi]`` is
+    a piece holding it with no ratio ``p/q`` strictly inside, on which ``beta = Q_hi + P_lo / t``, and
+    ``condition`` fails at ``lo`` and holds at ``hi``."""
+
+    minimal: sp.Poly
+    interval: tuple[Fraction, Fraction]
+    lo: Fraction
+    hi: Fraction
+    F: sp.Poly  # numerator of t beta - 1 + (1 - beta)^k on the piece
+
+
+def piece_test(p: Law, q: Law, k: int, lo: Fraction, hi: Fraction) -> sp.Poly:
+    """The numerator of ``F(t) = t beta(t) - 1 + (1 - beta(t))^k`` on a piece ``(lo, hi)`` without a ratio
+    inside: ``beta(t) = Q_hi + P_lo / t`` (``min(q, p/t) = q`` where ``p/q >= t``, else ``p/t``)."""
+    mid = (lo + hi) / 2
+    Q_hi = sum((b for a, b in zip(p, q) if b and a / b >= mid), Fraction(0))
+    P_lo = sum((a for a, b in zip(p, q) if b and a / b < mid), Fraction(0))
+    beta_t = sp.Rational(Q_hi) + sp.Rational(P_lo) / T_VAR
+    return sp.Poly(sp.numer(sp.together(T_VAR * beta_t - 1 + (1 - beta_t) ** k)), T_VAR)
+
+
+def rho_star_algebraic(p: Law, q: Law, k: int) -> RhoStar | None:
+    """``rho*`` exactly (None when it is 1): start from the bisection bracket, move its ends to the
+    ratios ``p/q`` inside it (the test is monotone), then isolate the smallest root of the piece's ``F``
+    above ``lo`` and the irreducible factor it belongs to."""
+    lo, hi = rho_star(p, q, k)
+    if hi == 1:
+        return None
+    for ratio in sorted({a / b for a, b in zip(p, q) if b and lo < a / b < hi}):
+        if condition(p, q, k, ratio):
+            hi = ratio
+            break
+        lo = ratio
+    F = piece_test(p, q, k, lo, hi)
+    (a, b), _ = next(iv for iv in F.intervals(inf=sp.Rational(lo), sup=sp.Rational(hi)) if iv[0][1] > lo)
+    minimal = next(f for f, _ in F.factor_list()[1] if f.count_roots(a, b))
+    return RhoStar(minimal, (Fraction(int(a.p), int(a.q)), Fraction(int(b.p), int(b.q))), lo, hi, F)
+
+
+def at_rho_star_problems(p: Law, q: Law, k: int, law: bool = True) -> tuple[list[str], int]:
+    """Why spectr is not exact at ``rho*`` itself (empty when it is), and the degree of ``rho*`` over the
+    rationals (0 when ``rho* = 1``).
+
+    Checks that ``rho*`` is the smallest ``rho`` meeting the test (the piece has no ratio inside, the test
+    fails at ``lo`` and holds at ``hi``, ``F`` has exactly one root in ``[lo, b]`` and it is ``rho*``), then
+    evaluates the rule at ``rho*`` in ``QQ(rho*)`` (``theory.arith.OnPiece``, numerators reduced modulo
+    the minimal polynomial): ``c(rho*) = rho*`` and (with ``law``; the slow part) the exact law equals
+    ``p``. With ``rho* = 1`` the rule is evaluated at 1 in exact rationals."""
+    star = rho_star_algebraic(p, q, k)
+    if star is None:
+        return audit(SpecTr(p, q, k, Fraction(1), Exact()), p), 0
+    problems = []
+    if any(star.lo < a / b < star.hi for a, b in zip(p, q) if b):
+        problems.append("a ratio p/q inside the piece")
+    if condition(p, q, k, star.lo) or not condition(p, q, k, star.hi):
+        problems.append("the test does not switch on the piece")
+    if star.F.count_roots(sp.Rational(star.lo), sp.Rational(star.interval[1])) != 1 or star.F.rem(star.minimal) != 0:
+        problems.append("rho* is not the only root of F in [lo, b] or not a root of F")
+    ar = OnPiece((star.lo + star.hi) / 2)
+    rule = SpecTr(tuple(map(ar.constant, p)), tuple(map(ar.constant, q)), k, ar.variable, ar)
+    minimal = ar.field.ring(star.minimal.as_expr())
+    vanishes_at_star = lambda e: ar.field(e).numer.rem(minimal) == 0  # noqa: E731
+    if not vanishes_at_star(spread(sum(rule.shares, 0), k) - ar.variable):
+        problems.append("c(rho*) != rho*")
+    if law and not all(vanishes_at_star(v - a) for v, a in zip(emit(rule, ar).law, rule.p)):
+        problems.append("the exact law at rho* differs from p")
+    return problems, star.minimal.degree()
+
+
 COUNTEREXAMPLE = Instance(
     (Fraction(1, 2), Fraction(1, 2), Fraction(0)), (Fraction(1, 5), Fraction(1, 5), Fraction(3, 5)), 2
 )
@@ -127,6 +204,11 @@ def check_exact() -> Outcome:
                 degenerate.append(f"{inst}, rho={rho}")
             if not nonneg and not problems:
                 bad.append(f"{inst}, rho={rho}: negative residual not detected by the exact-law check")
+    star_bad, degrees = [], Counter()
+    for n, inst in enumerate(cases):
+        problems, degree = at_rho_star_problems(inst.p, inst.q, inst.k, law=n % 2 == 0)
+        degrees[degree] += 1
+        star_bad += [f"{inst}: {m}" for m in problems]
     ce = COUNTEREXAMPLE
     ce_ok = (
         not condition(ce.p, ce.q, ce.k, Fraction(1))
@@ -152,6 +234,15 @@ has a negative entry when `c > rho`. Finally `rho beta - (1 - (1 - beta)^k) = be
 (`rho beta = sum min(rho q, p)` and `(1 - beta)^k` are non-decreasing) and holds at `rho = k`
 (`c <= k`), so `rho*` exists and spectr at `rho*` is exact.
 
+**`rho*` itself.** Between consecutive ratios `p/q`, `beta(rho) = Q_hi + P_lo / rho` (`Q_hi` the draft
+mass of the tokens with ratio above the piece, `P_lo` the target mass of those below), so
+`F(rho) = rho beta - 1 + (1 - beta)^k` times `rho^k` is a polynomial of degree `<= k + 1` with rational
+coefficients, and `rho* > 1` is its smallest root on the piece where the test switches: an algebraic
+number, in general irrational. The check computes it exactly (bracket by bisection, ends moved to the
+ratios inside, exact root isolation, its irreducible factor) and evaluates the rule there in
+`QQ(rho*)`: `c(rho*) = rho*` (the test is tight, `F = beta (rho - c)`), so the residual is
+`norm((p - rho* q)+)`, and the exact law equals `p`.
+
 The "only if" needs the proviso: if every token with `p > 0` has `p > rho q` (the draft puts mass
 only off the target's support or below it), the residual can be non-negative although the test fails.
 Instance: `p = {fmt(ce.p)}`, `q = {fmt(ce.q)}`, `k = 2`, `rho = 1`: `beta = 2/5`, `c = 8/5 > 1`,
@@ -167,17 +258,24 @@ residual `p - c q = (9/50, 9/50, 0) >= 0`, and the rule is exact there.
   is non-negative exactly when the test holds; every negative residual makes the exact-law check fail;
   {tally(bad)}. Points where the test fails but the
   residual is non-negative (no token with `0 < p <= rho q`): {len(degenerate)}.
+- At `rho*` itself, on the same {len(cases)} instances: `rho* = 1` on {degrees[0]}; otherwise `rho*` is
+  computed as an algebraic number (degree over the rationals: {", ".join(f"{d}: {n}" for d, n in sorted(degrees.items()) if d)})
+  and checked to be the smallest `rho` meeting the test (no ratio inside its piece, the test fails at
+  the piece's lower end and holds at its upper end, the only root of `F` there); the rule evaluated
+  in `QQ(rho*)` (numerators reduced modulo the minimal polynomial) has `c(rho*) = rho*`, and on every
+  second instance its exact law (the `emit` recursion in `QQ(rho*)`) is `p`; at `rho* = 1` the exact
+  rational law is `p`; {tally(star_bad)}.
 - The counterexample to the unqualified "only if" above, in exact rationals:
   {"confirmed" if ce_ok else "NOT confirmed"}.
 """
-    return Outcome(symbolic_ok and not bad and ce_ok, derivation, checked)
+    return Outcome(symbolic_ok and not bad and not star_bad and ce_ok, derivation, checked)
 
 
 THEOREMS = [
     Theorem(
         name="spectr.exact",
         statement="spectr is exact at rho*; for any rho >= 1 its final residual p - c min(q, p/rho) is non-negative if 1 - (1 - beta)^k <= rho beta, and only if, provided some token has 0 < p(x) <= rho q(x).",
-        method="symbolic identity + case analysis + exact rational arithmetic",
+        method="symbolic identity + case analysis + exact rational arithmetic + exact evaluation at rho* (an algebraic number)",
         check=check_exact,
     )
 ]

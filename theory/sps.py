@@ -99,6 +99,12 @@ accepted mass, the acceptance is `sum_x min(p, q) = 1 - sum_x (p - q)+`, and
 {display_eq(sp.Max(P - Q, 0), TV_TERM)}
 summed over `x` (where `sum (p - q) = 0`) gives `sum_x (p - q)+ = TV(p, q)`: acceptance `1 - TV`.
 Tokens with `q(x) = 0` are never drafted and contribute `min(p, 0) = 0` to the acceptance.
+
+**Optimal.** Any exact verifier of one candidate `x ~ q` accepts `x` with some probability `a(x)` in
+`[0, 1]` and otherwise emits from a law that may depend on `x`; it emits `y` with
+`q(y) a(y) + sum_x q(x) (1 - a(x)) f_x(y) = p(y)`, so its accepted mass `q(y) a(y)` is at most `q(y)`
+and at most `p(y)`: its acceptance is at most `sum_y min(p, q)`, which sps attains (Coq:
+`single_draft_optimal`, `sps_optimal`).
 """
     checked = f"""
 - Case analysis (SymPy, `p, q > 0`, cases `p = q + d` and `q = p + d` with `d >= 0`): the identities
@@ -113,10 +119,10 @@ Tokens with `q(x) = 0` are never drafted and contribute `min(p, 0) = 0` to the a
 THEOREMS = [
     Theorem(
         name="sps.exact",
-        statement="sps emits exactly p for every V: min(p, q) + (p - q)+ = p token by token, and its acceptance is sum_x min(p, q) = 1 - TV(p, q).",
+        statement="sps emits exactly p for every V: min(p, q) + (p - q)+ = p token by token, and its acceptance is sum_x min(p, q) = 1 - TV(p, q), the most any exact single-draft verifier accepts.",
         method="case analysis + exact rational arithmetic",
         check=check_exact,
         label=FORMAL,
-        formal=("sps_exact", "sps_acceptance_TV"),
+        formal=("sps_exact", "sps_acceptance_TV", "single_draft_optimal", "sps_optimal"),
     )
 ]

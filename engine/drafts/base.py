@@ -14,6 +14,8 @@ class Draft(Protocol):
     `engine.tree_lm.TreeLM` implements it for any transformers causal LM (the tiny random draft is
     ``TreeLM(tiny_llama(seed))``); `EarlyExitDraft` is a `TreeLM` over the target's first layers. Node
     numbering and the round protocol are those of `TreeLM`: node 0 is the last accepted token.
+    A draft with a ``shares_prompt_cache_with(target)`` method that returns true (a self-draft of that
+    target) is started with ``prefill_from(target, input_ids)`` on the target's prompt cache instead.
     """
 
     vocab_size: int

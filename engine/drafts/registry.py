@@ -1,5 +1,5 @@
-"""Drafts by name, for the CLI and benchmarks: ``default`` (``int8`` on CPU, ``bf16`` elsewhere), ``int8`` and
-``bf16`` (quantized self-drafts, `SelfDraft`), ``trained`` (the distilled draft, `TrainedDraft`),
+"""Drafts by name, for the CLI and benchmarks: ``default`` (``int4`` on CPU, ``bf16`` elsewhere), ``int4``,
+``int8`` and ``bf16`` (quantized self-drafts, `SelfDraft`), ``trained`` (the distilled draft, `TrainedDraft`),
 ``early-exit`` (``early-exit-L`` picks the depth L), or the path of a local causal LM on the target's
 tokenizer (directory or GGUF file, `engine.checkpoints`). Every draft exposes ``model``, a transformers
 causal LM (usable as transformers' ``assistant_model``)."""
@@ -17,9 +17,10 @@ from engine.drafts.base import Draft
 from engine.drafts.early_exit import DEFAULT_EARLY_EXIT_LAYERS, EarlyExitDraft
 from engine.drafts.self_draft import SelfDraft, default_self_draft_scheme
 from engine.drafts.trained import TrainedDraft
+from engine.quantize import SCHEMES
 
 DEFAULT_DRAFT = "default"
-DRAFT_NAMES = ("default", "int8", "bf16", "trained", "early-exit", "early-exit-L")
+DRAFT_NAMES = ("default", "int4", "int8", "bf16", "trained", "early-exit", "early-exit-L")
 """Every draft name ``make_draft`` knows; a trailing ``-L`` stands for a positive integer (a depth). Any
 existing path is a draft too (a local checkpoint)."""
 
@@ -39,7 +40,7 @@ def check_draft_name(name: str) -> str:
 
 
 def resolve_draft_name(name: str, target: PreTrainedModel) -> str:
-    """The concrete draft ``name`` stands for (``default`` -> ``int8`` on CPU, ``bf16`` elsewhere)."""
+    """The concrete draft ``name`` stands for (``default`` -> ``int4`` on CPU, ``bf16`` elsewhere)."""
     return default_self_draft_scheme(target) if name == DEFAULT_DRAFT else name
 
 
@@ -47,7 +48,7 @@ def make_draft(name: str, target: PreTrainedModel) -> Draft:
     """The draft called ``name`` for the real target model ``target``; any other ``name`` that is an
     existing path loads that checkpoint (through `CompactLM` where it applies)."""
     name = resolve_draft_name(check_draft_name(name), target)
-    if name in ("int8", "bf16"):
+    if name in SCHEMES:
         return SelfDraft(target, name)
     if name == "trained":
         return TrainedDraft(target)

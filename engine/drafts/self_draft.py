@@ -1,8 +1,9 @@
-"""Quantized self-drafts: q = the target's own network in int8 or bfloat16 (`engine.quantize`).
+"""Quantized self-drafts: q = the target's own network in int4, int8 or bfloat16 (`engine.quantize`).
 
-Built at load time from the target's weights; nothing is stored. On this CPU the int8 copy agrees with
-the float32 target on about 0.96 of the mass per token (``sum_x min(p, q)`` at T = 1) and the bfloat16
-copy on about 0.98 (docs/draft.md), for a fraction of a float32 forward.
+Built at load time from the target's weights; nothing is stored. On this CPU the int4 and int8 copies
+agree with the float32 target on about 0.96-0.97 of the mass per token (``sum_x min(p, q)`` at T = 1) and
+the bfloat16 copy on about 0.98 (docs/draft.md); int4 reads the fewest bytes per token, so it is the
+fastest (a memory-bound forward).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from engine.compact_lm import CompactLM
-from engine.quantize import int8_supported, quantized_copy
+from engine.tree_lm import TreeCacheLM
+from engine.quantize import integer_kernels_run_on, quantized_copy
 
 
 class SelfDraft(CompactLM):
@@ -22,15 +24,25 @@ class SelfDraft(CompactLM):
 
     Args:
         target: the target model p.
-        scheme: ``int8`` (CPU) or ``bf16``.
+        scheme: ``int4`` or ``int8`` (CPU), or ``bf16``.
+
+    The decoding loop starts it on its own target's prompt cache (`CompactLM.prefill_from`, where
+    `shares_prompt_cache_with` says so): q at every position is then the quantized network over the
+    float32 target's keys and values of the prompt and its own of the generated tokens. Any q computed
+    before its candidates are drawn keeps the verification exact; this one costs no prefill forward.
     """
 
     def __init__(self, target: PreTrainedModel, scheme: str) -> None:
         self.scheme = scheme
+        self.source = target
         copies = _COPIES.setdefault(target, {})
         if scheme not in copies:
             copies[scheme] = quantized_copy(target, scheme)
         super().__init__(copies[scheme])
+
+    def shares_prompt_cache_with(self, target: TreeCacheLM) -> bool:
+        """Whether ``target`` is a `CompactLM` of the very model this draft quantizes (same cache shapes)."""
+        return isinstance(target, CompactLM) and target.model is self.source
 
 
 _COPIES: WeakKeyDictionary[nn.Module, dict[str, PreTrainedModel]] = WeakKeyDictionary()
@@ -38,5 +50,5 @@ _COPIES: WeakKeyDictionary[nn.Module, dict[str, PreTrainedModel]] = WeakKeyDicti
 
 
 def default_self_draft_scheme(target: PreTrainedModel) -> str:
-    """``int8`` where its kernel runs (CPU), else ``bf16``."""
-    return "int8" if int8_supported(target.device) else "bf16"
+    """``int4`` where its kernel runs (CPU), else ``bf16``."""
+    return "int4" if integer_kernels_run_on(target.device) else "bf16"

@@ -76,12 +76,18 @@ class IIDDrafting(TorchDraftingScheme):
         return inverse_cdf(q, u)
 
 
+IID_DRAFTING = IIDDrafting()
+
+
 class WORDrafting(TorchDraftingScheme):
-    """Successive sampling without replacement by Gumbel-top-k: ``P(x) = prod_i q_i(x_i)``."""
+    """Successive sampling without replacement by Gumbel-top-k: ``P(x) = prod_i q_i(x_i)``. One candidate
+    is one draw from q, by inverse CDF (one uniform instead of V exponentials)."""
 
     name = "wor"
 
     def draft(self, q: torch.Tensor, k: int, generator: torch.Generator) -> torch.Tensor:
+        if k == 1:
+            return IID_DRAFTING.draft(q, k, generator)
         exponential = torch.empty_like(q).exponential_(generator=generator)
         keys = torch.where(q > 0, q.log() - exponential.log(), -torch.inf)
         return torch.topk(keys, k, dim=-1, sorted=True).indices
@@ -122,5 +128,5 @@ class TopKDrafting(TorchDraftingScheme):
 
 
 TORCH_DRAFTING_SCHEMES: dict[str, TorchDraftingScheme] = {
-    scheme.name: scheme for scheme in (IIDDrafting(), WORDrafting(), TopKDrafting())
+    scheme.name: scheme for scheme in (IID_DRAFTING, WORDrafting(), TopKDrafting())
 }

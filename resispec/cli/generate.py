@@ -21,7 +21,7 @@ parse_tree = tree_shape
 """The ``--tree`` type (``resispec.cli.arguments.tree_shape``: ``auto`` or a branching), also used by ``bench engine``."""
 
 
-DRAFT_HELP = ("draft model: default (int8 on CPU, bf16 elsewhere), int8 / bf16 (quantized copies of the target, "
+DRAFT_HELP = ("draft model: default (int4 on CPU, bf16 elsewhere), int4 / int8 / bf16 (quantized copies of the target, "
               "built at load time), trained (the distilled 3-layer draft), early-exit-L, or a checkpoint PATH")
 
 

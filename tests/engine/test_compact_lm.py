@@ -1,4 +1,4 @@
-"""CompactLM (lean Llama forward, preallocated cache), padded small-row products and the int8 scheme."""
+"""CompactLM (lean Llama forward, preallocated cache), padded small-row products and the int4 / int8 schemes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from torch.nn import functional
 import engine.compact_lm as compact_lm
 from engine.compact_lm import CompactLM, lm_for
 from engine.drafts.self_draft import SelfDraft
-from engine.quantize import Int8Linear, quantized_copy
+from engine.quantize import INT4_GROUP, Int4Linear, Int8Linear, quantized_copy
 from engine.small_rows import PaddedLinear, mkl_packing_available
 from engine.tiny import tiny_llama
 from engine.tree import CandidateTree
@@ -72,6 +72,65 @@ def test_int8_linear_error_is_within_the_quantization_bound():
     assert ((quantized(x).float() - exact).abs() <= bound + slack).all()
 
 
+def _dequantized(layer: Int4Linear) -> torch.Tensor:
+    """W~ = (L - 8) s + z per group (engine.quantize), from the layer's levels and (s, z)."""
+    scales, zeros = (layer.scales_and_zeros[..., i].float().t().repeat_interleave(INT4_GROUP, dim=1) for i in (0, 1))
+    return (layer.levels.float() - 8) * scales + zeros
+
+
+def test_int4_linear_is_within_half_a_step_of_each_weight_and_computes_its_dequantized_product():
+    generator = torch.Generator().manual_seed(2)
+    linear = torch.nn.Linear(96, 48, bias=False)
+    linear.weight.data = torch.randn(48, 96, generator=generator)
+    quantized = Int4Linear.from_linear(linear)
+    assert quantized.levels.dtype == torch.uint8 and int(quantized.levels.max()) == 15 and int(quantized.levels.min()) == 0
+    step = quantized.scales_and_zeros[..., 0].float().t().repeat_interleave(INT4_GROUP, dim=1)
+    dequantized = _dequantized(quantized)
+    assert ((dequantized - linear.weight).abs() <= step / 2 * 1.02 + 1e-3).all()  # bfloat16 (s, z)
+    x = torch.randn(5, 96, generator=generator)
+    reference = functional.linear(x.to(torch.bfloat16).float(), dequantized)
+    torch.testing.assert_close(quantized(x).float(), reference, rtol=2e-2, atol=5e-2)
+    torch.testing.assert_close(quantized(x[None]).float()[0], quantized(x).float())  # any leading shape
+
+
+def test_fused_int4_layers_equal_the_separate_ones():
+    generator = torch.Generator().manual_seed(3)
+    parts = []
+    for rows in (64, 16, 32):
+        linear = torch.nn.Linear(64, rows, bias=False)
+        linear.weight.data = torch.randn(rows, 64, generator=generator)
+        parts.append(Int4Linear.from_linear(linear))
+    x = torch.randn(3, 64, generator=generator).to(torch.bfloat16)
+    torch.testing.assert_close(Int4Linear.concatenate(parts)(x), torch.cat([part(x) for part in parts], dim=-1))
+
+
+def test_int4_rejects_what_its_kernel_cannot_take():
+    with pytest.raises(ValueError, match="out % 16"):
+        Int4Linear.from_linear(torch.nn.Linear(64, 24, bias=False))
+    with pytest.raises(ValueError, match="bias"):
+        Int4Linear.from_linear(torch.nn.Linear(64, 32, bias=True))
+
+
+def test_int4_copy_quantizes_the_layers_it_can_and_keeps_an_int8_head():
+    wide = quantized_copy(tiny_llama(0, hidden_size=32), "int4")
+    assert all(isinstance(module, Int4Linear) for layer in wide.model.layers
+               for module in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.mlp.down_proj))
+    assert isinstance(wide.lm_head, Int8Linear)
+    narrow = quantized_copy(tiny_llama(0, hidden_size=16), "int4")  # 16 inputs: not a multiple of the group
+    assert all(isinstance(layer.mlp.up_proj, Int8Linear) for layer in narrow.model.layers)
+    target = tiny_llama(1, hidden_size=32)
+    draft, reference = SelfDraft(target, "int4"), TreeLM(target)
+    prompt = torch.tensor([1, 4, 2])
+    for lm in (draft, reference):
+        lm.prefill(prompt)
+    chain = torch.arange(-1, 2)
+    q = torch.softmax(draft.grow(torch.tensor([2, 5, 3]), chain).float(), -1)
+    p = torch.softmax(reference.grow(torch.tensor([2, 5, 3]), chain).float(), -1)
+    # The same network, coarsely quantized: overlap 0.66-0.76 on this tiny net of large random weights (an
+    # unrelated network of the same shape: 0.24-0.28); the real target's int4 copy is tested below.
+    assert float(torch.minimum(p, q).sum(-1).min()) > 0.5
+
+
 def test_quantized_copies_leave_the_target_untouched(tiny_models):
     target = tiny_models[0]
     before = {name: t.clone() for name, t in target.state_dict().items()}
@@ -81,20 +140,53 @@ def test_quantized_copies_leave_the_target_untouched(tiny_models):
     assert quantized_copy(target, "bf16").lm_head.weight.dtype == torch.bfloat16
     assert all(torch.equal(before[name], t) for name, t in target.state_dict().items())
     with pytest.raises(ValueError, match="scheme"):
-        quantized_copy(target, "int4")
+        quantized_copy(target, "int2")
     draft = SelfDraft(target, "int8")
     assert draft.model is SelfDraft(target, "int8").model  # built once per target
 
 
 @pytest.mark.real_model
-def test_real_int8_self_draft_is_close_to_the_target(real_target):
+@pytest.mark.parametrize("scheme", ["int4", "int8"])
+def test_real_quantized_self_drafts_are_close_to_the_target(real_target, scheme):
     model, tokenizer = real_target
     ids = tokenizer("Bread dough rises because yeast ferments the sugars in flour and releases", return_tensors="pt").input_ids[0]
     chain = torch.arange(-1, len(ids) - 1)
-    target, draft = CompactLM(model), SelfDraft(model, "int8")
+    target, draft = CompactLM(model), SelfDraft(model, scheme)
     target.prefill(ids[:1])
     draft.prefill(ids[:1])
     p = torch.softmax(target.grow(ids, chain).double(), -1)
     q = torch.softmax(draft.grow(ids, chain).double(), -1)
     overlap = torch.minimum(p, q).sum(-1)
     assert float(overlap.mean()) > 0.9, overlap
+
+
+def test_prefill_from_copies_the_prompt_cache_and_checks_its_source():
+    model = tiny_llama(4)
+    source, copied, own = CompactLM(model), CompactLM(model), CompactLM(model)
+    prompt = torch.tensor([3, 1, 4, 1, 5])
+    source.prefill(prompt)
+    copied.prefill_from(source, prompt)
+    own.prefill(prompt)
+    chain = torch.arange(-1, 2)
+    torch.testing.assert_close(copied.grow(torch.tensor([5, 2, 6]), chain), own.grow(torch.tensor([5, 2, 6]), chain))
+    with pytest.raises(ValueError, match="cache shapes differ"):
+        CompactLM(tiny_llama(4, num_layers=1)).prefill_from(source, prompt)
+    source.grow(torch.tensor([5]), torch.tensor([-1]))
+    with pytest.raises(ValueError, match="freshly prefilled"):
+        CompactLM(model).prefill_from(source, prompt)  # source has grown a tree since
+
+
+def test_the_decoder_starts_a_self_draft_on_its_targets_prompt_cache(monkeypatch):
+    from engine.decoding import Decoder
+
+    target = tiny_llama(6, hidden_size=32)
+    draft = SelfDraft(target, "int8")
+    assert draft.shares_prompt_cache_with(CompactLM(target)) and not draft.shares_prompt_cache_with(TreeLM(target))
+    assert not SelfDraft(tiny_llama(7), "int8").shares_prompt_cache_with(CompactLM(target))
+
+    def no_prefill(_ids):
+        raise AssertionError("the self-draft ran a prefill forward of its own")
+
+    monkeypatch.setattr(draft, "prefill", no_prefill)
+    tokens = list(Decoder(target, draft, "rrs", (1, 1)).generate(torch.tensor([1, 2, 3]), 4))
+    assert len(tokens) == 4

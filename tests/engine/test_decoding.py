@@ -34,6 +34,22 @@ def test_greedy_speculative_output_equals_greedy_decoding(tiny_models, verifier)
     assert decoder.stats.target_forwards <= 24
 
 
+def test_the_chain_part_of_a_tree_is_decided_in_one_batched_sps_call(tiny_models, monkeypatch):
+    target, draft = tiny_models
+    decoder = Decoder(target, TreeLM(draft), "resispec", (1, 1, 3), seed=2)
+    assert decoder.chain_length == 2
+    batches, single_nodes = [], []
+    batched, single = decoder.chain_verifier.verify_batch, decoder.node_verifier.verify
+    monkeypatch.setattr(decoder.chain_verifier, "verify_batch",
+                        lambda p, q, c, rng: batches.append(len(c)) or batched(p, q, c, rng))
+    monkeypatch.setattr(decoder.node_verifier, "verify",
+                        lambda p, q, c, rng: single_nodes.append(len(c)) or single(p, q, c, rng))
+    list(decoder.generate(torch.tensor([1, 4, 2]), 12))
+    assert batches and set(batches) == {2}  # nodes 0 and 1, one call per round
+    assert set(single_nodes) <= {3}  # only the three-candidate node goes through resispec
+    assert Decoder(target, TreeLM(draft), "resispec", (2, 1)).chain_verifier is None  # no leading chain
+
+
 def test_processing_applies_the_same_transform_to_p_and_q():
     logits = torch.tensor([[2.0, 1.0, 0.5, -1.0, -3.0]])
     plain = torch.softmax(logits.double(), dim=-1)

@@ -94,12 +94,22 @@ def test_autoregressive_baseline_matches_too(models, target_law):
 
 @pytest.mark.parametrize("verifier, branching, scheme", [
     ("resispec", (1, 1, 1), None),  # a chain: every node decided by sps in one batched call
+    ("resispec", (1, 3), None),  # a chain part (node 0 by batched sps), then resispec over 3 candidates
     ("pooled", (3, 2), "int8"),
     ("resispec_wor", (2, 2), "bf16"),
 ])
 def test_chains_and_quantized_self_drafts_reproduce_the_target_law(models, target_law, verifier, branching, scheme):
     chi = merged_chi_square(sequence_counts(models, verifier, 4, branching, scheme), target_law)
     assert chi.pvalue >= LEVEL, (verifier, branching, scheme, chi)
+
+
+@pytest.mark.parametrize("verifier, branching", [("rrs_wor", (1, 1, 1)), ("rrs", (3, 2))])
+def test_the_int4_self_draft_reproduces_the_target_law(models, target_law, verifier, branching):
+    """int4 needs 32 inputs per group: a draft network of width 32 (its layers are int4, its head int8)."""
+    target, _ = models
+    wide_draft = tiny_llama(5, num_layers=1, hidden_size=32)
+    chi = merged_chi_square(sequence_counts((target, wide_draft), verifier, 6, branching, "int4"), target_law)
+    assert chi.pvalue >= LEVEL, (verifier, branching, chi)
 
 
 def test_a_control_on_a_chain_keeps_its_own_rule_and_is_rejected(models, target_law):

@@ -220,7 +220,7 @@ def test_registry_names_the_trained_and_default_drafts():
     target = tiny_llama(seed=2, num_layers=3)
     assert DEFAULT_DRAFT == "default"
     default = make_draft("default", target)
-    assert isinstance(default, SelfDraft) and default.scheme == "int8"  # CPU: the int8 self-draft
+    assert isinstance(default, SelfDraft) and default.scheme == "int4"  # CPU: the int4 self-draft
     assert make_draft("early-exit-2", target).num_layers == 2
     with pytest.raises(ValueError, match="do not fit"):
         make_draft("trained", target)

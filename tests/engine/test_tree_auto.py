@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 import torch
 
@@ -66,6 +67,17 @@ def test_acceptance_curve_uses_the_verifier_and_grows_with_k():
     assert len(measure_acceptance(p, q, "sps", 3)) == 1
     wor = measure_acceptance(p, q, "rrs_wor", 4)  # enumerating verifiers fall back to fewer tokens
     assert len(wor) == 4 and wor[0] == pytest.approx(curve[0], abs=1e-12) and wor[0] < wor[1] < wor[3] <= 1
+
+
+def test_acceptance_rounding_above_one_is_clipped_and_more_is_an_error(monkeypatch):
+    import engine.calibration as calibration
+
+    p = np.full((2, 5), 0.2)
+    monkeypatch.setattr(calibration, "_truncated_acceptance", lambda rule, p, q, k: 1.0000000000000004)
+    assert measure_acceptance(p, p, "resispec_wor", 3) == [1.0, 1.0, 1.0]  # resispec_wor at p = q, as measured
+    monkeypatch.setattr(calibration, "_truncated_acceptance", lambda rule, p, q, k: 1.01)
+    with pytest.raises(ValueError, match="left \\[0, 1\\]"):
+        measure_acceptance(p, p, "resispec_wor", 3)
 
 
 def test_calibration_runs_on_tiny_models_and_is_cached(tmp_path, monkeypatch):

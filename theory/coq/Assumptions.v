@@ -1,5 +1,5 @@
 (** The axioms each main theorem depends on ([python -m theory] copies this output into docs/theory.md). *)
-From ResiSpec Require Import Sequential Sps RrsWor ResispecWor Resispec Paper.
+From ResiSpec Require Import Sequential Sps RrsWor ResispecWor Resispec Paper Optimal.
 
 Print Assumptions sequential_exact.
 Print Assumptions law_defect.
@@ -13,3 +13,5 @@ Print Assumptions resispec_exact.
 Print Assumptions rs_accept_range.
 Print Assumptions paper_counterexample.
 Print Assumptions paper_not_exact.
+Print Assumptions single_draft_optimal.
+Print Assumptions sps_optimal.
