@@ -64,7 +64,7 @@ def heavy_free_mass(q: np.ndarray, k: int) -> float:
     kept = q.size - (k - 1)
     if kept <= 0:
         return 0.0
-    return float(np.partition(q, kept - 1)[:kept].sum()) if k > 1 else float(q.sum())
+    return float(np.partition(q, kept - 1)[:kept].sum())
 
 
 def race_grid(q: np.ndarray, k: int) -> RaceGrid:
@@ -96,6 +96,7 @@ class Race:
 
     @classmethod
     def of(cls, q: np.ndarray, k: int, order: np.ndarray) -> "Race":
+        """The race of draft q (by token id) for k draws, rows in ``order``."""
         grid = race_grid(q, k)
         rate = q[order]
         stay = np.multiply.outer(-rate, grid.t)  # the exponent, then e = exp(exponent) in place
