@@ -144,15 +144,22 @@ def _scan(race: Race, p_rows: np.ndarray, rows: np.ndarray, other: np.ndarray) -
 def _best_scan(race: Race, p_rows: np.ndarray, block: np.ndarray, other: np.ndarray
                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The better of the two scan directions of ``block`` (race rows, ratio ascending; then descending)
-    by the block's acceptance ``sum min(p, t)``; ties keep ascending. Returns the scan (rows) and its
-    arrays."""
-    best = None
-    for scan in (block, block[::-1]):
-        result = _scan(race, p_rows, scan, other)
-        score = float(np.minimum(p_rows[scan], result["law"]).sum())
-        if best is None or score > best[0] + CHOICE_TOLERANCE:
-            best = (score, scan, result)
-    return best[1], best[2]
+    by the block's acceptance ``sum min(p, t)``; descending replaces ascending only if better by more
+    than ``CHOICE_TOLERANCE``. Returns the scan (rows) and its arrays.
+
+    Either direction's acceptance is at most ``min(p(block), t(block))``, and ``t(block)`` does not
+    depend on the direction (``P_k(H)`` inside, ``1 - P_k(H)`` outside; the two computed totals agree
+    to rounding, far below ``CHOICE_TOLERANCE / 2``). So when ascending is within ``CHOICE_TOLERANCE / 2``
+    of that ceiling, descending cannot replace it and is not scanned: the same choice, one scan less."""
+    ascending = _scan(race, p_rows, block, other)
+    score = float(np.minimum(p_rows[block], ascending["law"]).sum())
+    ceiling = min(float(p_rows[block].sum()), float(ascending["law"].sum()))
+    if score >= ceiling - CHOICE_TOLERANCE / 2:
+        return block, ascending
+    descending = _scan(race, p_rows, block[::-1], other)
+    if float(np.minimum(p_rows[block[::-1]], descending["law"]).sum()) > score + CHOICE_TOLERANCE:
+        return block[::-1], descending
+    return block, ascending
 
 
 def _tried_cuts(minimisers: np.ndarray) -> list[int]:
