@@ -37,8 +37,11 @@ independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built o
    ``TRIED_CUTS``, spread evenly) and both scan directions in each block, and keeps, per cut, the
    better direction of each block (the acceptance ``sum min(p, t)`` is a sum over the two blocks),
    then the best cut; an option replaces an earlier one only when better by more than
-   ``CHOICE_TOLERANCE`` (ties up to rounding keep ascending, the first cut). Every choice is exact;
-   the choice only affects acceptance.
+   ``CHOICE_TOLERANCE`` (ties up to rounding keep ascending, the first cut). Options that could not
+   replace the current one are not computed: the descending scan when the ascending one is within
+   ``CHOICE_TOLERANCE / 2`` of the block's ceiling ``min(p(block), t(block))``, later cuts when the
+   acceptance is within it of the least prefix value (an upper bound on every rule's acceptance).
+   Every choice is exact; the choice only affects acceptance.
 5. **Degenerate drafts.** When a drafted token's q is below ``SMALLEST_RATE`` the integrals cannot be
    represented; the plan then selects the first drawn candidate (law q).
 6. **Verify** the selected y: accept with probability ``min(1, p_y / t_y)``, else emit from
@@ -191,6 +194,8 @@ def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
         score = float(np.minimum(p_rows[scan], arrays["law"]).sum())
         if best is None or score > best[0] + CHOICE_TOLERANCE:
             best = (score, cut, order[scan], arrays)
+        if best[0] >= min(lowest, 1.0) - CHOICE_TOLERANCE / 2:
+            break  # no rule accepts more than the least prefix value: a later cut cannot replace this one
     _, cut, scan, arrays = best
     by_id = {name: np.empty(p.size) for name in arrays}
     for name, values_in_scan in arrays.items():
