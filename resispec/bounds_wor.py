@@ -22,30 +22,32 @@
   and many light ones differ), so ratio prefixes need not contain the minimiser: the minimum over
   prefixes is an upper bound on alpha*-WOR (equal when a prefix is a minimiser) and hence on the
   acceptance of every exact WOR verifier.
-- **P_k(H) by an exponential race** (``wor_all_in_probability``): WOR draws are the arrival order of
-  independent clocks ``E_x ~ Exp(q_x)`` (Gumbel-top-k). All k first arrivals lie in H iff the k-th
-  arrival in H precedes the first arrival outside H, which is ``Exp(1 - q(H))``, independent:
+- **P_k(H) by an exponential race** (``wor_all_in_probability``, ``resispec.race``): WOR draws are the
+  arrival order of independent clocks ``E_x ~ Exp(q_x)`` (Gumbel-top-k). All k first arrivals lie in H
+  iff the k-th arrival in H precedes the first arrival outside H, which is ``Exp(1 - q(H))``,
+  independent; integrating over the time t of the k-th arrival in H (density ``g_H``),
 
-      P_k(H) = int_0^inf (1 - m) e^{-(1 - m) t} G_H(t) dt,   m = q(H),
-      G_H(t) = P(at least k of the clocks in H ring by t), each ringing w.p. 1 - e^{-q_x t} (independent).
+      P_k(H) = int_0^inf e^{-(1 - m) t} g_H(t) dt,   m = q(H),
+      g_H(t) = sum_{z in H} q_z e^{-q_z t} P(exactly k - 1 of the other clocks in H rang by t),
 
-  ``G_H`` (a Poisson-binomial tail) comes from a dynamic programme over the tokens of H: states "j rung"
-  for j < k plus an absorbing "at least k", each update a convex combination (no cancellation). The
-  integral is taken in ``u = ln t``, where the integrand is smooth on a unit scale and analytic in the
-  strip ``|Im u| < pi/2``, so the trapezoid rule with step h converges geometrically
-  (error ~ ``exp(-pi^2 / h)``, Trefethen & Weideman 2014). The grid runs from ``t_lo`` with
-  ``t_lo^(k+1) / k! <= TAIL`` (the left tail is at most ``G(t_lo) (1 - m) t_lo <= t_lo^(k+1) / k!``) to
-  ``t_hi = ln(1/TAIL) / (1 - m)`` (the right tail is at most ``e^{-(1 - m) t_hi}``). Error estimate:
-  the same sum on every other node (step 2h) differs from the step-h sum by about the step-2h error,
-  which geometric convergence makes far larger than the step-h error; the reported ``error`` is that
-  difference plus both tail bounds. Prefixes share one DP over tokens in ratio order (O(V k N) for N
-  nodes, N ~ 800).
+  ``g_H = [X^(k-1)] B_H``, B the flux polynomial of H's race pair (``resispec.race``; positive
+  coefficients, nothing cancels). The integral is taken in ``u = ln t``, where the integrand is analytic
+  in the strip ``|Im u| < pi/2``, so the trapezoid rule with step h converges geometrically (error ~
+  ``exp(-pi^2 / h)``, Trefethen & Weideman 2014). The grid (``resispec.race.race_grid``) is one per draft
+  and k, shared by every H: the integrand decays at rate ``(1 - m) + (m - top_{k-1}(H)) >= m_k``, the
+  mass outside the k - 1 heaviest tokens, so the right tail is bounded by a Gamma(k, m_k) tail, the
+  left by ``t_lo^k / k!``. Error estimate: the same sum on every other node (step 2h) differs from the
+  step-h sum by about the step-2h error ``C exp(-pi^2 / 2h)``; at that geometric rate the step-h error
+  is ``C exp(-pi^2 / h)``, so the reported ``error`` is the difference times ``exp(-pi^2 / 2h)``, plus
+  both tail bounds. Prefixes share one compiled
+  pass over tokens in ratio order (O(V k N) for N nodes, N ~ 70-120 on LLM rows).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.optimize import linprog
@@ -56,11 +58,8 @@ from resispec.limits import SEQUENTIAL_LP_MAX_NODES
 from resispec.ratio_profile import RatioProfile
 from resispec.validation import as_count, as_distribution, as_pair, as_token_set
 
-STEP = 0.1
-"""Trapezoid step in ``u = ln t``."""
-
-TAIL = 1e-17
-"""Each truncated tail of the race integral is at most this."""
+if TYPE_CHECKING:
+    from resispec.race import Race
 
 
 def _draft_tree(q: np.ndarray, k: int) -> tuple[list[tuple[int, ...]], list[float]]:
@@ -125,72 +124,18 @@ def sequential_optimum_wor_lp(p: np.ndarray, q: np.ndarray, k: int) -> float:
     return float(-result.fun)
 
 
-@dataclass(frozen=True)
-class RaceIntegrals:
-    """``P_k`` of every prefix of a token order: ``value[i]`` for the first i tokens (i = 0..n)."""
-
-    value: np.ndarray
-    error: np.ndarray
-
-
-def _race_integrals(q_in_order: np.ndarray, outside: np.ndarray, k: int) -> RaceIntegrals:
-    """``P_k`` of each prefix of ``q_in_order`` (shape (n,)) by the race integral (module docstring).
-
-    ``outside[i]`` (shape (n + 1,)) is the draft mass outside the first i tokens, summed directly.
-    Prefixes with no outside mass get ``P_k = 1`` if they hold at least k drafted tokens; prefixes of
-    fewer than k tokens get 0.
-    """
-    n = q_in_order.size
-    value, error = np.zeros(n + 1), np.zeros(n + 1)
-    live = np.flatnonzero(outside > 0)
-    value[outside <= 0] = float(np.count_nonzero(q_in_order) >= k)
-    evaluate = live[live >= k]
-    if evaluate.size == 0:
-        return RaceIntegrals(value, error)
-    t_lo = math.exp((math.log(TAIL) + math.lgamma(k + 1)) / (k + 1))  # (TAIL k!)^(1/(k+1)), in logs: k! overflows a float past k = 170
-    t_hi = math.log(1.0 / TAIL) / float(outside[evaluate].min())
-    nodes = 2 * math.ceil((math.log(t_hi) - math.log(t_lo)) / (2 * STEP)) + 1  # odd: the 2h grid is a subset
-    t = np.exp(np.linspace(math.log(t_lo), math.log(t_hi), nodes))
-    step = (math.log(t_hi) - math.log(t_lo)) / (nodes - 1)
-    coarse = np.zeros(nodes)
-    coarse[::2] = 2.0
-    state = np.zeros((k + 1, nodes))  # state[j] = P(j clocks rung), j < k; state[k] = P(at least k)
-    state[0] = 1.0
-    wanted = np.zeros(n + 1, dtype=bool)
-    wanted[evaluate] = True
-    for i in range(1, evaluate[-1] + 1):
-        stay = np.exp(-q_in_order[i - 1] * t)
-        ring = -np.expm1(-q_in_order[i - 1] * t)
-        state[k] += state[k - 1] * ring
-        state[1:k] = state[1:k] * stay + state[:k - 1] * ring
-        state[0] *= stay
-        if wanted[i]:
-            rate = outside[i]
-            integrand = rate * t * np.exp(-rate * t) * state[k]
-            fine = step * integrand.sum()
-            value[i] = fine
-            error[i] = abs(fine - step * float((coarse * integrand).sum())) + 2 * TAIL
-    return RaceIntegrals(value, error)
-
-
-def _outside_masses(q_in_order: np.ndarray) -> np.ndarray:
-    """``outside[i]`` = draft mass after the first i tokens (shape (n + 1,)), as suffix sums."""
-    outside = np.zeros(q_in_order.size + 1)
-    outside[:-1] = np.cumsum(q_in_order[::-1])[::-1]
-    return outside
-
-
 def wor_all_in_probability(q: np.ndarray, members: np.ndarray, k: int) -> tuple[float, float]:
     """``(P_k(H), error estimate)``: the probability that all k WOR draws from q fall in ``members``."""
     q_array = as_distribution(q, "q (draft)")
     k = as_count(k)
     DRAFTING_SCHEMES["wor"].check_count(q_array, k)
+    from resispec.race import Race  # compiled kernels: numba is imported on first use, not with resispec
     inside = np.zeros(q_array.size, dtype=bool)
     inside[as_token_set(members, q_array.size)] = True
-    ordered = np.concatenate([q_array[inside], q_array[~inside]])
-    integrals = _race_integrals(ordered, _outside_masses(ordered), k)
+    order = np.concatenate([np.flatnonzero(inside), np.flatnonzero(~inside)])
+    value, error = Race.of(q_array, k, order).all_in_prefixes()
     count = int(inside.sum())
-    return float(integrals.value[count]), float(integrals.error[count])
+    return float(value[count]), float(error[count])
 
 
 @dataclass(frozen=True)
@@ -208,13 +153,26 @@ class PrefixBound:
     tokens: np.ndarray
 
 
-def wor_prefix_values(p: np.ndarray, q: np.ndarray, k: int) -> tuple[RatioProfile, np.ndarray, float]:
-    """``(profile, value, error)``: ``value[i] = p(H_i) + 1 - P_k(H_i)`` for every ratio prefix ``H_i`` (the
-    i lowest ratios, i = 0..V) of validated ``(p, q)``, and the largest error estimate of the ``P_k``."""
+@dataclass(frozen=True)
+class WorPrefixValues:
+    """``value[i] = p(H_i) + 1 - P_k(H_i)`` for every ratio prefix ``H_i`` (the i lowest ratios, i = 0..V),
+    ``error`` the largest error estimate of the ``P_k``, the ratio ``profile`` and q's ``race`` with its
+    rows in ratio order (``resispec.race.Race``), for callers that run further races on it."""
+
+    profile: RatioProfile
+    value: np.ndarray
+    error: float
+    race: Race
+
+
+def wor_prefix_values(p: np.ndarray, q: np.ndarray, k: int) -> WorPrefixValues:
+    """The values of every ratio prefix of validated ``(p, q)`` (``WorPrefixValues``)."""
+    from resispec.race import Race  # compiled kernels: numba is imported on first use, not with resispec
     profile = RatioProfile(p, q)
-    ordered = q[profile.order]
-    integrals = _race_integrals(ordered, _outside_masses(ordered), k)
-    return profile, 1.0 + profile.p_prefix - integrals.value, float(integrals.error.max())
+    race = Race.of(q, k, profile.order)
+    all_in, error = race.all_in_prefixes()
+    return WorPrefixValues(profile=profile, value=1.0 + profile.p_prefix - all_in, error=float(error.max()),
+                           race=race)
 
 
 def wor_prefix_bound(p: np.ndarray, q: np.ndarray, k: int) -> PrefixBound:
@@ -222,7 +180,7 @@ def wor_prefix_bound(p: np.ndarray, q: np.ndarray, k: int) -> PrefixBound:
     p_array, q_array = as_pair(p, q)
     k = as_count(k)
     DRAFTING_SCHEMES["wor"].check_count(q_array, k)
-    profile, values, error = wor_prefix_values(p_array, q_array, k)
-    best = int(np.argmin(values))
-    value = min(float(values[best]), 1.0)
-    return PrefixBound(value=value, error=error, tokens=profile.order[:best].copy())
+    values = wor_prefix_values(p_array, q_array, k)
+    best = int(np.argmin(values.value))
+    return PrefixBound(value=min(float(values.value[best]), 1.0), error=values.error,
+                       tokens=values.profile.order[:best].copy())

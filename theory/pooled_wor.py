@@ -409,13 +409,15 @@ with `y`'s factor replaced by `(r_y X, q_y e_y)`: `[X^j] A` is P(no bad arrival,
 
 
 def pooled_wor_rule(p: Law, q: Law, k: int) -> tuple[Law, dict]:
-    """The rational replica of the float plan: the first and last minimising ratio prefix, both scan
-    directions per block, the best by ``sum min(p, t)``. Returns ``(t, rule)``."""
+    """The rational replica of the float plan: every minimising ratio prefix (the float plan's cap of 8
+    never binds at these V), both scan directions per block, the best by ``sum min(p, t)`` (the first
+    on ties). Returns ``(t, rule)``."""
     sets, V = wor_sets(q, k), len(p)
     ratio = sorted(range(V), key=lambda x: (0, p[x] / q[x], x) if q[x] else (1, ZERO, x))
     values = [_sum(p[x] for x in ratio[:i]) + 1 - all_in(sets, frozenset(ratio[:i])) for i in range(V + 1)]
     least = min(values)
-    cuts = sorted({values.index(least), V - values[::-1].index(least)})
+    cuts = [i for i, value in enumerate(values) if value == least]
+    assert len(cuts) <= 8, "the float plan would spread its tried cuts"
     best = None
     for cut in cuts:
         law, rule = [ZERO] * V, {"inside": frozenset(ratio[:cut])}
@@ -476,8 +478,8 @@ scan: `theta_y = clip((p_y - L_y)/(D_y - L_y), 0, 1)`), whose law is `t = L + th
 """
     checked = f"""
 - Exact rationals, the {runs} instances with `k <= 3` of `pooled_wor.achievable_laws`: the rational
-  replica of the float plan (first and last minimising ratio prefix, both scan directions per block,
-  best `sum min(p, t)`), the rule run on every candidate set: selection law = `t`, emitted law = `p`,
+  replica of the float plan (every minimising ratio prefix, both scan directions per block, best
+  `sum min(p, t)`), the rule run on every candidate set: selection law = `t`, emitted law = `p`,
   acceptance = `sum min(p, t)` <= alpha*-WOR; {tally(bad)}.
 - Observed, not claimed: acceptance equals alpha*-WOR exactly on {at_optimum} of {runs}, and is at
   least rrs_wor's (exact rational law of `rrs_wor`) on {above_rrs_wor} of {runs}.

@@ -25,28 +25,38 @@ independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built o
 
    ``e_x = exp(-q_x T)``, ``r_x = 1 - e_x``: ``A`` tracks "no bad arrival, j good arrivals by T", ``B``
    the flux of a good arrival at T. Pairs compose as ``(A1, B1)(A2, B2) = (A1 A2, A1 B2 + B1 A2)``, with
-   positive coefficients only (nothing cancels). One forward pass along each scan carries the
-   earlier-scanned pair (the thetas are known there), a backward pass stores the later-scanned pairs.
-   The integral is the trapezoid rule in ``u = ln T`` (geometric convergence, as for ``P_k``) between
-   ``T_lo``, where ``T^k / k! <= TAIL``, and ``T_hi = ln(1/TAIL) / m_k``, ``m_k`` the q-mass outside the
-   k - 1 heaviest tokens (before the k-th arrival the arrival rate is at least ``m_k``).
-4. **Choice.** The plan tries the first and the last minimising prefix (within ``CUT_TOLERANCE``) and
-   both scan directions in each block, and keeps, per cut, the better direction of each block (the
-   acceptance ``sum min(p, t)`` is a sum over the two blocks), then the better cut. Every choice is
-   exact; the choice only affects acceptance.
+   positive coefficients only (nothing cancels); ``resispec.race`` holds the pair algebra, the grid
+   and the compiled kernels. One forward pass along each scan carries the earlier-scanned pair (the
+   thetas are known there); the later-scanned pairs come from a backward pass that keeps one every
+   ``CHECKPOINT`` tokens and are rebuilt block by block (``resispec.verifiers.pooled_wor_scan``). The
+   integral is the trapezoid rule in ``u = ln T`` on the race grid of q and k (``race_grid``: from
+   ``T_lo``, ``T_lo^k / k! <= TAIL``, to ``T_hi``, where a Gamma(k, m_k) tail is ``TAIL``, ``m_k`` the
+   q-mass outside the k - 1 heaviest tokens), shared with the ``P_k`` of step 1; ``e_x`` and ``r_x`` are
+   computed once per token, rows in ratio order so that each block is contiguous in memory.
+4. **Choice.** The plan tries every minimising prefix (within ``CUT_TOLERANCE``; at most
+   ``TRIED_CUTS``, spread evenly) and both scan directions in each block, and keeps, per cut, the
+   better direction of each block (the acceptance ``sum min(p, t)`` is a sum over the two blocks),
+   then the best cut; an option replaces an earlier one only when better by more than
+   ``CHOICE_TOLERANCE`` (ties up to rounding keep ascending, the first cut). Options that could not
+   replace the current one are not computed: the descending scan when the ascending one is within
+   ``CHOICE_TOLERANCE / 2`` of the block's ceiling ``min(p(block), t(block))``, later cuts when the
+   acceptance is within it of the least prefix value (an upper bound on every rule's acceptance).
+   Every choice is exact; the choice only affects acceptance.
 5. **Degenerate drafts.** When a drafted token's q is below ``SMALLEST_RATE`` the integrals cannot be
    represented; the plan then selects the first drawn candidate (law q).
 6. **Verify** the selected y: accept with probability ``min(1, p_y / t_y)``, else emit from
    ``norm((p - t)+)``; exact because ``t`` is the selection's law.
 
-Cost: O(V log V) for the ratio order, ``P_k`` of every prefix (O(V k N)), and a sequential scan over
-the tokens with O(k^2 N) work each (N ~ 80 nodes), for up to two cuts and two directions per block.
+Cost: O(V log V) for the ratio order, O(V N) exponentials, ``P_k`` of every prefix (O(V k N)) and,
+per tried cut, four compiled scans of O(V k N) each (three token products and one contraction per
+token); N is 70-125 nodes on LLM rows. The scans are sequential in the token order (each ``theta``
+depends on the earlier ones through the earlier pair).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -55,11 +65,8 @@ from resispec.pooling import acceptance_ratio
 from resispec.residual import supported_residual
 from resispec.sampling import InverseCDF
 
-STEP = 0.2
-"""Trapezoid step in ``u = ln T`` (error about ``exp(-pi^2 / STEP)``, far below rounding)."""
-
-TAIL = 1e-18
-"""Each truncated tail of a race integral is at most this."""
+if TYPE_CHECKING:
+    from resispec.race import Race
 
 SMALLEST_RATE = 1e-200
 """Below this draft mass the race's time scale (about ``1 / q``) leaves float64's range: a draft with a
@@ -69,6 +76,14 @@ acceptance). Float32 model outputs never get there (their smallest positive valu
 
 CUT_TOLERANCE = 1e-12
 """Prefixes whose bound ``p(H) + 1 - P_k(H)`` is within this of the minimum count as minimisers."""
+
+TRIED_CUTS = 8
+"""At most this many minimising prefixes are tried (each costs four scans); beyond it, evenly spread."""
+
+CHOICE_TOLERANCE = 1e-12
+"""A later option (descending scan, last minimising cut) replaces an earlier one only if its
+acceptance is larger by more than this: options tied up to rounding keep the first, so the choice
+does not depend on the order of floating-point sums."""
 
 
 @dataclass(frozen=True)
@@ -115,136 +130,76 @@ class PooledWorPlan:
         return active[np.argsort(self.scan_position[candidates[active]], kind="stable")]
 
 
-def _nodes(q: np.ndarray, k: int) -> tuple[np.ndarray, float]:
-    """Quadrature nodes T (ascending) and the step in ``u = ln T`` (module docstring, step 3)."""
-    heaviest = np.sort(q)[::-1]
-    rest = float(heaviest[k - 1:].sum())
-    t_lo = (TAIL * math.factorial(k)) ** (1.0 / k)
-    t_hi = math.log(1.0 / TAIL) / max(rest, 1e-300)
-    count = max(3, math.ceil((math.log(t_hi) - math.log(t_lo)) / STEP) + 1)
-    u = np.linspace(math.log(t_lo), math.log(t_hi), count)
-    return np.exp(u), float(u[1] - u[0])
-
-
-def _token_step(pair: tuple[np.ndarray, np.ndarray], stay: np.ndarray, ring: np.ndarray, flux: np.ndarray,
-                weight: float) -> tuple[np.ndarray, np.ndarray]:
-    """Multiply ``pair`` by one token's pair ``(e + w r X, q e w)`` (coefficients of shape (k, N))."""
-    a, b = pair
-    new_a = a * stay
-    new_b = b * stay
-    new_b += (weight * flux) * a
-    if weight != 0.0:
-        scaled = weight * ring
-        new_a[1:] += scaled * a[:-1]
-        new_b[1:] += scaled * b[:-1]
-    return new_a, new_b
-
-
-def _unit(k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The pair of the empty token set: ``(1, 0)``."""
-    a = np.zeros((k, n))
-    a[0] = 1.0
-    return a, np.zeros((k, n))
-
-
-def _block_pair(q: np.ndarray, tokens: np.ndarray, weight: float, t: np.ndarray, k: int
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """The pair of a token set of one fixed weight (weight 0: ``(exp(-q(set) T), 0)``)."""
-    if weight == 0.0:
-        a = np.zeros((k, t.size))
-        a[0] = np.exp(-float(q[tokens].sum()) * t)
-        return a, np.zeros((k, t.size))
-    pair = _unit(k, t.size)
-    for x in tokens[q[tokens] > 0]:
-        stay = np.exp(-q[x] * t)
-        pair = _token_step(pair, stay, -np.expm1(-q[x] * t), q[x] * stay, weight)
-    return pair
-
-
-def _suffix_pairs(q: np.ndarray, drafted: np.ndarray, t: np.ndarray, k: int) -> np.ndarray:
-    """``out[i]`` (shape (2, k, N)): the pair of ``drafted[i + 1:]`` at weight 1, reversed in X
-    (``out[i, :, j]`` holds the coefficient of ``X^(k - 1 - j)``), for the [X^(k-1)] contractions."""
-    out = np.empty((drafted.size, 2, k, t.size))
-    pair = _unit(k, t.size)
-    for i in range(drafted.size - 1, -1, -1):
-        out[i, 0], out[i, 1] = pair[0][::-1], pair[1][::-1]
-        x = drafted[i]
-        stay = np.exp(-q[x] * t)
-        pair = _token_step(pair, stay, -np.expm1(-q[x] * t), q[x] * stay, 1.0)
-    return out
-
-
-def _scan(q: np.ndarray, p: np.ndarray, scan: np.ndarray, other: tuple[np.ndarray, np.ndarray], t: np.ndarray,
-          step: float, k: int) -> dict[str, np.ndarray]:
-    """Thinning along ``scan`` (token ids in visiting order): theta, D, L and t of the scanned tokens
-    (by position in ``scan``; tokens with q = 0 get theta 1 and D = L = 0).
-
-    With the earlier-scanned pair ``(A, B)`` (``other`` times the earlier tokens at weight
-    ``1 - theta``) and y forced into S, ``(A, B)(r_y X, q_y e_y) = (r_y X A, q_y e_y A + r_y X B)``;
-    D contracts it with the later tokens' pair at weight 1, L with ``(exp(-q(later) T), 0)``."""
-    out = {"theta": np.ones(scan.size), "reach": np.zeros(scan.size), "fallback": np.zeros(scan.size)}
-    weights = t * step  # dT = T du
-    positions = np.flatnonzero(q[scan] > 0)
-    drafted = scan[positions]
-    later = _suffix_pairs(q, drafted, t, k)
-    later_decay = np.exp(-np.outer(np.concatenate([np.cumsum(q[drafted][::-1])[::-1][1:], [0.0]]), t))
-    earlier_a, earlier_b = other
-    with_a, with_b = np.zeros((k, t.size)), np.zeros((k, t.size))
-    for i, (position, y) in enumerate(zip(positions, drafted)):
-        stay = np.exp(-q[y] * t)
-        ring = -np.expm1(-q[y] * t)
-        flux = q[y] * stay
-        with_a[0] = 0.0
-        np.multiply(earlier_a[:-1], ring, out=with_a[1:])
-        np.multiply(earlier_a, flux, out=with_b)
-        with_b[1:] += ring * earlier_b[:-1]
-        reach = float(np.einsum("jn,jn,n->", with_a, later[i, 1], weights)
-                      + np.einsum("jn,jn,n->", with_b, later[i, 0], weights))
-        fallback = min(float(weights @ (with_b[k - 1] * later_decay[i])), reach)
-        spread = reach - fallback
-        theta = 1.0 if spread <= 0 else min(1.0, max(0.0, (p[y] - fallback) / spread))
-        out["theta"][position], out["reach"][position], out["fallback"][position] = theta, reach, fallback
-        earlier_a, earlier_b = _token_step((earlier_a, earlier_b), stay, ring, flux, 1.0 - theta)
+def _scan(race: Race, p_rows: np.ndarray, rows: np.ndarray, other: np.ndarray) -> dict[str, np.ndarray]:
+    """Thinning along ``rows`` (race rows in visiting order): theta, D, L and t of the scanned tokens
+    (by position in ``rows``; tokens with q = 0 get theta 1 and D = L = 0), by the compiled scan
+    (``resispec.verifiers.pooled_wor_scan``) from the earlier pair ``other``."""
+    from resispec.verifiers.pooled_wor_scan import thinned_scan  # numba is imported on first use
+    out = {"theta": np.ones(rows.size), "reach": np.zeros(rows.size), "fallback": np.zeros(rows.size)}
+    positions = np.flatnonzero(race.rate[rows] > 0)
+    theta, reach, fallback = thinned_scan(race.stay, race.ring, race.rate, p_rows, rows[positions], other,
+                                          race.grid.weight)
+    out["theta"][positions], out["reach"][positions], out["fallback"][positions] = theta, reach, fallback
     out["law"] = out["fallback"] + out["theta"] * (out["reach"] - out["fallback"])
     return out
 
 
-def _best_scan(q: np.ndarray, p: np.ndarray, block: np.ndarray, other: tuple[np.ndarray, np.ndarray],
-               t: np.ndarray, step: float, k: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The better of the two scan directions of ``block`` (ratio ascending, descending) by the block's
-    acceptance ``sum min(p, t)``; ties keep ascending. Returns the scan and its arrays."""
-    best = None
-    for scan in (block, block[::-1]):
-        result = _scan(q, p, scan, other, t, step, k)
-        score = float(np.minimum(p[scan], result["law"]).sum())
-        if best is None or score > best[0]:
-            best = (score, scan, result)
-    return best[1], best[2]
+def _best_scan(race: Race, p_rows: np.ndarray, block: np.ndarray, other: np.ndarray
+               ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The better of the two scan directions of ``block`` (race rows, ratio ascending; then descending)
+    by the block's acceptance ``sum min(p, t)``; descending replaces ascending only if better by more
+    than ``CHOICE_TOLERANCE``. Returns the scan (rows) and its arrays.
+
+    Either direction's acceptance is at most ``min(p(block), t(block))``, and ``t(block)`` does not
+    depend on the direction (``P_k(H)`` inside, ``1 - P_k(H)`` outside; the two computed totals agree
+    to rounding, far below ``CHOICE_TOLERANCE / 2``). So when ascending is within ``CHOICE_TOLERANCE / 2``
+    of that ceiling, descending cannot replace it and is not scanned: the same choice, one scan less."""
+    ascending = _scan(race, p_rows, block, other)
+    score = float(np.minimum(p_rows[block], ascending["law"]).sum())
+    ceiling = min(float(p_rows[block].sum()), float(ascending["law"].sum()))
+    if score >= ceiling - CHOICE_TOLERANCE / 2:
+        return block, ascending
+    descending = _scan(race, p_rows, block[::-1], other)
+    if float(np.minimum(p_rows[block[::-1]], descending["law"]).sum()) > score + CHOICE_TOLERANCE:
+        return block[::-1], descending
+    return block, ascending
+
+
+def _tried_cuts(minimisers: np.ndarray) -> list[int]:
+    """The minimising prefixes the plan tries: all of them, or ``TRIED_CUTS`` spread evenly from the
+    first to the last when there are more."""
+    if minimisers.size > TRIED_CUTS:
+        minimisers = minimisers[np.unique(np.linspace(0, minimisers.size - 1, TRIED_CUTS).round().astype(np.int64))]
+    return [int(cut) for cut in minimisers]
 
 
 def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     """The plan of the module docstring for validated ``(p, q)`` and k."""
-    drafted = q[q > 0]
-    if drafted.min() < SMALLEST_RATE or np.sort(drafted)[::-1][k - 1:].sum() < SMALLEST_RATE:
+    from resispec.race import heavy_free_mass  # numba is imported on first use, not with resispec
+    if q[q > 0].min() < SMALLEST_RATE or heavy_free_mass(q, k) < SMALLEST_RATE:
         return _first_drawn_plan(p, q, k)
-    profile, bounds, _ = wor_prefix_values(p, q, k)
-    order = profile.order
-    lowest = float(bounds.min())
-    minimisers = np.flatnonzero(bounds <= lowest + CUT_TOLERANCE)
-    t, step = _nodes(q, k)
+    values = wor_prefix_values(p, q, k)
+    race, order = values.race, values.profile.order
+    p_rows = p[order]
+    lowest = float(values.value.min())
+    minimisers = np.flatnonzero(values.value <= lowest + CUT_TOLERANCE)
     best = None
-    for cut in sorted({int(minimisers[0]), int(minimisers[-1])}):
-        inside_scan, inside = _best_scan(q, p, order[:cut], _block_pair(q, order[cut:], 0.0, t, k), t, step, k)
-        outside_scan, outside = _best_scan(q, p, order[cut:], _block_pair(q, order[:cut], 1.0, t, k), t, step, k)
+    for cut in _tried_cuts(minimisers):
+        outside_bad = np.zeros((2, k, race.grid.t.size))
+        outside_bad[0, 0] = np.exp(-float(race.rate[cut:].sum()) * race.grid.t)
+        inside_scan, inside = _best_scan(race, p_rows, np.arange(cut), outside_bad)
+        outside_scan, outside = _best_scan(race, p_rows, np.arange(cut, p.size), race.pair(np.arange(cut)))
         scan = np.concatenate([inside_scan, outside_scan])
         arrays = {name: np.concatenate([inside[name], outside[name]]) for name in inside}
-        score = float(np.minimum(p[scan], arrays["law"]).sum())
-        if best is None or score > best[0]:
-            best = (score, cut, scan, arrays)
+        score = float(np.minimum(p_rows[scan], arrays["law"]).sum())
+        if best is None or score > best[0] + CHOICE_TOLERANCE:
+            best = (score, cut, order[scan], arrays)
+        if best[0] >= min(lowest, 1.0) - CHOICE_TOLERANCE / 2:
+            break  # no rule accepts more than the least prefix value: a later cut cannot replace this one
     _, cut, scan, arrays = best
     by_id = {name: np.empty(p.size) for name in arrays}
-    for name, values in arrays.items():
-        by_id[name][scan] = values
+    for name, values_in_scan in arrays.items():
+        by_id[name][scan] = values_in_scan
     position = np.empty(p.size, dtype=np.int64)
     position[scan] = np.concatenate([np.arange(cut), np.arange(p.size - cut)])
     inside_mask = np.zeros(p.size, dtype=bool)
