@@ -29,19 +29,3 @@ def test_a_port_out_of_range_gets_one_line_and_exit_2(capsys):
     assert main(["explore", "--port", "70000", "--no-browser"]) == 2
     assert capsys.readouterr().err == "resispec explore: --port: expected 0..65535, got 70000\n"
 
-
-def test_the_core_and_the_simulator_never_import_the_explorer():
-    """The explorer is an application layer: only the CLI and its own benchmark may import it."""
-    import ast
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    allowed = {root / "resispec" / "explore", root / "resispec" / "cli", root / "resispec" / "benchmarks" / "explore_redraw.py"}
-    for package in ("resispec", "sim", "engine", "theory"):
-        for path in (root / package).rglob("*.py"):
-            if any(path == place or place in path.parents for place in allowed):
-                continue
-            for node in ast.walk(ast.parse(path.read_text())):
-                names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
-                    [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-                assert not any(name.startswith("resispec.explore") for name in names), path

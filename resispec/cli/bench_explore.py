@@ -8,7 +8,7 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from resispec.benchmarks.explore_redraw import DEFAULT_KS, DEFAULT_VOCABS
+    from resispec.explore.redraw_timing import DEFAULT_KS, DEFAULT_VOCABS
 
     parser = subparsers.add_parser(
         "explore", help="resispec explore: median server-side redraw time of an edit per (V, k)",
@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from resispec.benchmarks.explore_redraw import bench_redraw
+    from resispec.explore.redraw_timing import bench_redraw
     from resispec.cli.table import format_table
 
     try:

@@ -3,7 +3,7 @@
 An application layer on top of the core and the simulator (the core never imports it): ``model``
 turns a state (p, q, k, verifiers, seed) into the displayed numbers, all from the toolkit's exact
 functions; ``presets`` builds starting pairs; ``view`` lays them out with Panel over Bokeh;
-``server`` serves the page. In a notebook::
+``server`` serves the page; ``redraw_timing`` times a redraw (``resispec bench explore``). In a notebook::
 
     import panel as pn; pn.extension()
     from resispec.explore import app
