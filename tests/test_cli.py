@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import time
 
 from resispec.cli import main
+from tests.timing_records import check_timing_records
 
 
 def test_audit_json_on_the_quick_suite(capsys):
@@ -24,7 +26,20 @@ def test_audit_table_names_each_column(capsys):
     assert "caught" in out and "verdict: PASS" in out
 
 
-def test_bench_verify_prints_ratios(capsys):
-    assert main(["bench", "verify", "--vocab", "1024", "--k", "2", "--repeats", "3", "--verifier", "resispec", "--json"]) == 0
-    (record,) = json.loads(capsys.readouterr().out)
-    assert record["verifier"] == "resispec" and record["ratio"] > 0
+def test_bench_verify_prints_one_record_per_verifier_vocabulary_and_k(capsys):
+    argv = ["bench", "verify", "--vocab", "64", "1024", "--k", "2", "4", "--repeats", "3", "--verifier", "resispec", "rrs"]
+    start = time.perf_counter()
+    assert main([*argv, "--json"]) == 0
+    wall = time.perf_counter() - start
+    check_timing_records(
+        json.loads(capsys.readouterr().out), fields=["verifier", "vocab", "k", "verify_seconds", "softmax_seconds", "ratio"],
+        configurations=[(name, vocab, k) for vocab in (64, 1024) for name in ("resispec", "rrs") for k in (2, 4)],
+        times=["verify_seconds", "softmax_seconds"], ratios={"ratio": ("verify_seconds", "softmax_seconds")},
+        repeats=3, wall_seconds=wall)
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["V", "verifier", "k=2", "k=4", "softmax", "us"]
+    rows = [line.split() for line in lines[2:6]]
+    assert [row[:2] for row in rows] == [["64", "resispec"], ["64", "rrs"], ["1024", "resispec"], ["1024", "rrs"]]
+    assert all(float(cell) > 0 for row in rows for cell in row[2:])
+    assert lines[6] == "" and lines[7].startswith("cells: median time of one verify")

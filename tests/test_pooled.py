@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from resispec.drafting import DRAFTING_SCHEMES
 from resispec.pooling import PooledPlan, score_components, select, selection_law
 from resispec.verifiers.pooled import Pooled
 from tests.strategies import instances
+from tests.timing_records import check_timing_records
 
 TOLERANCE = 1e-12
 POOLED = Pooled()
@@ -235,7 +237,15 @@ def test_audit_includes_pooled_and_it_reaches_the_optimum(capsys):
         assert row["mean_ratio_to_iid_optimum"] == pytest.approx(1.0, abs=TOLERANCE)
 
 
-def test_bench_pooled_prints_ratios(capsys):
-    assert main(["bench", "pooled", "--vocab", "1024", "--k", "2", "--repeats", "3", "--json"]) == 0
-    (record,) = json.loads(capsys.readouterr().out)
-    assert record["build_ratio"] > 0 and record["tuple_ratio"] > 0
+def test_bench_pooled_prints_one_record_per_vocabulary_and_k(capsys):
+    start = time.perf_counter()
+    assert main(["bench", "pooled", "--vocab", "64", "1024", "--k", "2", "4", "--repeats", "3", "--json"]) == 0
+    wall = time.perf_counter() - start
+    records = json.loads(capsys.readouterr().out)
+    check_timing_records(
+        records, fields=["vocab", "k", "pools", "softmax_seconds", "build_seconds", "build_ratio", "tuple_seconds",
+                         "tuple_ratio"],
+        configurations=[(64, 2), (64, 4), (1024, 2), (1024, 4)],
+        times=["softmax_seconds", "build_seconds", "tuple_seconds"], ratios={"build_ratio": (), "tuple_ratio": ()},
+        repeats=3, wall_seconds=wall)
+    assert all(1 <= record["pools"] <= record["vocab"] for record in records)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
+import time
 
 import pytest
 
 from resispec.cli import main
+from tests.timing_records import check_timing_records
 
 
 def read_json(capsys) -> dict:
@@ -109,11 +111,16 @@ def test_an_output_path_that_is_a_file_is_reported(tmp_path, capsys):
     assert "is not a directory" in capsys.readouterr().err
 
 
-def test_bench_sim_prints_ratios(capsys):
+def test_bench_sim_prints_one_record_per_verifier(capsys):
+    start = time.perf_counter()
     assert main(["bench", "sim", "--pairs", "6", "--vocab", "512", "--chunk", "3", "--repeats", "1", "--json"]) == 0
-    records = read_json(capsys)
-    assert [r["verifier"] for r in records] == ["rrs", "resispec"]
-    assert all(r["ratio"] > 0 and r["pairs"] == 6 and r["seconds"] > 0 for r in records)
+    wall = time.perf_counter() - start
+    check_timing_records(
+        read_json(capsys),
+        fields=["verifier", "pairs", "vocab", "k", "seconds", "softmax_seconds", "ratio", "pairs_per_second"],
+        configurations=[("rrs", 6, 512, 8), ("resispec", 6, 512, 8)], times=["seconds", "softmax_seconds"],
+        ratios={"ratio": ("seconds", "softmax_seconds"), "pairs_per_second": ("pairs", "seconds")}, repeats=1,
+        wall_seconds=wall)
 
 
 def test_a_failure_while_writing_leaves_no_partial_output(tmp_path, capsys, monkeypatch):

@@ -1,14 +1,17 @@
-"""``resispec bench torch-verify`` runs end to end on a small batch and reports one row per verifier."""
+"""``resispec bench torch-verify`` runs end to end on a small batch and reports one row per verifier,
+with the fields and units it documents."""
 
 from __future__ import annotations
 
 import json
+import time
 
 import torch
 
 from resispec.cli import main
 from engine.bench_verifiers import llm_like_batch
 from tests.engine.torch_verifier_helpers import one_thread  # noqa: F401 (fixture)
+from tests.timing_records import check_timing_records
 
 
 def test_llm_like_batches_are_valid_float32_distributions():
@@ -21,11 +24,18 @@ def test_llm_like_batches_are_valid_float32_distributions():
 def test_bench_torch_verify_json_and_table(capsys):
     argv = ["bench", "torch-verify", "--batch", "4", "--vocab", "512", "--repeats", "2", "--threads", "1",
             "--verifier", "resispec", "sps"]
+    start = time.perf_counter()
     assert main(argv + ["--json"]) == 0
-    records = json.loads(capsys.readouterr().out)
-    assert [(r["verifier"], r["k"], r["batch"], r["vocab"], r["device"]) for r in records] == [
-        ("resispec", 4, 4, 512, "cpu"), ("sps", 1, 4, 512, "cpu")]
-    assert all(r["ratio"] > 0 and r["verify_seconds"] > 0 for r in records)
+    wall = time.perf_counter() - start
+    check_timing_records(
+        json.loads(capsys.readouterr().out),
+        fields=["verifier", "vocab", "k", "verify_seconds", "softmax_seconds", "ratio", "device", "batch"],
+        configurations=[("resispec", 512, 4), ("sps", 512, 1)], times=["verify_seconds", "softmax_seconds"],
+        ratios={"ratio": ("verify_seconds", "softmax_seconds")}, repeats=2, wall_seconds=wall)
     assert main(argv) == 0
-    table = capsys.readouterr().out
-    assert "x softmax" in table and "resispec" in table and "B = 4 nodes on cpu" in table
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["V", "verifier", "k", "x", "softmax", "verify", "ms", "softmax", "ms"]
+    rows = [line.split() for line in lines[2:4]]
+    assert [row[:3] for row in rows] == [["512", "resispec", "4"], ["512", "sps", "1"]]
+    assert all(float(cell) > 0 for row in rows for cell in row[3:])
+    assert lines[4] == "" and "B = 4 nodes on cpu (1 CPU thread(s)" in lines[5]
