@@ -1,12 +1,55 @@
-"""Test settings: hypothesis profiles sized for this 2-core machine, and shared fixtures."""
+"""Test settings: hypothesis profiles, the ``slow`` tier, and shared fixtures.
+
+Hypothesis profiles, chosen by the environment variable ``HYPOTHESIS_PROFILE`` (default ``ci``; the
+plugin's own ``--hypothesis-profile`` option wins when given):
+
+- ``ci``: derandomized, so every run (CI included) tries the same examples and a failure reproduces; no
+  example database.
+- ``explore``: fresh random examples every run, and an example database (``.hypothesis/examples`` at the
+  repository root) that replays the failures it found first on the next run.
+
+Both try up to 150 examples per test, sized for a 2-core machine (tests set fewer where one is costly).
+The ``slow`` marker (registered in pyproject.toml) tags the theory run, the sequence-level exactness runs
+and the training smoke tests; everything runs by default, ``-m "not slow"`` leaves them out locally.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
-settings.register_profile(
-    "default", deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
-)
-settings.load_profile("default")
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE_VARIABLE = "HYPOTHESIS_PROFILE"
+DEFAULT_PROFILE = "ci"
+SIZED_FOR_THIS_MACHINE = dict(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", derandomize=True, database=None, **SIZED_FOR_THIS_MACHINE)
+settings.register_profile("explore", derandomize=False,
+                          database=DirectoryBasedExampleDatabase(ROOT / ".hypothesis" / "examples"),
+                          **SIZED_FOR_THIS_MACHINE)
+PROFILES = ("ci", "explore")
+
+SLOW_MODULES = ("tests/engine/test_sequence_exactness.py",)
+"""Whole modules in the slow tier (single tests carry ``@pytest.mark.slow`` themselves)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("hypothesis_profile", None):
+        return
+    profile = os.environ.get(PROFILE_VARIABLE) or DEFAULT_PROFILE
+    if profile not in PROFILES:
+        raise pytest.UsageError(f"{PROFILE_VARIABLE}: expected one of {', '.join(PROFILES)}, got {profile!r}")
+    settings.load_profile(profile)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.relative_to(ROOT).as_posix() in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

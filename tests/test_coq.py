@@ -45,6 +45,7 @@ def test_without_coqc_the_run_says_why(monkeypatch):
     assert not compiled.ran and "coqc absent" in compiled.message and ".ci/install" in compiled.message
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(formal.coqc() is None, reason="coqc absent: " + formal.INSTALL_HINT)
 def test_the_development_compiles_with_no_axioms():
     compiled = formal.compile_development(timeout_s=300)

@@ -40,12 +40,14 @@ def results(tmp_path_factory):
     return run_all(tmp_path_factory.mktemp("docs") / "theory.md", echo=False)
 
 
+@pytest.mark.slow
 def test_every_theorem_passes(results):
     failed = [r.theorem.name for r in results if not r.outcome.passed]
     assert not failed, failed
     assert len(results) >= 16
 
 
+@pytest.mark.slow
 def test_committed_docs_are_current(results):
     assert DOCS_PATH.read_text() == render(results), "run `python -m theory` and commit docs/theory.md"
 
@@ -70,6 +72,7 @@ def test_a_family_that_declares_no_label_gets_the_default_one(tmp_path):
     assert f"| [`new.claim`](#newclaim) | {HAND} |" in text and f"**Proof.** {HAND}." in text
 
 
+@pytest.mark.slow
 def test_every_label_is_a_known_one(results):
     from theory.registry import LABELS
 

@@ -148,6 +148,7 @@ def test_shards_are_seeded_and_resumable(tmp_path):
     assert sorted(first.prompts.tolist()) == [0, 0, 1, 1, 2, 2] and len(list((tmp_path / "a").iterdir())) == 2
 
 
+@pytest.mark.slow
 def test_training_lowers_kl_and_resumes_exactly(tmp_path):
     target = tiny_llama(seed=7, num_layers=3)
     prompts = [torch.randint(0, 8, (n,), generator=torch.Generator().manual_seed(n)) for n in range(2, 8)]
@@ -179,6 +180,7 @@ def test_training_lowers_kl_and_resumes_exactly(tmp_path):
         train(target, DraftLayers(target, (0,)), data, data, other, tmp_path / "straight" / "checkpoint.pt")
 
 
+@pytest.mark.slow
 def test_training_script_smoke(tmp_path, capsys):
     from engine.train_draft import main
 
