@@ -24,10 +24,10 @@ per ``(p, q, k)`` (O(V log V), see ``pooled_plan``):
    density 1 on both intervals), so the candidate with the highest score has law
    ``f - d + r = t``. The weights fit: ``sum_l M_l / q_x < 1`` for every token (see docs/pooled.md).
 
-This is beyond.md's two-stage draw (join pool l with probability ``g / (f_y - c q_y)`` resp.
+This is a two-stage draw (join pool l with probability ``g / (f_y - c q_y)`` resp.
 ``g / (c q_z - f_z)`` at a price c, then the donor's or the receiver's interval) with the two stages
 merged: both give the same law of each candidate's score interval, and the merged form needs no
-price and one uniform fewer.
+price and one uniform fewer (docs/pooled.md, "The construction", after step 6).
 
 Because the pool cumulative sums never mix blocks, the selected token lies in ``H*`` iff every
 candidate does.

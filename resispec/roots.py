@@ -1,7 +1,8 @@
 """Bracketing of monotone scalar predicates, vectorised: a grid of points per round.
 
-Both the resispec fixed point and SpecTr's ``rho*`` are the boundary of a monotone predicate on an
-interval. Each round evaluates the predicate on ``grid + 1`` evenly spaced points at once (one
+SpecTr's ``rho*`` is the boundary of a monotone predicate on an interval (the resispec fixed point
+is not bracketed: ``resispec.shaping`` solves it by Newton's method on its piecewise-linear map). Each
+round evaluates the predicate on ``grid + 1`` evenly spaced points at once (one
 vectorised call) and keeps the cell where it switches, shrinking the bracket ``grid``-fold per round.
 """
 

@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 from resispec.verifiers import VERIFIERS  # noqa: E402
 from sim.explorer import CompareResult, DriftResult, Evaluation  # noqa: E402
 from sim.kernels import SINGLE_STEP  # noqa: E402
+from sim.sources import readable_spec  # noqa: E402
 
 COLOURS = {"rrs": "tab:blue", "rrs_wor": "tab:orange", "spectr": "tab:green", "topk": "tab:purple",
            "resispec": "tab:red", "pooled": "tab:brown", "resispec_wor": "tab:pink", "pooled_wor": "tab:olive",
@@ -51,7 +52,8 @@ def _panels(evaluations: list[Evaluation], title: str):
 
 
 def _panel_title(evaluation: Evaluation) -> str:
-    source = evaluation.source if len(evaluation.source) <= 48 else "..." + evaluation.source[-45:]
+    source = readable_spec(evaluation.source)
+    source = source if len(source) <= 48 else "..." + source[-45:]
     return f"{source}\n({len(evaluation.batch)} pairs)"
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -255,6 +256,21 @@ FAMILIES: dict[str, type[SyntheticFamily]] = {
 """Synthetic families by name."""
 
 Source = SyntheticFamily | LoggedSource
+
+
+def readable_spec(spec: str) -> str:
+    """``spec`` as a figure shows it: a logged file's path relative to the working directory (the
+    repository root, where the figure scripts run) when the file lies under it, else the file's name
+    alone (a machine's absolute path tells a reader nothing); any other spec unchanged."""
+    name, _, arguments = spec.partition(":")
+    path, comma, options = arguments.partition(",")
+    if name != "logged" or path == "sample":
+        return spec
+    try:
+        shown = Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        shown = Path(path).name
+    return f"logged:{shown}{comma}{options}"
 
 
 def parse_source(spec: str) -> Source:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.sources import FAMILIES, SYNTHETIC_CHAIN, LoggedSource, parse_source, truncate_rows
+from sim.sources import FAMILIES, SYNTHETIC_CHAIN, LoggedSource, parse_source, readable_spec, truncate_rows
 
 SPECS = ["dirichlet:alpha=0.5,V=40", "zipf:V=40,head=8,mode=permute", "zipf:V=40,mode=perturb,sigma=1",
          "temperature:tau=0.5,V=40", "llm:sigma=2,V=40", "llm:V=40,top_k=5", "temperature:V=40,top_p=0.8",
@@ -89,3 +89,14 @@ def test_bad_specs_name_the_problem(spec, message):
 
 def test_every_family_is_registered():
     assert set(FAMILIES) == {"dirichlet", "zipf", "temperature", "llm"}
+
+
+def test_figures_name_a_logged_file_by_its_repository_path_or_its_file_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    inside = tmp_path / "data" / "rows.npz"
+    assert readable_spec(f"logged:{inside},draft=q_weak") == "logged:data/rows.npz,draft=q_weak"
+    assert readable_spec("logged:data/rows.npz,tail=split") == "logged:data/rows.npz,tail=split"
+    assert readable_spec("logged:/elsewhere/on/a/machine/rows.npz") == "logged:rows.npz"
+    for unchanged in ("logged:sample", "logged:sample,draft=q_weak", "llm:V=1000,scale=3,sigma=1"):
+        assert readable_spec(unchanged) == unchanged

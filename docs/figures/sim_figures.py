@@ -26,6 +26,7 @@ import numpy as np
 from sim import MonteCarlo, Settings, run_compare
 from sim.explorer import CompareResult, DriftResult
 from sim.plots import plot_acceptance_vs_k, plot_drift
+from sim.sources import readable_spec
 
 HERE = Path(__file__).resolve().parent
 LOGGED = "/work/shared/data/smollm2_pairs.npz"
@@ -168,8 +169,8 @@ def main() -> None:
         small_png(figure)
     tables = {"iid": iid_rows(main_run), "wor": wor_rows(main_run), "wor_small_v": wor_rows(small_run),
               "iid_small_v": iid_rows(small_run),
-              "drift": [{key: value for key, value in record.items() if key in ("source", "verifier", "curve")}
-                        for record in drift.records()]}
+              "drift": [{"source": readable_spec(record["source"]), "verifier": record["verifier"],
+                         "curve": record["curve"]} for record in drift.records()]}
     (HERE / f"sim_figures{suffix}.json").write_text(json.dumps(tables, indent=1))
     print(iid_table(tables["iid"]), iid_table(tables["iid_small_v"]), wor_table(tables["wor"]),
           wor_table(tables["wor_small_v"]), tree_table(main_run), sep="\n\n")

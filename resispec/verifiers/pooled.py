@@ -1,4 +1,4 @@
-"""pooled: exact, and acceptance-optimal for i.i.d. candidates (reaches ``alpha*``); beyond.md section 1.
+"""pooled: exact, and acceptance-optimal for i.i.d. candidates (reaches ``alpha*``); docs/pooled.md.
 
 Canonical architecture: *select* one of the k candidates by a randomised rule whose selected token
 has law ``t``, then run single-draft speculative sampling of the selected token y against p: accept
