@@ -13,14 +13,15 @@ synchronize. sps takes one candidate, so it runs at k = 1.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import torch
 
+from engine.verifiers import TORCH_VERIFIERS, get_torch_verifier
 from resispec.benchmarks.timing import median_ratio
 from resispec.benchmarks.verify_speed import LOGIT_SCALE, VerifyTiming
-from engine.verifiers import TORCH_VERIFIERS, get_torch_verifier
+
 
 @dataclass(frozen=True)
 class TorchVerifyTiming(VerifyTiming):

@@ -18,7 +18,6 @@ from engine.tree import CandidateTree
 from resispec.audit import pit_audit
 from resispec.validation import as_count
 
-
 AUTO_TREE = "auto"
 """``branching = "auto"``: the tree maximising expected tokens per second (`engine.calibration.choose_tree`)."""
 

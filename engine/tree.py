@@ -17,6 +17,7 @@ import torch
 
 from resispec.limits import check_tree_size
 
+
 def node_depths(parents: Sequence[int]) -> list[int]:
     """Depth of every node (root = 0) from `parents` (length N, -1 for a root, ``parents[i] < i``)."""
     depths: list[int] = []

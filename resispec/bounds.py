@@ -31,7 +31,6 @@ from resispec.ratio_profile import RatioProfile
 from resispec.validation import as_count, as_pair
 
 
-
 def _check_drafting(drafting: str) -> str:
     if drafting not in DRAFTING_SCHEMES:
         raise ValueError(f"drafting: expected one of {sorted(DRAFTING_SCHEMES)}, got {drafting!r}")

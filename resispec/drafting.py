@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 from abc import ABC, abstractmethod
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

@@ -31,7 +31,7 @@ class EnumeratedLaw:
     tuples: int
 
 
-def enumerate_law(bound: "BoundVerifier", max_tuples: int = MAX_TUPLES) -> EnumeratedLaw:
+def enumerate_law(bound: BoundVerifier, max_tuples: int = MAX_TUPLES) -> EnumeratedLaw:
     """Enumerate every candidate tuple of ``bound`` (a verifier bound to p, q, k)."""
     max_tuples = as_count(max_tuples, "max_tuples", "tuples")
     verifier, q, k = bound.verifier, bound.q, bound.k
@@ -82,7 +82,7 @@ class StepLaws:
         return mass / reach if reach > 0 else np.zeros_like(mass)
 
 
-def enumerate_steps(bound: "BoundVerifier", max_tuples: int = MAX_TUPLES) -> StepLaws:
+def enumerate_steps(bound: BoundVerifier, max_tuples: int = MAX_TUPLES) -> StepLaws:
     """``StepLaws`` of a sequential verifier bound to (p, q, k), by enumerating every candidate tuple:
     ``accepted[i] = sum_xbar P(xbar) reach_i(xbar) a_i(xbar) delta(x_i)`` (``BoundVerifier.step_masses``)."""
     verifier, q, k = bound.verifier, bound.q, bound.k

@@ -8,7 +8,7 @@ header declares hundreds of GiB).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 MAX_CANDIDATES = 1024
 """k: candidates per verification (pooled's plan costs O(V k); ``Q**k`` terms need k in range)."""

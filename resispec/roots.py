@@ -8,7 +8,7 @@ vectorised call) and keeps the cell where it switches, shrinking the bracket ``g
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

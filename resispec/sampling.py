@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 BLOCK = 256
 """Tokens per block of the two-level cumulative sum used for large vocabularies."""
 

@@ -7,7 +7,7 @@ and says what is wrong, instead of producing a silent answer.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

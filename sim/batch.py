@@ -27,7 +27,7 @@ class PairBatch:
 
     @classmethod
     def from_arrays(cls, p: np.ndarray, q: np.ndarray, source: str = "pairs",
-                    chain: np.ndarray | None = None, position: np.ndarray | None = None) -> "PairBatch":
+                    chain: np.ndarray | None = None, position: np.ndarray | None = None) -> PairBatch:
         """Validate rows of ``p`` and ``q``; by default every row is its own chain of length one."""
         p_rows, q_rows = as_pair_rows(p, q)
         size = p_rows.shape[0]
@@ -42,11 +42,11 @@ class PairBatch:
     def vocab_size(self) -> int:
         return self.p.shape[1]
 
-    def head(self, count: int) -> "PairBatch":
+    def head(self, count: int) -> PairBatch:
         """The first ``count`` rows (all rows if there are fewer)."""
         return self.rows(slice(0, min(count, len(self))))
 
-    def rows(self, rows: slice | np.ndarray) -> "PairBatch":
+    def rows(self, rows: slice | np.ndarray) -> PairBatch:
         """The rows selected by a slice or an index array, in that order."""
         return PairBatch(self.p[rows], self.q[rows], self.chain[rows], self.position[rows], self.source)
 

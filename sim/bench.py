@@ -10,8 +10,8 @@ softmax over the same (pairs, V) array.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 from scipy.special import softmax

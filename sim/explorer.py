@@ -14,8 +14,8 @@ scheme (rrs for i.i.d., rrs_wor for WOR), against which the share of the gap to 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -118,7 +118,7 @@ class Evaluation:
         return self.optima[k].for_drafting(VERIFIERS[verifier].drafting) - self.stats[verifier][k].acceptance
 
 
-def _stream(settings: "Settings", verifier: str) -> np.random.Generator:
+def _stream(settings: Settings, verifier: str) -> np.random.Generator:
     """The Monte Carlo stream of a verifier (seeded by the seed and the verifier's name)."""
     return np.random.default_rng([settings.seed, *verifier.encode()])
 

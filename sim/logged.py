@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 import zipfile
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 

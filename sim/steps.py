@@ -58,7 +58,7 @@ class StepStats:
     def mean_acceptance(self) -> Estimate:
         return mean_estimate(self.acceptance)
 
-    def truncated(self, k: int) -> "StepStats":
+    def truncated(self, k: int) -> StepStats:
         """The first k steps: the statistics at k of a verifier whose rule does not depend on k."""
         if not 1 <= k <= self.k:
             raise ValueError(f"k: can only truncate to 1..{self.k}, got {k}")

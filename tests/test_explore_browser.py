@@ -25,6 +25,7 @@ pytest.importorskip("panel", reason="the explorer needs the explore extra (panel
 Image = pytest.importorskip("PIL.Image", reason="the screenshot is shrunk with Pillow (a dependency of bokeh)")
 webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (test extra)")
 from selenium.webdriver.common.keys import Keys  # noqa: E402  (after the skip: selenium is optional)
+
 pytestmark = pytest.mark.skipif(
     BROWSER is None or DRIVER is None,
     reason="no headless browser: install Debian's chromium and chromium-driver (bash .ci/install does)")

@@ -9,8 +9,8 @@ import pytest
 from resispec import VERIFIERS, get_verifier
 from resispec.audit.exact import exact_law
 from resispec.bounds import optimal_acceptance
-from resispec.shaping import schedule
 from resispec.explore import model, presets
+from resispec.shaping import schedule
 from sim import PairBatch, parse_source, step_stats
 
 P, Q, _ = presets.counterexample()

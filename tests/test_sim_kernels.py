@@ -21,7 +21,6 @@ from resispec.bounds import optimal_acceptance
 from resispec.drafting import DRAFTING_SCHEMES, masked_draft, top_k_tokens
 from resispec.pooling import selection_law
 from resispec.ratio_profile import RatioProfile
-from resispec.verifiers.rejection import rejection_step
 from resispec.verifiers.resispec_paper import paper_residual
 from sim.batch import PairBatch
 from sim.kernels import K_INDEPENDENT, SINGLE_STEP, SUPPORTED, MonteCarlo, step_stats

@@ -15,19 +15,19 @@ from hypothesis import strategies as st
 import theory
 from theory.arith import Exact, normalise
 from theory.exact import Instance
+from theory.iid_optimum import alpha_star
 from theory.registry import Outcome, Theorem
 from theory.report import DOCS_PATH, render, run_all, run_one
-from theory.iid_optimum import alpha_star
 from theory.resispec import ResiSpec
 from theory.resispec import cases as resispec_cases
 from theory.resispec_paper import CE, PaperRule, even, reconstruction
+from theory.rrs_wor import SPSChainWOR
 from theory.schedule import Curve, from_thresholds, schedule
 from theory.seqlp import certificate_problems
 from theory.sequential import audit, emit, exactness_problems
 from theory.spectr import SpecTr, rho_star
 from theory.sps import SIGN_CASES, SPSChain
 from theory.symbolic import by_cases, region_search
-from theory.rrs_wor import SPSChainWOR
 from theory.topk import TopK
 from theory.tree import BIASED_RULE, Model, tree_law
 

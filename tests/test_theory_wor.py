@@ -21,7 +21,6 @@ from theory.resispec_wor import (
     WORKED,
     FirstTargets,
     certificate_cases,
-    Q_ as Q,
     clip_identities,
     law_cases,
     plan_cases,
@@ -32,6 +31,9 @@ from theory.resispec_wor import (
     scaled_planner,
     step_defect,
     worked_example_problems,
+)
+from theory.resispec_wor import (
+    Q_ as Q,
 )
 from theory.sequential import audit, emit
 from theory.wor_lp import (

@@ -4,7 +4,7 @@ times that are finite positive seconds (no timing value itself is asserted: spee
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def check_timing_records(records: list[dict], fields: Sequence[str], configurations: list[tuple],

@@ -18,8 +18,8 @@ from engine.verifiers.resispec_wor import TorchResiSpecWithoutReplacement
 from engine.verifiers.rrs import TorchRRS
 from engine.verifiers.rrs_skip_dup import TorchRRSSkipDuplicates
 from engine.verifiers.rrs_wor import TorchRRSWithoutReplacement
-from engine.verifiers.sps import TorchSPS
 from engine.verifiers.spectr import TorchSpecTr
+from engine.verifiers.sps import TorchSPS
 from engine.verifiers.topk import TorchTopK
 from engine.verifiers.wor_unmasked import TorchWORUnmasked
 

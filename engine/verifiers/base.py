@@ -21,12 +21,11 @@ threshold.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Generator
+from collections.abc import Generator
+from typing import Any, ClassVar
 
 import torch
 
-from resispec.validation import as_count
-from resispec.verifiers.base import Verifier, _final_residual
 from engine.verifiers.drafting import TORCH_DRAFTING_SCHEMES, TorchDraftingScheme
 from engine.verifiers.residual import supported_acceptance, supported_residual
 from engine.verifiers.sampling import inverse_cdf
@@ -37,6 +36,8 @@ from engine.verifiers.validation import (
     as_uniform_batch,
     same_device,
 )
+from resispec.validation import as_count
+from resispec.verifiers.base import Verifier, _final_residual
 
 TorchStepGenerator = Generator[torch.Tensor, torch.Tensor | None, torch.Tensor]
 """Yields ``a_i`` (B,) for every node, then returns the final residual weights (B, V), unnormalised

@@ -18,10 +18,10 @@ from abc import ABC, abstractmethod
 import numpy as np
 import torch
 
-from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
-from resispec.validation import as_candidates
 from engine.verifiers.sampling import inverse_cdf
 from engine.verifiers.validation import raise_for_rows
+from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
+from resispec.validation import as_candidates
 
 
 class TorchDraftingScheme(ABC):

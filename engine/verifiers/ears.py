@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from resispec.verifiers.ears import EARS, TAU
 from engine.verifiers.base import SequentialTorchVerifier, TorchStepGenerator
 from engine.verifiers.rejection import rejection_step
+from resispec.verifiers.ears import EARS, TAU
 
 
 class TorchEARS(SequentialTorchVerifier):

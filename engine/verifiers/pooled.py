@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import torch
 
-from resispec.validation import as_count
-from resispec.verifiers.pooled import Pooled
 from engine.verifiers.base import TorchVerifier
 from engine.verifiers.pooling import TorchPooledPlan, pooled_plan, select
+from resispec.validation import as_count
+from resispec.verifiers.pooled import Pooled
 
 
 class TorchPooled(TorchVerifier):

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from engine.verifiers.base import TorchVerifier
+from engine.verifiers.sampling import TorchInverseCDF
 from resispec.validation import as_count
 from resispec.verifiers.pooled_wor import PooledWithoutReplacement
 from resispec.verifiers.pooled_wor_plan import pooled_wor_plan
-from engine.verifiers.base import TorchVerifier
-from engine.verifiers.sampling import TorchInverseCDF
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from resispec.verifiers.resispec import ResiSpec
 from engine.verifiers.base import SequentialTorchVerifier, TorchStepGenerator
 from engine.verifiers.ratio_profile import TorchRatioProfile
 from engine.verifiers.shaping import TorchSchedule, schedule_from_profile
+from resispec.verifiers.resispec import ResiSpec
 
 
 class TorchResiSpec(SequentialTorchVerifier):

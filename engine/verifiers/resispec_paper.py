@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from resispec.verifiers.resispec_paper import ResiSpecPaper
 from engine.verifiers.base import SequentialTorchVerifier, TorchStepGenerator
+from resispec.verifiers.resispec_paper import ResiSpecPaper
 
 
 def paper_residual(target: torch.Tensor, q: torch.Tensor, rejected: torch.Tensor,

@@ -9,7 +9,7 @@ number of rounds for all nodes: no host sync.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

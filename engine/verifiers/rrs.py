@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from resispec.verifiers.rrs import RRS
 from engine.verifiers.base import SequentialTorchVerifier, TorchStepGenerator
 from engine.verifiers.rejection import rejection_step
+from resispec.verifiers.rrs import RRS
 
 
 class TorchRRS(SequentialTorchVerifier):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from resispec.verifiers.rrs_skip_dup import RRSSkipDuplicates
 from engine.verifiers.base import SequentialTorchVerifier, TorchStepGenerator
 from engine.verifiers.rejection import rejection_step
+from resispec.verifiers.rrs_skip_dup import RRSSkipDuplicates
 
 
 class TorchRRSSkipDuplicates(SequentialTorchVerifier):

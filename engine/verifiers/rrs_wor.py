@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from resispec.verifiers.rrs_wor import RRSWithoutReplacement
 from engine.verifiers.base import SequentialTorchVerifier, TorchStepGenerator
 from engine.verifiers.rejection import rejection_step
+from resispec.verifiers.rrs_wor import RRSWithoutReplacement
 
 
 class TorchRRSWithoutReplacement(SequentialTorchVerifier):

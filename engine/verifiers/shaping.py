@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
-from resispec.shaping import MAX_NEWTON_STEPS
 from engine.verifiers.ratio_profile import TorchRatioProfile
+from resispec.shaping import MAX_NEWTON_STEPS
 
 STEP_DOWN_TRIES = 41
 """Ulp step-downs ``root - ulp 2^i``, i < 41, tried for a root that rounding made infeasible (as NumPy)."""
@@ -49,7 +49,7 @@ class _Points:
     def feasible(self) -> torch.Tensor:
         return self.z <= (1.0 - self.accepted).clamp(min=0.0)
 
-    def where(self, take: torch.Tensor, other: "_Points") -> "_Points":
+    def where(self, take: torch.Tensor, other: _Points) -> _Points:
         """``other`` in the nodes where ``take`` (B,) holds, self elsewhere."""
         return _Points(
             z=torch.where(take, other.z, self.z),

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
-from resispec.verifiers.spectr import SpecTr
 from engine.verifiers.base import SequentialTorchVerifier, TorchStepGenerator
 from engine.verifiers.ratio_profile import TorchRatioProfile
 from engine.verifiers.roots import bracket_boundary
+from resispec.verifiers.spectr import SpecTr
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ Accept ``x ~ q`` with probability ``min(1, p(x)/q(x))``, else emit from ``norm((
 
 from __future__ import annotations
 
-from resispec.verifiers.sps import SPS
 from engine.verifiers.rrs import TorchRRS
+from resispec.verifiers.sps import SPS
 
 
 class TorchSPS(TorchRRS):

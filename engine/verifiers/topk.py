@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from resispec.verifiers.topk import TopK
 from engine.verifiers.base import SequentialTorchVerifier, TorchStepGenerator
+from resispec.verifiers.topk import TopK
 
 
 class TorchTopK(SequentialTorchVerifier):

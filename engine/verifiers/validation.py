@@ -9,7 +9,7 @@ names the argument and carries the NumPy message and tolerances (``SUM_TOLERANCE
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -90,7 +90,7 @@ class TorchLatestFirstPlan:
     residual: torch.Tensor
     total: torch.Tensor
 
-    def rows(self, index: torch.Tensor) -> "TorchLatestFirstPlan":
+    def rows(self, index: torch.Tensor) -> TorchLatestFirstPlan:
         """The plans of the nodes ``index`` (long (B',)) only."""
         return TorchLatestFirstPlan(**{field.name: getattr(self, field.name)[index] for field in fields(self)})
 

@@ -8,8 +8,8 @@ of candidate i is the masked ``q_i``, so the accepted mass is wrong. Shapes: p, 
 
 from __future__ import annotations
 
-from resispec.verifiers.wor_unmasked import WORUnmasked
 from engine.verifiers.rrs import TorchRRS
+from resispec.verifiers.wor_unmasked import WORUnmasked
 
 
 class TorchWORUnmasked(TorchRRS):

@@ -8,7 +8,7 @@ are at least ``alpha / 2`` (Bonferroni over the two tests).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats

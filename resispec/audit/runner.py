@@ -19,8 +19,8 @@ audited pair at any k could not be caught, which ``AuditReport.untested_controls
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 

@@ -7,8 +7,8 @@ import numpy as np
 from resispec.audit.exact import resolve
 from resispec.audit.goodness_of_fit import merged_chi_square, min_detectable_tv, total_variation, tv_upper_bound
 from resispec.audit.result import AuditResult
-from resispec.verifiers import Verifier
 from resispec.validation import as_count
+from resispec.verifiers import Verifier
 
 DEFAULT_SAMPLES = 6000
 DEFAULT_ALPHA = 1e-3

@@ -10,8 +10,8 @@ Pairs are the LLM-like peaky pairs of ``verify_speed``.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 from scipy.special import softmax

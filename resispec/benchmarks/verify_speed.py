@@ -9,8 +9,8 @@ length-V float64 vector, timed alternately with the verifier in the same run.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 from scipy.special import softmax

@@ -32,7 +32,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.bench_engine import best_peer, bench_engine, load_prompts
+    from engine.bench_engine import bench_engine, best_peer, load_prompts
     from engine.drafts.registry import DEFAULT_DRAFT, resolve_draft_name
     from engine.models import load_target
     from engine.processing import Sampling

@@ -22,8 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from resispec.explore.redraw_timing import bench_redraw
     from resispec.cli.table import format_table
+    from resispec.explore.redraw_timing import bench_redraw
 
     try:
         results = bench_redraw(args.vocab, args.k, args.repeats, args.seed,

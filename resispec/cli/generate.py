@@ -5,8 +5,18 @@ from __future__ import annotations
 import argparse
 
 from resispec.cli.arguments import (
-    check_device, decoding_verifier, device, draft_name, nonempty_text, nonneg_seed, output_file, positive_int, probability,
-    temperature, top_p, tree_shape,
+    check_device,
+    decoding_verifier,
+    device,
+    draft_name,
+    nonempty_text,
+    nonneg_seed,
+    output_file,
+    positive_int,
+    probability,
+    temperature,
+    top_p,
+    tree_shape,
 )
 from resispec.cli.model_options import add_target_argument, usage_errors
 from resispec.cli.output import strict_json
@@ -55,8 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.drafts.registry import DEFAULT_DRAFT
     from engine.decoding import AUTOREGRESSIVE
+    from engine.drafts.registry import DEFAULT_DRAFT
     from engine.generation import GenerationRequest, generate, node_log_for, summary
     from engine.models import load_target
     from engine.processing import Sampling

@@ -21,7 +21,14 @@ NOTE = ("\nintervals: 95% over the pairs (pair sampling and Monte Carlo). ratio 
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from sim.explorer import DEFAULT_DRIFT_K, DEFAULT_KS, DEFAULT_PAIRS, DEFAULT_SOURCES, DEFAULT_TREE, DEFAULT_VERIFIERS
+    from sim.explorer import (
+        DEFAULT_DRIFT_K,
+        DEFAULT_KS,
+        DEFAULT_PAIRS,
+        DEFAULT_SOURCES,
+        DEFAULT_TREE,
+        DEFAULT_VERIFIERS,
+    )
     from sim.kernels import SUPPORTED, MonteCarlo
 
     parser = subparsers.add_parser("sim", help="residual-drift explorer over synthetic and logged (p, q) pairs")

@@ -24,9 +24,9 @@ Verifiers come from the registry ``resispec.VERIFIERS`` (a verifier added there 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 

@@ -6,8 +6,8 @@ rendering is not included."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import numpy as np
 

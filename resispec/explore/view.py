@@ -16,8 +16,16 @@ from bokeh.plotting import figure
 
 from resispec import VERIFIERS
 from resispec.explore import presets
-from resispec.explore.model import LAW_LIMIT, MAX_K, MAX_VOCAB, Display, State, VerifierNumbers, display, \
-    edited_distribution
+from resispec.explore.model import (
+    LAW_LIMIT,
+    MAX_K,
+    MAX_VOCAB,
+    Display,
+    State,
+    VerifierNumbers,
+    display,
+    edited_distribution,
+)
 from resispec.explore.tokens import decode_tokens
 
 P_COLOUR, Q_COLOUR, BIAS_COLOUR, EXACT_COLOUR = "#1f77b4", "#ff7f0e", "#d62728", "#2ca02c"

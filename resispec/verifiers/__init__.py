@@ -12,8 +12,8 @@ from resispec.verifiers.resispec_wor import ResiSpecWithoutReplacement
 from resispec.verifiers.rrs import RRS
 from resispec.verifiers.rrs_skip_dup import RRSSkipDuplicates
 from resispec.verifiers.rrs_wor import RRSWithoutReplacement
-from resispec.verifiers.sps import SPS
 from resispec.verifiers.spectr import SpecTr
+from resispec.verifiers.sps import SPS
 from resispec.verifiers.topk import TopK
 from resispec.verifiers.wor_unmasked import WORUnmasked
 

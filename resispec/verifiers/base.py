@@ -20,7 +20,8 @@ the same rule, so the law errs by at most the mass rounding lost.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Generator, Sequence
+from collections.abc import Generator, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -69,17 +70,17 @@ class Verifier(ABC):
 
     # --- public contract: validate at the boundary, then delegate to a bound instance -----------
 
-    def bind(self, p: ArrayLike, q: ArrayLike, k: int) -> "BoundVerifier":
+    def bind(self, p: ArrayLike, q: ArrayLike, k: int) -> BoundVerifier:
         """Validate ``(p, q, k)`` once and build the per-instance plan, reusable for many tuples."""
         p_array, q_array = as_pair(p, q)
         return self._bind_validated(p_array, q_array, k)
 
-    def _bind_validated(self, p: np.ndarray, q: np.ndarray, k: int) -> "BoundVerifier":
+    def _bind_validated(self, p: np.ndarray, q: np.ndarray, k: int) -> BoundVerifier:
         k = as_count(k)
         self._check_count(q, k)
         return BoundVerifier(self, p, q, k, self._prepare(p, q, k))
 
-    def _bind_for(self, p: ArrayLike, q: ArrayLike, candidates: Sequence[int] | np.ndarray) -> "BoundVerifier":
+    def _bind_for(self, p: ArrayLike, q: ArrayLike, candidates: Sequence[int] | np.ndarray) -> BoundVerifier:
         """Bind to ``(p, q)`` with k = the number of (validated) candidates."""
         p_array, q_array = as_pair(p, q)
         return self._bind_validated(p_array, q_array, as_candidates(candidates, p_array.size).size)
@@ -126,14 +127,14 @@ class Verifier(ABC):
         return None
 
     @abstractmethod
-    def _decide(self, bound: "BoundVerifier", candidates: np.ndarray, u: np.ndarray) -> tuple[int, int]:
+    def _decide(self, bound: BoundVerifier, candidates: np.ndarray, u: np.ndarray) -> tuple[int, int]:
         """The emitted ``(token, index)`` for validated candidates and uniforms."""
 
     @abstractmethod
-    def _law(self, bound: "BoundVerifier", candidates: np.ndarray) -> tuple[np.ndarray, float]:
+    def _law(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, float]:
         """``(law, acceptance probability)`` given validated candidates."""
 
-    def _acceptance(self, bound: "BoundVerifier") -> float:
+    def _acceptance(self, bound: BoundVerifier) -> float:
         """Exact acceptance; default: enumeration of every candidate tuple (small V and k only)."""
         return enumerate_law(bound).acceptance
 
@@ -148,23 +149,23 @@ class SequentialVerifier(Verifier):
     """
 
     @abstractmethod
-    def _steps(self, bound: "BoundVerifier", candidates: np.ndarray) -> StepGenerator:
+    def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
         """Acceptance probabilities step by step, then the final residual (see ``StepGenerator``)."""
 
-    def _decide(self, bound: "BoundVerifier", candidates: np.ndarray, u: np.ndarray) -> tuple[int, int]:
+    def _decide(self, bound: BoundVerifier, candidates: np.ndarray, u: np.ndarray) -> tuple[int, int]:
         steps = self._steps(bound, candidates)
         for index in range(candidates.size):
             if u[index] < supported_acceptance(next(steps), bound.p[candidates[index]]):
                 return int(candidates[index]), index
         return inverse_cdf(supported_residual(_final_residual(steps), bound.p), u[candidates.size]), -1
 
-    def _law(self, bound: "BoundVerifier", candidates: np.ndarray) -> tuple[np.ndarray, float]:
+    def _law(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, float]:
         accepted, final, left = self._step_masses(bound, candidates)
         law = np.zeros(bound.p.size)
         np.add.at(law, candidates, accepted)  # in candidate order, as the steps run
         return law + final, 1.0 - left
 
-    def _step_masses(self, bound: "BoundVerifier", candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    def _step_masses(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """``(accepted, final, left)``: ``accepted[i] = reach_i a_i`` the probability that candidate i is
         the one emitted (shape (k,)), ``final = reach_{k+1} norm(residual)`` the output mass of the final
         residual (shape (V,)), ``left = reach_{k+1}``. Acceptances and the residual are restricted to p's

@@ -9,8 +9,8 @@ integrating the verification randomness out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -18,11 +18,24 @@ from resispec.drafting import DRAFTING_SCHEMES
 from resispec.validation import as_count
 from resispec.verifiers import get_verifier
 from sim.batch import PairBatch
-from sim.kernels.closed_form import (pooled_stats, pooled_wor_stats, resispec_stats, resispec_wor_stats, rrs_stats, spectr_stats,
-                                     topk_stats)
-from sim.kernels.tuple_chains import (CHUNK_ELEMENTS, candidate_tuples, chain_stats, paper_chain, resispec_wor_chain,
-                                      rrs_wor_chain)
+from sim.kernels.closed_form import (
+    pooled_stats,
+    pooled_wor_stats,
+    resispec_stats,
+    resispec_wor_stats,
+    rrs_stats,
+    spectr_stats,
+    topk_stats,
+)
 from sim.kernels.paths import path_stats
+from sim.kernels.tuple_chains import (
+    CHUNK_ELEMENTS,
+    candidate_tuples,
+    chain_stats,
+    paper_chain,
+    resispec_wor_chain,
+    rrs_wor_chain,
+)
 from sim.kernels.wor_states import WOR_STATES
 from sim.steps import StepStats, concatenate, interleave
 

@@ -24,8 +24,8 @@ A step whose residual has no mass cannot reject (``a = 1``), as in ``resispec.ve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -41,7 +41,7 @@ class RrsWorState:
     plan: LatestFirstPlan | None = None
 
     @classmethod
-    def of(cls, target: np.ndarray, undrawn: np.ndarray, left: int) -> "RrsWorState":
+    def of(cls, target: np.ndarray, undrawn: np.ndarray, left: int) -> RrsWorState:
         """The state with this target and undrawn draft weights, ``left`` candidates to come."""
         proposal = undrawn / undrawn.sum()
         return cls(target, undrawn, proposal, float(0.5 * np.abs(target - proposal).sum()),
@@ -60,7 +60,7 @@ class RrsWorState:
             return rejection_step(self.target, self.proposal, candidate)[0]
         return self.plan.first_acceptance(candidate)
 
-    def after_rejecting(self, candidate: int, left: int) -> "RrsWorState":
+    def after_rejecting(self, candidate: int, left: int) -> RrsWorState:
         if self.plan is None:
             target = rejection_step(self.target, self.proposal, candidate)[1]
         else:

@@ -22,8 +22,8 @@ import pyarrow.parquet as pq
 from resispec.verifiers import VERIFIERS
 from sim.logged import FORMAT as NPZ_FORMAT
 from sim.logged import logged_pairs, read_logged, write_logged
-from sim.serving.io import nodes_table, read_metadata, shard_files, write_nodes
 from sim.serving.defaults import ROWS_PER_GROUP
+from sim.serving.io import nodes_table, read_metadata, shard_files, write_nodes
 from sim.serving.schema import check_schema
 
 

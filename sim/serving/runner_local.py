@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Callable
 
 from sim.serving.io import Unit, read_unit, units
 from sim.serving.schema import SchemaError

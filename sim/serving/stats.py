@@ -86,7 +86,7 @@ class GroupTally:
         self.pit_ratio = np.zeros(PIT_BINS, dtype=np.int64)
         self.steps = {name: [0] * self.k for name in STEP_SUMS}
 
-    def merge(self, other: "GroupTally") -> None:
+    def merge(self, other: GroupTally) -> None:
         """Add ``other`` (same verifier and k) into this tally."""
         self.nodes += other.nodes
         self.observed += other.observed
@@ -108,7 +108,7 @@ class ShardStats:
     rows: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
-    def merge(self, other: "ShardStats") -> "ShardStats":
+    def merge(self, other: ShardStats) -> ShardStats:
         """Add ``other`` into these statistics (returns self)."""
         for key, tally in other.groups.items():
             if key in self.groups:

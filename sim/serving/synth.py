@@ -13,17 +13,17 @@ and the verifier's exact acceptance on the merged pair is the logged set's true 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from resispec.validation import as_count
 from resispec.verifiers import get_verifier
-from sim.serving.io import nodes_table, write_nodes
 from sim.serving.defaults import ROWS_PER_GROUP, SYNTH_FAMILY, SYNTH_K, SYNTH_KEPT, SYNTH_ROWS_PER_FILE
+from sim.serving.io import nodes_table, write_nodes
 from sim.sources import parse_source
 
 PAIR_CHUNK = 4096

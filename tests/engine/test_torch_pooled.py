@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from resispec.pooling import pooled_plan as numpy_pooled_plan
-from resispec.verifiers import get_verifier
-from engine.verifiers import get_torch_verifier
-from engine.verifiers import pooling
+from engine.verifiers import get_torch_verifier, pooling
 from engine.verifiers.pooling import pooled_plan
 from engine.verifiers.validation import as_pair
+from resispec.pooling import pooled_plan as numpy_pooled_plan
+from resispec.verifiers import get_verifier
 from tests.engine.torch_verifier_helpers import near_ties, one_thread, random_batch  # noqa: F401 (fixture)
 
 PLAN_GROUPS = [(2, 2), (5, 3), (16, 1), (16, 4), (16, 8), (300, 5), (2000, 2), (2000, 8)]

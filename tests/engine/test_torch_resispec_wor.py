@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from resispec.verifiers import get_verifier
-from resispec.wor_shaping import latest_first_plan as numpy_latest_first_plan
-from engine.verifiers import get_torch_verifier
-from engine.verifiers import resispec_wor
+from engine.verifiers import get_torch_verifier, resispec_wor
 from engine.verifiers.validation import as_pair
 from engine.verifiers.wor_shaping import TorchLatestFirstPlan, latest_first_plan
+from resispec.verifiers import get_verifier
+from resispec.wor_shaping import latest_first_plan as numpy_latest_first_plan
 from tests.engine.torch_verifier_helpers import near_ties, one_thread, random_batch  # noqa: F401 (fixture)
 from tests.test_resispec_wor import CORNER_CASES
 

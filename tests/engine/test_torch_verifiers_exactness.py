@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import torch
 
+from engine.verifiers import TORCH_VERIFIERS, TorchVerifier, get_torch_verifier
+from engine.verifiers.drafting import TORCH_DRAFTING_SCHEMES
 from resispec.audit import DEFAULT_ALPHA, exact_law
 from resispec.audit.goodness_of_fit import merged_chi_square
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.suite import get_suite
 from resispec.verifiers import get_verifier
-from engine.verifiers import TORCH_VERIFIERS, TorchVerifier, get_torch_verifier
-from engine.verifiers.drafting import TORCH_DRAFTING_SCHEMES
 from tests.engine.torch_verifier_helpers import DEVICES, one_thread  # noqa: F401 (fixture)
 
 SAMPLES = 20_000

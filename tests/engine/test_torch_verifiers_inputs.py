@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from resispec.validation import ROUNDING_SLACK
-from resispec.validation import as_pair as numpy_as_pair
 from engine.verifiers import get_torch_verifier
 from engine.verifiers.validation import as_pair
+from resispec.validation import ROUNDING_SLACK
+from resispec.validation import as_pair as numpy_as_pair
 from tests.engine.torch_verifier_helpers import one_thread, random_batch  # noqa: F401 (fixture)
 
 P = torch.tensor([[0.5, 0.3, 0.2, 0.0], [0.1, 0.2, 0.3, 0.4]])

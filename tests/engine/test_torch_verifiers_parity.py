@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 import torch
 
-from resispec.drafting import top_k_tokens as numpy_top_k_tokens
-from resispec.sampling import inverse_cdf as numpy_inverse_cdf
-from resispec.verifiers import VERIFIERS, SequentialVerifier, get_verifier
 from engine.verifiers import TORCH_VERIFIERS, SequentialTorchVerifier, get_torch_verifier
 from engine.verifiers.drafting import top_k_tokens
 from engine.verifiers.sampling import inverse_cdf
+from resispec.drafting import top_k_tokens as numpy_top_k_tokens
+from resispec.sampling import inverse_cdf as numpy_inverse_cdf
+from resispec.verifiers import VERIFIERS, SequentialVerifier, get_verifier
 from tests.engine.torch_verifier_helpers import DEVICES, near_ties, one_thread, random_batch  # noqa: F401 (fixture)
 
 GROUPS = [(2, 1), (2, 2), (5, 1), (5, 3), (16, 1), (16, 2), (16, 4), (2000, 1), (2000, 4)]

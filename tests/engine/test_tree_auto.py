@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.calibration import Calibration, calibrate, cached_calibration, measure_acceptance, truncated_pair
+from engine.calibration import Calibration, cached_calibration, calibrate, measure_acceptance, truncated_pair
 from engine.processing import Sampling
 from engine.tiny import tiny_pair
 from engine.tree_lm import TreeLM

@@ -3,19 +3,19 @@ the near-tie check of the parity tests."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 import torch
 from scipy.special import softmax
 
-from resispec.verifiers.base import _final_residual
 from engine.verifiers import SequentialTorchVerifier, TorchVerifier
-from engine.verifiers.pooling import TorchPooledPlan, select
 from engine.verifiers.pooled_wor import TorchPooledWorPlan
 from engine.verifiers.pooled_wor import select as select_wor
+from engine.verifiers.pooling import TorchPooledPlan, select
 from engine.verifiers.validation import as_pair
+from resispec.verifiers.base import _final_residual
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
 KINDS = ("dirichlet", "equal", "one-hot-p", "one-hot-q", "zeros", "tiny", "disjoint", "ties", "peaky")
