@@ -23,7 +23,8 @@ DEFAULT_KEEP = 256
 class NodeLog:
     """Collects verified nodes and writes them as one logged-pairs file."""
 
-    def __init__(self, vocab_size: int, keep: int = DEFAULT_KEEP, metadata: dict[str, str | float] | None = None) -> None:
+    def __init__(self, vocab_size: int, keep: int = DEFAULT_KEEP,
+                 metadata: dict[str, str | float] | None = None) -> None:
         if not 1 <= keep <= vocab_size:
             raise ValueError(f"keep: must lie in [1, {vocab_size}], got {keep}")
         self.vocab_size, self.keep = vocab_size, keep

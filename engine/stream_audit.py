@@ -8,9 +8,9 @@ With ``p_t = process(target logits after c y_<t)`` and independent uniforms ``U_
     u_t = P_{p_t}(Y < y_t) + U_t p_t(y_t)
 
 (``resispec.audit.randomized_pit``, ``Y < y`` in a vocabulary order fixed by the past) is Uniform(0, 1)
-and independent over t and over sequences when ``y_t ~ p_t`` given the past, whatever the p_t are. The pooled values are tested for uniformity by
-``resispec.audit.pit_audit`` (KS + chi-square over equal bins, Bonferroni), which also reports the
-smallest TV (of the PIT law from uniform) the run detects with power 0.9.
+and independent over t and over sequences when ``y_t ~ p_t`` given the past, whatever the p_t are. The
+pooled values are tested for uniformity by ``resispec.audit.pit_audit`` (KS + chi-square over equal bins,
+Bonferroni), which also reports the smallest TV (of the PIT law from uniform) the run detects with power 0.9.
 
 The order is descending p_t (ties by token id): the mode sits at u = 0 and the tail at u = 1 at every
 position, so a bias toward likely tokens (or away from them) piles up at the same end of [0, 1] across
@@ -55,7 +55,9 @@ class GeneratedSequence:
     def of(cls, prompt_ids: Iterable[int] | torch.Tensor, generated_ids: Iterable[int] | torch.Tensor,
            sampling: Sampling | None = None) -> GeneratedSequence:
         """From lists or 1-D tensors of ids."""
-        as_tuple = lambda ids: tuple(int(i) for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids))
+        def as_tuple(ids: Sequence[int] | torch.Tensor) -> tuple[int, ...]:
+            return tuple(int(i) for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids))
+
         return cls(as_tuple(prompt_ids), as_tuple(generated_ids), sampling)
 
 

@@ -154,7 +154,8 @@ def time_node_counts(counts: Sequence[int] = NODE_COUNTS, prompt_len: int = 64, 
            **{f"{scheme} self-draft": SelfDraft(model, scheme) for scheme in SELF_DRAFT_SCHEMES}}
     results: dict[str, list[float]] = {name: [] for name in lms}
     for n in counts:
-        chain = [(torch.cat([prompt[-1:], torch.randint(0, 1000, (n - 1,), generator=generator)]), torch.arange(-1, n - 1))]
+        chain = [(torch.cat([prompt[-1:], torch.randint(0, 1000, (n - 1,), generator=generator)]),
+                  torch.arange(-1, n - 1))]
         for name, lm in lms.items():
             lm.prefill(prompt)
             results[name].append(median_seconds(_grow_and_drop(lm, chain), repeats))

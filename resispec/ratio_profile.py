@@ -24,8 +24,8 @@ import numpy as np
 class RatioProfile:
     """Tokens of ``(p, q)`` (validated, shape (V,)) sorted by ratio, with prefix sums.
 
-    Attributes: ``order`` (token ids by ratio, equal ratios by ascending id), ``ratio`` (sorted ratios), ``p_prefix`` and
-    ``q_prefix`` (length V + 1, starting at 0), ``h_at_ratio`` (h at each finite breakpoint).
+    Attributes: ``order`` (token ids by ratio, equal ratios by ascending id), ``ratio`` (sorted ratios),
+    ``p_prefix`` and ``q_prefix`` (length V + 1, starting at 0), ``h_at_ratio`` (h at each finite breakpoint).
     """
 
     def __init__(self, p: np.ndarray, q: np.ndarray) -> None:

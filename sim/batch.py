@@ -54,5 +54,6 @@ class PairBatch:
 def _ids(values: np.ndarray, name: str, size: int) -> np.ndarray:
     array = np.asarray(values)
     if array.shape != (size,) or not np.issubdtype(array.dtype, np.integer):
-        raise ValueError(f"{name}: expected {size} integer ids (shape ({size},)), got {array.dtype} of shape {array.shape}")
+        raise ValueError(
+            f"{name}: expected {size} integer ids (shape ({size},)), got {array.dtype} of shape {array.shape}")
     return array.astype(np.int64)

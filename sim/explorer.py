@@ -172,8 +172,9 @@ class DriftResult:
                 stats = evaluation.stats[name][self.k]
                 steps = 1 if name in SINGLE_STEP else self.k
                 curve = [
-                    {"step": i + 1, "conditional_acceptance": accept.value, "conditional_acceptance_ci": accept.to_list(),
-                     "reach": float(stats.reached[:, i].mean()), "residual_tv": tv.value, "residual_tv_ci": tv.to_list()}
+                    {"step": i + 1, "conditional_acceptance": accept.value,
+                     "conditional_acceptance_ci": accept.to_list(), "reach": float(stats.reached[:, i].mean()),
+                     "residual_tv": tv.value, "residual_tv_ci": tv.to_list()}
                     for i, (accept, tv) in enumerate(zip(stats.drift_curve()[:steps], stats.residual_curve()[:steps]))
                 ]
                 records.append({**evaluation.record(name, self.k), "curve": curve})
@@ -221,7 +222,8 @@ def _check(sources: Sequence[str], verifiers: Sequence[str]) -> tuple[list[str],
 
 
 def run_drift(sources: Sequence[str] = DEFAULT_SOURCES, verifiers: Sequence[str] = DEFAULT_VERIFIERS,
-              k: int = DEFAULT_DRIFT_K, settings: Settings = Settings(), progress: Progress | None = None) -> DriftResult:
+              k: int = DEFAULT_DRIFT_K, settings: Settings = Settings(),
+              progress: Progress | None = None) -> DriftResult:
     """Drift curves (conditional acceptance and residual TV by candidate index) at k."""
     sources, verifiers = _check(sources, verifiers)
     k = as_count(k)

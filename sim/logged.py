@@ -174,7 +174,8 @@ def _reporting_corruption(path: str | Path) -> Iterator[None]:
     try:
         yield
     except (OSError, EOFError, zipfile.BadZipFile, zlib.error, ValueError) as error:
-        raise ValueError(f"{path}: not a readable logged-pairs .npz archive ({type(error).__name__}: {error})") from None
+        raise ValueError(
+            f"{path}: not a readable logged-pairs .npz archive ({type(error).__name__}: {error})") from None
 
 
 def _declared_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
@@ -361,7 +362,8 @@ class _Checker:
             if name in self.fields:
                 values = self.fields[name]
                 if values.shape != (rows,) or not np.issubdtype(values.dtype, np.integer):
-                    self.fail(name, f"expected {rows} integers (shape ({rows},)), got {values.dtype} of shape {values.shape}")
+                    self.fail(name, f"expected {rows} integers (shape ({rows},)), "
+                                    f"got {values.dtype} of shape {values.shape}")
                 if name == "depth" and values.min() < 0:
                     self.fail(name, f"depth {values.min()} is negative", int(np.argmin(values)))
                 ids[name] = values.astype(np.int64)
@@ -389,23 +391,27 @@ class _Checker:
                                     f"{candidates.shape}")
         for name, values in (("emitted", emitted), ("accepted_index", index)):
             if values.shape != (rows,) or not np.issubdtype(values.dtype, np.integer):
-                self.fail(name, f"expected {rows} integers (shape ({rows},)), got {values.dtype} of shape {values.shape}")
+                self.fail(name, f"expected {rows} integers (shape ({rows},)), "
+                                f"got {values.dtype} of shape {values.shape}")
         padded = candidates < 0
         bad = (padded[:, :-1] & ~padded[:, 1:]).any(axis=1) | (candidates >= vocab_size).any(axis=1) | padded[:, 0]
         if bad.any():
-            self.fail("candidates", "ids must lie in the vocabulary, with -1 padding only at the end", int(np.flatnonzero(bad)[0]))
+            self.fail("candidates", "ids must lie in the vocabulary, with -1 padding only at the end",
+                      int(np.flatnonzero(bad)[0]))
         counts = (~padded).sum(axis=1)
         bad = (index < -1) | (index >= counts)
         bad |= (index >= 0) & (np.take_along_axis(candidates, np.maximum(index, 0)[:, None], axis=1)[:, 0] != emitted)
         if bad.any():
-            self.fail("accepted_index", "must be -1 or the position of the emitted candidate", int(np.flatnonzero(bad)[0]))
+            self.fail("accepted_index", "must be -1 or the position of the emitted candidate",
+                      int(np.flatnonzero(bad)[0]))
         if token_ids is not None:
             kept = [set(row) for row in token_ids.tolist()]
             for row, (ids, token) in enumerate(zip(candidates.tolist(), emitted.tolist())):
                 if not {token, *(x for x in ids if x >= 0)} <= kept[row]:
                     self.fail("candidates", "every candidate and the emitted id must be among the kept token_ids", row)
         elif ((emitted < 0) | (emitted >= vocab_size)).any():
-            self.fail("emitted", "outside the vocabulary", int(np.flatnonzero((emitted < 0) | (emitted >= vocab_size))[0]))
+            outside = (emitted < 0) | (emitted >= vocab_size)
+            self.fail("emitted", "outside the vocabulary", int(np.flatnonzero(outside)[0]))
         return {name: self.fields[name].astype(np.int64) for name in DECISION_FIELDS}
 
     def metadata(self) -> dict[str, str | float]:

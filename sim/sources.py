@@ -279,7 +279,8 @@ def parse_source(spec: str) -> Source:
     items = [item.strip() for item in arguments.split(",") if item.strip()]
     if name == "logged":
         if not items or "=" in items[0]:
-            raise ValueError(f"source {spec!r}: expected logged:FILE[,draft=NAME][,tail=merge|split] (or logged:sample)")
+            raise ValueError(
+                f"source {spec!r}: expected logged:FILE[,draft=NAME][,tail=merge|split] (or logged:sample)")
         options = _options(spec, items[1:], {"draft": str, "tail": str})
         return LoggedSource(items[0], **options)
     if name not in FAMILIES:

@@ -64,7 +64,8 @@ def test_wor_lp_bounds_rrs_wor_and_topk_optimum(instance):
         return
     wor_bound = optimal_acceptance_lp(p, q, k, "wor")
     assert get_verifier("rrs_wor").acceptance(p, q, k) <= wor_bound + LP_TOLERANCE
-    assert optimal_acceptance(p, q, k, "topk") == pytest.approx(optimal_acceptance_lp(p, q, k, "topk"), abs=LP_TOLERANCE)
+    assert optimal_acceptance(p, q, k, "topk") == pytest.approx(optimal_acceptance_lp(p, q, k, "topk"),
+                                                                abs=LP_TOLERANCE)
     assert get_verifier("topk").acceptance(p, q, k) == pytest.approx(optimal_acceptance(p, q, k, "topk"), abs=1e-12)
 
 

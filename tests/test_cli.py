@@ -27,12 +27,14 @@ def test_audit_table_names_each_column(capsys):
 
 
 def test_bench_verify_prints_one_record_per_verifier_vocabulary_and_k(capsys):
-    argv = ["bench", "verify", "--vocab", "64", "1024", "--k", "2", "4", "--repeats", "3", "--verifier", "resispec", "rrs"]
+    argv = ["bench", "verify", "--vocab", "64", "1024", "--k", "2", "4", "--repeats", "3",
+            "--verifier", "resispec", "rrs"]
     start = time.perf_counter()
     assert main([*argv, "--json"]) == 0
     wall = time.perf_counter() - start
     check_timing_records(
-        json.loads(capsys.readouterr().out), fields=["verifier", "vocab", "k", "verify_seconds", "softmax_seconds", "ratio"],
+        json.loads(capsys.readouterr().out),
+        fields=["verifier", "vocab", "k", "verify_seconds", "softmax_seconds", "ratio"],
         configurations=[(name, vocab, k) for vocab in (64, 1024) for name in ("resispec", "rrs") for k in (2, 4)],
         times=["verify_seconds", "softmax_seconds"], ratios={"ratio": ("verify_seconds", "softmax_seconds")},
         repeats=3, wall_seconds=wall)

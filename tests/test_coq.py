@@ -50,7 +50,8 @@ def test_without_coqc_the_run_says_why(monkeypatch):
 def test_the_development_compiles_with_no_axioms():
     compiled = formal.compile_development(timeout_s=300)
     assert compiled.passed, compiled.message
-    assert compiled.assumptions == formal.recorded_assumptions(), "run `python -m theory` and commit theory/coq/assumptions.txt"
+    assert compiled.assumptions == formal.recorded_assumptions(), \
+        "run `python -m theory` and commit theory/coq/assumptions.txt"
 
 
 def test_the_project_lists_every_source_file():

@@ -100,14 +100,15 @@ def _cells(driver) -> dict[str, dict[str, str]]:
 
 def _texts(driver, selector: str) -> list[str]:
     """The text of every element matching ``selector`` (of its shadow root, for a Panel pane)."""
-    return driver.execute_script(DEEP_QUERY.replace("return found;", "return found.map(e => (e.shadowRoot || e).textContent);"),
-                                 selector)
+    texts = DEEP_QUERY.replace("return found;", "return found.map(e => (e.shadowRoot || e).textContent);")
+    return driver.execute_script(texts, selector)
 
 
 def _click_k(driver, k: int) -> None:
     _wait(lambda: _cells(driver).get("resispec_paper", {}).get("law"), 60, "the numbers table")
     (k_group,) = driver.execute_script(DEEP_QUERY, ".k-choice")
-    (button,) = [button for button in driver.execute_script(DEEP_QUERY, "button", k_group) if button.text.strip() == str(k)]
+    buttons = driver.execute_script(DEEP_QUERY, "button", k_group)
+    (button,) = [button for button in buttons if button.text.strip() == str(k)]
     button.click()
 
 

@@ -15,7 +15,8 @@ def test_a_port_in_use_gets_one_line_and_exit_2(capsys):
         assert main(["explore", "--port", str(port), "--no-browser"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == f"resispec explore: --port: port {port} on 127.0.0.1 is already in use; pick another with --port\n"
+    assert captured.err == (f"resispec explore: --port: port {port} on 127.0.0.1 is already in use; "
+                            "pick another with --port\n")
 
 
 def test_a_bad_host_gets_one_line_and_exit_2(capsys):

@@ -63,7 +63,8 @@ def test_drift_curves_are_the_simulators():
     state = model.State(p, q, 3, ("rrs", "resispec", "resispec_paper", "ears"))
     numbers = {entry.name: entry for entry in model.display(state).verifiers}
     for name in ("rrs", "resispec", "resispec_paper"):
-        stats = step_stats(name, PairBatch.from_arrays(p[None], q[None]), 3, np.random.default_rng(0), model.MONTE_CARLO)
+        stats = step_stats(name, PairBatch.from_arrays(p[None], q[None]), 3, np.random.default_rng(0),
+                           model.MONTE_CARLO)
         assert numbers[name].drift == [estimate.value for estimate in stats.drift_curve()]
         assert numbers[name].residual_tv == [estimate.value for estimate in stats.residual_curve()]
         assert numbers[name].drift_method == "exact"

@@ -49,7 +49,8 @@ WRONG_WAY = {
                                       "the core never imports an interface BROKEN"),
     "sim imports engine": ("sim/batch.py", "import engine.tree\n", "engine on sim BROKEN"),
     "engine imports the CLI": ("engine/tree.py", "import resispec.cli.table\n", "engine on sim BROKEN"),
-    "theory imports the core": ("theory/registry.py", "import resispec.bounds\n", "imports none of the float code BROKEN"),
+    "theory imports the core": ("theory/registry.py", "import resispec.bounds\n",
+                                "imports none of the float code BROKEN"),
     "a core module no layer lists": ("resispec/unlisted.py", "", "the core never imports an interface BROKEN"),
 }
 

@@ -124,7 +124,8 @@ def plan_violations(plan: PooledPlan, p: np.ndarray, q: np.ndarray) -> dict[str,
     np.add.at(moved, order[receiver], gain)
     np.subtract.at(moved, order[donor], gain)
     violations["swaps move t - f"] = float(np.abs(moved - (t - f)).max())
-    violations["f = (F + q)^k - F^k"] = float(np.abs(np.diff(np.append(0.0, np.cumsum(q[order])) ** k) - f[order]).max())
+    max_ratio_law = np.diff(np.append(0.0, np.cumsum(q[order])) ** k)
+    violations["f = (F + q)^k - F^k"] = float(np.abs(max_ratio_law - f[order]).max())
     return violations
 
 

@@ -152,11 +152,13 @@ def test_bad_input_is_refused():
 @pytest.mark.parametrize("parents", [[-1, 0, 0, 1, 1, 2, 2], [-1, 0, 0, 0, 1, 2, 3, 3]])
 def test_traversal_is_the_lift_of_rrs_and_block_the_lift_of_sps(parents):
     tree, p, q = random_round(11, parents)
-    assert np.abs(Lifted("rrs").law(tree, p, q).joint - get_round_verifier("traversal").law(tree, p, q).joint).max() < 1e-14
+    traversal = get_round_verifier("traversal").law(tree, p, q).joint
+    assert np.abs(Lifted("rrs").law(tree, p, q).joint - traversal).max() < 1e-14
     wor = Lifted("rrs_wor").law(tree, p, q).joint - get_round_verifier("traversal_wor").law(tree, p, q).joint
     assert np.abs(wor).max() < 1e-14
     chain, p, q = random_round(12, [-1, 0, 1, 2])
-    assert np.abs(Lifted("sps").law(chain, p, q).joint - get_round_verifier("block").law(chain, p, q).joint).max() < 1e-14
+    block = get_round_verifier("block").law(chain, p, q).joint
+    assert np.abs(Lifted("sps").law(chain, p, q).joint - block).max() < 1e-14
 
 
 @pytest.mark.parametrize("drafting", ["", "_wor"])

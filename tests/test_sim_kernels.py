@@ -231,7 +231,8 @@ def test_monte_carlo_covers_the_exact_value():
     rng = np.random.default_rng(5)
     p, q = rng.dirichlet(np.ones(12), size=30), rng.dirichlet(np.ones(12), size=30)
     batch = PairBatch.from_arrays(p, q)
-    for name, unit in (("rrs_wor", "rejection paths"), ("resispec_wor", "rejection paths"), ("resispec_paper", "tuples")):
+    for name, unit in (("rrs_wor", "rejection paths"), ("resispec_wor", "rejection paths"),
+                       ("resispec_paper", "tuples")):
         exact = step_stats(name, batch, 3, rng, MonteCarlo(enumeration_limit=10**4))
         sampled = step_stats(name, batch, 3, np.random.default_rng(9), MonteCarlo(samples=400, enumeration_limit=1))
         assert exact.exact and not sampled.exact and sampled.method == f"monte carlo (400 {unit} per pair)"

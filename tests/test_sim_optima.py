@@ -84,7 +84,8 @@ def test_past_the_lp_limit_the_sequential_wor_optimum_is_the_closed_form_or_not_
     lp, missing = optima(batch, [3], {3: np.zeros(4)})[3], optima(batch, [3], {3: np.zeros(4)}, small)[3]
     assert set(lp.sequential_wor_route) == {"lp"} and lp.sequential_wor_method == "sequential WOR LP"
     assert np.isnan(missing.sequential_wor).all() and "not computed" in missing.sequential_wor_method
-    mixed = optima(PairBatch.from_arrays(p, np.vstack([q[:3], [0.5, 0.5, 0, 0, 0, 0]])), [3], {3: np.zeros(4)}, small)[3]
+    capped = PairBatch.from_arrays(p, np.vstack([q[:3], [0.5, 0.5, 0, 0, 0, 0]]))
+    mixed = optima(capped, [3], {3: np.zeros(4)}, small)[3]
     assert mixed.sequential_wor_method.count("pairs") == 2  # k capped at 2 on the last pair: closed form there
 
 

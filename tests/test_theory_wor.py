@@ -156,7 +156,7 @@ def test_roots_form_an_interval_only_when_every_root_accepts_everything():
 def test_an_infeasible_dual_is_caught(plan):
     dual = certificate(plan)
     assert not dual_problems(Q_, dual)
-    R, Z, I = classes(plan)
+    R, Z, I = classes(plan)  # noqa: E741 (the classes R, Z, I of theory/wor_lp.py)
     low = replace(dual, lam=tuple(v - F(1, 10) if y in I else v for y, v in enumerate(dual.lam)))
     assert any("column" in m for m in dual_problems(Q_, low))
     no_nu = replace(dual, nu={x: F(0) for x in dual.nu})

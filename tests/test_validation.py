@@ -62,10 +62,12 @@ def test_sum_tolerance_is_stated_and_small_errors_are_renormalised():
         schedule(P * 1.01, Q, 2)
 
 
-@pytest.mark.parametrize("k, message", [(0, ">= 1"), (-3, ">= 1"), (2.0, "integer"), (True, "integer"), ("2", "integer")])
+@pytest.mark.parametrize("k, message", [(0, ">= 1"), (-3, ">= 1"), (2.0, "integer"), (True, "integer"),
+                                        ("2", "integer")])
 def test_bad_k(k, message):
     for call in (lambda: get_verifier("rrs").acceptance(P, Q, k), lambda: schedule(P, Q, k),
-                 lambda: optimal_acceptance(P, Q, k), lambda: get_verifier("rrs").draft(Q, k, np.random.default_rng(0))):
+                 lambda: optimal_acceptance(P, Q, k),
+                 lambda: get_verifier("rrs").draft(Q, k, np.random.default_rng(0))):
         with pytest.raises(ValueError, match=message):
             call()
 

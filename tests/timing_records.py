@@ -12,10 +12,10 @@ def check_timing_records(records: list[dict], fields: Sequence[str], configurati
                          wall_seconds: float) -> None:
     """``records`` hold exactly ``fields``, one per configuration in order (``configurations``: the values of
     the leading fields); every field of ``times`` (medians in seconds) and of ``ratios`` is finite and
-    positive; each ratio given as ``(numerator, denominator)`` equals the quotient of those fields (``()``: not checked). Seconds, not
-    milliseconds: every timed call ran at least ``repeats`` times, and at least ceil(repeats / 2) of those
-    runs took at least the median, so the medians times ceil(repeats / 2), summed over records, fit in
-    the command's measured ``wall_seconds``."""
+    positive; each ratio given as ``(numerator, denominator)`` equals the quotient of those fields (``()``:
+    not checked). Seconds, not milliseconds: every timed call ran at least ``repeats`` times, and at least
+    ceil(repeats / 2) of those runs took at least the median, so the medians times ceil(repeats / 2), summed
+    over records, fit in the command's measured ``wall_seconds``."""
     assert all(list(record) == list(fields) for record in records), [list(record) for record in records]
     key_length = len(configurations[0])
     assert [tuple(record[field] for field in fields[:key_length]) for record in records] == configurations

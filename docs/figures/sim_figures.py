@@ -55,7 +55,8 @@ def iid_rows(result: CompareResult) -> list[dict]:
             gain = evaluation.stats["pooled"][k].acceptance - evaluation.stats["resispec"][k].acceptance
             rows.append({
                 "source": label(evaluation.source), "pairs": pooled["pairs"], "k": k,
-                **{name: records[name]["acceptance"] for name in ("rrs", "spectr", "resispec", "pooled", "resispec_paper")},
+                **{name: records[name]["acceptance"]
+                   for name in ("rrs", "spectr", "resispec", "pooled", "resispec_paper")},
                 "alpha_star": pooled["iid_optimum"], "gain_mean": pooled["gain_over_resispec"],
                 "gain_max": pooled["max_gain_over_resispec"], "gain_row": pooled["max_gain_row"],
                 "gain_min": float(gain.min()),
@@ -160,7 +161,8 @@ def main() -> None:
     main_run = run_compare(MAIN, VERIFIERS, [1, 2, 4, 8], (4, 2, 2, 1),
                            Settings(pairs=pairs, seed=0, monte_carlo=MonteCarlo(samples=128)), progress)
     small_run = run_compare(SMALL, VERIFIERS, [2, 4], (2,),
-                            Settings(pairs=small_pairs, seed=0, monte_carlo=MonteCarlo(samples=128, enumeration_limit=5000)),
+                            Settings(pairs=small_pairs, seed=0,
+                                     monte_carlo=MonteCarlo(samples=128, enumeration_limit=5000)),
                             progress)
     drift = DriftResult(8, VERIFIERS, [main_run.evaluations[i] for i in DRIFT])
     for figure in (plot_acceptance_vs_k(main_run, HERE / f"sim_acceptance_vs_k{suffix}.png"),

@@ -153,7 +153,8 @@ def _block_sums(f: torch.Tensor, cut: torch.Tensor, inside: torch.Tensor) -> tup
     1e-10 of a tiny ``mu q``); elsewhere torch's sums, which may differ by an ulp.
     """
     if f.device.type != "cpu":
-        return torch.where(inside, f, 0.0).sum(dim=-1, keepdim=True), torch.where(inside, 0.0, f).sum(dim=-1, keepdim=True)
+        return (torch.where(inside, f, 0.0).sum(dim=-1, keepdim=True),
+                torch.where(inside, 0.0, f).sum(dim=-1, keepdim=True))
     rows = f.numpy()
     sums = torch.tensor([[row[:c].sum(), row[c:].sum()] for row, c in zip(rows, cut[:, 0].tolist())], dtype=f.dtype)
     return sums[:, :1].contiguous(), sums[:, 1:].contiguous()
@@ -286,7 +287,8 @@ def _pools(f: torch.Tensor, t: torch.Tensor, density: torch.Tensor, cut: torch.T
     zero_slots = torch.cat([torch.zeros_like(cut), donors.inside + receivers.inside + 1], dim=-1)
     key.scatter_(1, zero_slots, torch.tensor([0, 1 << _BLOCK_BIT], device=f.device).expand(batch, 2))
     donor.scatter_(1, zero_slots, donors.rank.gather(1, torch.cat([torch.zeros_like(cut), donors.inside], dim=-1)))
-    receiver.scatter_(1, zero_slots, receivers.rank.gather(1, torch.cat([torch.zeros_like(cut), receivers.inside], dim=-1)))
+    receiver.scatter_(1, zero_slots,
+                      receivers.rank.gather(1, torch.cat([torch.zeros_like(cut), receivers.inside], dim=-1)))
     # An event's slot: its index among its own kind + the other kind's events at or below it + the
     # 0 levels at or below it. Equal levels of both kinds share a slot (and its donor and receiver)
     # and leave the slot just below it empty; so every empty slot before the last level is followed

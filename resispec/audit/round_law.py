@@ -57,7 +57,8 @@ def exact_round_law(verifier: RoundVerifier | str, target: Conditional, draft: C
         joint = outcome.joint
         for node, prefix in enumerate(drafted.prefixes):
             if outcome.stop[node] > 0.0:
-                law[models.block(prefix)] += drafted.probability * (joint[node][:, None] * models.next_then_target(prefix)).ravel()
+                branch = joint[node][:, None] * models.next_then_target(prefix)
+                law[models.block(prefix)] += drafted.probability * branch.ravel()
         accepted += drafted.probability * outcome.expected_accepted(drafted.tree)
         trees += 1
     reference = models.target_law()

@@ -202,7 +202,7 @@ def run_audit(verifier_names: Sequence[str] | None = None, ks: Sequence[int] = D
     rows = []
     for row_index, (verifier, k, usable, skipped) in enumerate(plan):
         row = AuditRow(verifier.name, verifier.claims_exact, verifier.drafting, k, skipped=skipped)
-        for pair_index, pair in enumerate(usable):
+        for pair in usable:
             law = exact_law(verifier, pair.p, pair.q, k)
             result = sample_audit(verifier, pair.p, pair.q, k, n=samples,
                                   seed=_audit_seed(seed, verifier.name, k, pair.name), alpha=alpha)

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import numpy as np
 
 
-def median_ratio(workload: Callable[[], object], reference: Callable[[], object], repeats: int) -> tuple[float, float, float]:
+def median_ratio(workload: Callable[[], object], reference: Callable[[], object],
+                 repeats: int) -> tuple[float, float, float]:
     """``(median workload s, median reference s, ratio)``, timing the two alternately ``repeats`` times.
 
     Alternating spreads background load evenly over both, so the ratio is steadier than either time.

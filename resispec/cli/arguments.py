@@ -185,7 +185,8 @@ def output_file(text: str) -> Path:
         fail(f"{text} is a directory; expected a file path")
     folder = path.parent.absolute()
     if not folder.is_dir():
-        fail(f"cannot write {text}: its folder {folder} " + ("is not a directory" if folder.exists() else "does not exist"))
+        problem = "is not a directory" if folder.exists() else "does not exist"
+        fail(f"cannot write {text}: its folder {folder} {problem}")
     _creatable(folder, text)
     return path
 

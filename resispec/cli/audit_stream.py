@@ -24,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("generator", help="engine:VERIFIER, hf, hf-assisted, hf-ensemble:W or jsonl:FILE")
     add_target_argument(parser)
     parser.add_argument("--draft", default=None,
-                        help="draft name or checkpoint PATH for engine:* and hf-assisted (default: the engine's default)")
+                        help="draft name or checkpoint PATH for engine:* and hf-assisted "
+                             "(default: the engine's default)")
     parser.add_argument("--tree", type=parse_tree, default=(4, 2, 2, 1), help="engine:* branching per depth")
     parser.add_argument("--prompts", default=None, metavar="FILE",
                         help="user messages: a .json list of strings, else one per line (default: a built-in set of 6)")
@@ -117,7 +118,8 @@ def report(record: dict) -> str:
         f"own probabilities are not used)",
         f"{record['sequences']} sequences, {record['tokens']} tokens, {record['impossible_tokens']} impossible under "
         f"this law",
-        f"randomized PIT: KS p = {audit['ks_pvalue']:.3g}, chi2 p = {audit['chi2_pvalue']:.3g} ({audit['chi2_df']} df), "
+        f"randomized PIT: KS p = {audit['ks_pvalue']:.3g}, "
+        f"chi2 p = {audit['chi2_pvalue']:.3g} ({audit['chi2_df']} df), "
         f"alpha {audit['alpha']:g} (Bonferroni over the two)",
         f"detects a TV of the PIT law from uniform >= {audit['min_detectable_tv']:.3f} with power 0.9",
         f"verdict: {record['verdict']}",

@@ -20,8 +20,10 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--positions", type=positive_int, default=150, help="held-out positions drawn (seeded)")
     parser.add_argument("--verifiers", nargs="+", type=verifier_name, default=["rrs", "rrs_wor", "resispec"])
     parser.add_argument("--ks", type=candidate_count, nargs="+", default=[1, 2, 4], help="candidates per node")
-    parser.add_argument("--draws", type=positive_int, default=64, help="Monte Carlo draws per position (no closed form)")
-    parser.add_argument("--trees", nargs="+", type=tree_shape, default=[(4, 2, 2, 1), (2, 2, 2, 2), (4, 2, 1, 1), (2, 2, 1, 1, 1)],
+    parser.add_argument("--draws", type=positive_int, default=64,
+                        help="Monte Carlo draws per position (no closed form)")
+    parser.add_argument("--trees", nargs="+", type=tree_shape,
+                        default=[(4, 2, 2, 1), (2, 2, 2, 2), (4, 2, 1, 1), (2, 2, 1, 1, 1)],
                         help="branchings to estimate tokens per target forward for (only ks above)")
     parser.add_argument("--early-exit-layers", type=positive_int, default=6, help="early-exit draft compared")
     parser.add_argument("--seed", type=nonneg_seed, default=0)

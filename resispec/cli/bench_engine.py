@@ -52,10 +52,11 @@ def run(args: argparse.Namespace) -> int:
     engine_rows = [row for row in rows if row.name in verifiers]
     best = max(engine_rows, key=lambda row: row.tokens_per_second or 0, default=None)
     versus_peer = best.tokens_per_second / peer.tokens_per_second if best and peer else None
-    settings = {"draft": resolve_draft_name(draft, model), "tree": args.tree if args.tree == "auto" else list(args.tree),
+    settings = {"draft": resolve_draft_name(draft, model),
+                "tree": args.tree if args.tree == "auto" else list(args.tree),
                 "prompts": len(prompts), "max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
-                "threads": args.threads, "peer": peer.name if peer else None, "best_engine": best.name if best else None,
-                "engine_over_peer": versus_peer}
+                "threads": args.threads, "peer": peer.name if peer else None,
+                "best_engine": best.name if best else None, "engine_over_peer": versus_peer}
     if args.json:
         print(strict_json({**settings, "rows": [row.to_dict() for row in rows]}))
         return 0

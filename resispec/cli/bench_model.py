@@ -8,7 +8,8 @@ from resispec.cli.arguments import candidate_count, positive_int
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
-    parser = bench_subparsers.add_parser("model", help="target load / tree forward / draft timings; forward cost per node count before/after")
+    parser = bench_subparsers.add_parser(
+        "model", help="target load / tree forward / draft timings; forward cost per node count before/after")
     parser.add_argument("--prompt-len", type=positive_int, default=64, help="cached prompt length (tokens)")
     parser.add_argument("--branching", type=candidate_count, nargs="+", default=[4, 2, 2, 1], help="children per depth")
     parser.add_argument("--draft-layers", type=positive_int, nargs="+", default=[2, 4, 6, 10], help="early-exit depths")

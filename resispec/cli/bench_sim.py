@@ -21,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--verifiers", nargs="+", default=list(DEFAULT_VERIFIERS), choices=SUPPORTED, metavar="NAME",
                         help="verifiers (default: %(default)s)")
     parser.add_argument("--pairs", type=positive_int, default=DEFAULT_PAIRS, help="pairs (default: %(default)s)")
-    parser.add_argument("--chunk", type=positive_int, default=DEFAULT_CHUNK, help="pairs per timed chunk (default: %(default)s)")
+    parser.add_argument("--chunk", type=positive_int, default=DEFAULT_CHUNK,
+                        help="pairs per timed chunk (default: %(default)s)")
     add_ratio_arguments(parser, [DEFAULT_VOCAB], [DEFAULT_K], "timed runs per chunk")
     parser.set_defaults(handler=run, repeats=DEFAULT_REPEATS)
 

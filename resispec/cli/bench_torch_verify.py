@@ -18,9 +18,11 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
         "torch-verify", help="median batched torch verify time / median batched softmax time, (B, V) nodes",
         description="LLM-like peaky float32 pairs; ratios of medians measured alternately in one run.",
     )
-    parser.add_argument("--verifier", nargs="+", type=verifier_name, metavar="NAME", help="verifiers (default: every torch port)")
+    parser.add_argument("--verifier", nargs="+", type=verifier_name, metavar="NAME",
+                        help="verifiers (default: every torch port)")
     parser.add_argument("--batch", type=positive_int, default=64, help="nodes B (default: %(default)s)")
-    parser.add_argument("--device", type=device, default="cpu", help="torch device, e.g. cpu or cuda (default: %(default)s)")
+    parser.add_argument("--device", type=device, default="cpu",
+                        help="torch device, e.g. cpu or cuda (default: %(default)s)")
     parser.add_argument("--threads", type=positive_int, default=1,
                         help="torch CPU threads (default: %(default)s; on a shared machine a second thread "
                              "makes the medians swing)")

@@ -17,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "verify", help="median verify time / median softmax time over the same vocabulary",
         description="LLM-like peaky pairs; ratios of medians measured alternately in one run.",
     )
-    parser.add_argument("--verifier", nargs="+", type=verifier_name, metavar="NAME", help="verifiers (default: every exact one)")
+    parser.add_argument("--verifier", nargs="+", type=verifier_name, metavar="NAME",
+                        help="verifiers (default: every exact one)")
     add_ratio_arguments(parser, list(DEFAULT_VOCABS), list(DEFAULT_KS), "timed calls per cell")
     parser.set_defaults(handler=run)
 

@@ -28,7 +28,8 @@ DTYPE_HELP = ("the target's dtype: float32 (default; every token is distributed 
               "or bfloat16 (faster, but it CHANGES p: samples follow the bfloat16 model, not the float32 one)")
 
 parse_tree = tree_shape
-"""The ``--tree`` type (``resispec.cli.arguments.tree_shape``: ``auto`` or a branching), also used by ``bench engine``."""
+"""The ``--tree`` type (``resispec.cli.arguments.tree_shape``: ``auto`` or a branching), also used by
+``bench engine``."""
 
 
 DRAFT_HELP = ("draft model: default (int4 on CPU, bf16 elsewhere), int4 / int8 / bf16 (quantized copies of the target, "
@@ -39,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("generate", help="generate text with SmolLM2-135M-Instruct and a verifier")
     parser.add_argument("--prompt", type=nonempty_text, required=True, help="the user message (chat template applied)")
     parser.add_argument("--verifier", type=decoding_verifier, default="resispec",
-                        help="a verifier name (zoo; block, traversal, traversal_wor: sequence-level), or 'ar' for plain sampling")
+                        help="a verifier name (zoo; block, traversal, traversal_wor: sequence-level), "
+                             "or 'ar' for plain sampling")
     parser.add_argument("--draft", type=draft_name, default=None, help=DRAFT_HELP)
     add_target_argument(parser)
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32", help=DTYPE_HELP)
@@ -95,13 +97,15 @@ def run(args: argparse.Namespace) -> int:
           f"{record['accepted_per_forward']:.3f} tokens per target forward ({record['target_forwards']} forwards)")
     tree = record["tree"]
     if tree.get("auto"):
-        print(f"tree auto: {','.join(map(str, tree['branching']))} (predicted {tree['predicted_tokens_per_forward']:.2f} "
+        print(f"tree auto: {','.join(map(str, tree['branching']))} "
+              f"(predicted {tree['predicted_tokens_per_forward']:.2f} "
               f"tokens per forward, measured {record['accepted_per_forward']:.2f}; calibration "
               f"{'cached' if tree['calibration_cached'] else 'measured now'})")
     seconds = record["seconds"]
     print("time: " + ", ".join(f"{name} {value:.2f} s" for name, value in seconds.items()))
     if record["acceptance_by_depth"]:
-        print("acceptance by depth: " + ", ".join(f"d{d + 1} {a:.3f}" for d, a in enumerate(record["acceptance_by_depth"])))
+        by_depth = enumerate(record["acceptance_by_depth"])
+        print("acceptance by depth: " + ", ".join(f"d{d + 1} {a:.3f}" for d, a in by_depth))
     if log is not None:
         print(f"log: {record['log']['rows']} verified nodes written to {args.log}")
     if args.parity:

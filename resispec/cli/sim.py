@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "compare", help="acceptance vs k against the i.i.d., WOR and sequential optima; tokens per forward",
         description="Per verifier and k: mean acceptance, each optimum and the ratios; accepted tokens per "
                     "target forward for a tree shape. Writes compare.csv, tree.csv and PNG plots to --out.")
-    drift.add_argument("--k", type=candidate_count, default=DEFAULT_DRIFT_K, metavar="K", help="candidates (default: %(default)s)")
+    drift.add_argument("--k", type=candidate_count, default=DEFAULT_DRIFT_K, metavar="K",
+                       help="candidates (default: %(default)s)")
     compare.add_argument("--k", nargs="+", type=candidate_count, default=list(DEFAULT_KS), metavar="K",
                          help="candidate counts (default: %(default)s)")
     compare.add_argument("--tree", default=",".join(map(str, DEFAULT_TREE)), metavar="B1,B2,...",
@@ -53,7 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              metavar="NAME", help=f"verifiers among {', '.join(SUPPORTED)} (default: %(default)s)")
         command.add_argument("--pairs", type=positive_int, default=DEFAULT_PAIRS, metavar="N",
                              help="pairs per source (a logged source uses its first N rows; default: %(default)s)")
-        command.add_argument("--seed", type=nonneg_seed, default=0, help="seed of every random draw (default: %(default)s)")
+        command.add_argument("--seed", type=nonneg_seed, default=0,
+                             help="seed of every random draw (default: %(default)s)")
         command.add_argument("--samples", type=positive_int, default=MonteCarlo().samples, metavar="M",
                              help="Monte Carlo draws per pair where the candidate tuples are too many to enumerate: "
                                   "rejection paths (rrs_wor, resispec_wor) or tuples (resispec_paper; "
@@ -61,7 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         command.add_argument("--enumerate", type=positive_int, default=MonteCarlo().enumeration_limit, metavar="T",
                              help="enumerate a pair's candidate tuples (exact) when there are at most T "
                                   "(default: %(default)s)")
-        command.add_argument("--out", type=output_dir, default="out/sim", metavar="DIR", help="output directory (default: %(default)s)")
+        command.add_argument("--out", type=output_dir, default="out/sim", metavar="DIR",
+                             help="output directory (default: %(default)s)")
         command.add_argument("--json", action="store_true", help="print JSON records instead of tables")
         command.set_defaults(handler=handler)
 

@@ -24,7 +24,8 @@ def check_address(host: str, port: int) -> None:
             probe.bind(address)
         except OSError as error:
             if error.errno == errno.EADDRINUSE:
-                raise AddressError(f"--port: port {port} on {host} is already in use; pick another with --port") from None
+                raise AddressError(
+                    f"--port: port {port} on {host} is already in use; pick another with --port") from None
             raise AddressError(f"--host: cannot listen on {host}:{port} ({error.strerror or error})") from None
 
 

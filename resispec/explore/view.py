@@ -77,8 +77,8 @@ def numbers_table(shown: Display) -> str:
             f'<td class="acceptance">{_format(numbers.acceptance)}</td><td>{_format(ratio)}</td>'
             f'<td class="law {verdict}">{law}</td><td class="max-error {verdict}">{_format(numbers.max_error, 2)}</td>'
             f'<td>{html.escape(numbers.drift_method or "not in the simulator")}</td><td class="draw">{draw}</td></tr>')
-    header = ("<tr><th>verifier</th><th>drafting</th><th>acceptance</th><th>/ optimum of its drafting</th><th>exact output law</th>"
-              "<th>max |law - p|</th><th>drift curve</th><th>live draw (seeded)</th></tr>")
+    header = ("<tr><th>verifier</th><th>drafting</th><th>acceptance</th><th>/ optimum of its drafting</th>"
+              "<th>exact output law</th><th>max |law - p|</th><th>drift curve</th><th>live draw (seeded)</th></tr>")
     best = shown.bounds
     summary = (f"<p>optima at k = {shown.state.k}: alpha* (i.i.d.) = {_format(best.iid)}, alpha*-WOR = "
                f"{_format(best.wor)} ({best.wor_method}), top-k = {_format(best.topk)}; p = "
@@ -255,8 +255,9 @@ class Explorer:
     def _build_figures(self) -> None:
         self.pair_source = ColumnDataSource({"x": [], "top": [], "color": []})
         self.handles = ColumnDataSource({"x": [], "y": []})
-        self.pair_figure = figure(height=260, sizing_mode="stretch_width", title="p (blue) and q (orange): drag a bar top",
-                                  x_range=(-0.5, 2.5), y_range=(0, 1), tools="reset")
+        self.pair_figure = figure(height=260, sizing_mode="stretch_width",
+                                  title="p (blue) and q (orange): drag a bar top", x_range=(-0.5, 2.5),
+                                  y_range=(0, 1), tools="reset")
         self.pair_figure.vbar(x="x", top="top", width=0.38, color="color", source=self.pair_source)
         handles = self.pair_figure.scatter(x="x", y="y", size=10, color="black", source=self.handles)
         self.pair_figure.add_tools(PointDrawTool(renderers=[handles], add=False, drag=True))

@@ -26,5 +26,6 @@ def get_round_verifier(name: str) -> RoundVerifier:
     raise ValueError(f"unknown verifier {name!r}; known: {', '.join([*VERIFIERS, *SEQUENCE_VERIFIERS])}")
 
 
-__all__ = ["SEQUENCE_VERIFIERS", "Block", "BlockNaive", "Lifted", "RoundLaw", "RoundTree", "RoundVerifier", "TokenLevel",
-           "Traversal", "TraversalResiSpec", "TraversalResiSpecWOR", "TraversalWOR", "get_round_verifier", "round_tree"]
+__all__ = ["SEQUENCE_VERIFIERS", "Block", "BlockNaive", "Lifted", "RoundLaw", "RoundTree", "RoundVerifier",
+           "TokenLevel", "Traversal", "TraversalResiSpec", "TraversalResiSpecWOR", "TraversalWOR", "get_round_verifier",
+           "round_tree"]

@@ -66,7 +66,8 @@ class Verifier(ABC):
         return as_count(k) + 1
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, drafting={self.drafting!r}, claims_exact={self.claims_exact})"
+        return (f"{type(self).__name__}(name={self.name!r}, drafting={self.drafting!r}, "
+                f"claims_exact={self.claims_exact})")
 
     # --- public contract: validate at the boundary, then delegate to a bound instance -----------
 

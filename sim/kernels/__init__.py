@@ -87,8 +87,8 @@ def step_stats(verifier: str, batch: PairBatch, k: int,
     ``rng`` is needed only where tuples may be sampled (rrs_wor, resispec_wor at k >= 3, resispec_paper);
     pair n draws from the n-th of ``len(batch)`` children of it (``Generator.spawn``), so a pair's
     draws do not depend on the other pairs; or ``rng`` is a sequence of one Generator per pair (pair n
-    draws from ``rng[n]``: streams keyed by something of the pair's own, e.g. a logged node's id). WOR pairs with too many tuples to enumerate take
-    rejection paths (``sim.kernels.paths``); the others are enumerated.
+    draws from ``rng[n]``: streams keyed by something of the pair's own, e.g. a logged node's id). WOR pairs
+    with too many tuples to enumerate take rejection paths (``sim.kernels.paths``); the others are enumerated.
     """
     (verifier,) = check_verifiers([verifier])
     k = as_count(k)

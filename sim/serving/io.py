@@ -25,14 +25,16 @@ def nodes_table(columns: dict[str, np.ndarray], vocab_size: int, **metadata: str
     rows, kept = token_ids.shape
     schema = node_schema(kept, file_metadata(vocab_size, **metadata))
     verifier = columns["verifier"]
-    verifier = np.full(rows, verifier, dtype=object) if isinstance(verifier, str) else np.asarray(verifier, dtype=object)
+    verifier = (np.full(rows, verifier, dtype=object) if isinstance(verifier, str)
+                else np.asarray(verifier, dtype=object))
     arrays = {
         "node_id": pa.array(np.asarray(columns["node_id"], np.int64)),
         "verifier": pa.array(verifier, pa.string()).dictionary_encode(),
         "candidates": _candidates(columns["candidates"]),
     }
     for name in ("token_ids", "p", "q"):
-        flat = pa.array(np.ascontiguousarray(columns[name]).reshape(-1).astype(NUMPY_TYPES[schema.field(name).type.value_type]))
+        value_type = NUMPY_TYPES[schema.field(name).type.value_type]
+        flat = pa.array(np.ascontiguousarray(columns[name]).reshape(-1).astype(value_type))
         arrays[name] = pa.FixedSizeListArray.from_arrays(flat, kept)
     for name in ("p_tail", "q_tail", "emitted", "accepted_index", *OPTIONAL_COLUMNS):
         field = schema.field(name)
@@ -99,7 +101,8 @@ def units(path: str | Path) -> tuple[list[Unit], list[tuple[str, str]]]:
         except (OSError, pa.ArrowException) as error:
             bad.append((str(file), f"{file}: cannot read as Parquet ({error})"))
             continue
-        found += [Unit(str(file), group, metadata.row_group(group).num_rows) for group in range(metadata.num_row_groups)]
+        found += [Unit(str(file), group, metadata.row_group(group).num_rows)
+                  for group in range(metadata.num_row_groups)]
     return found, bad
 
 

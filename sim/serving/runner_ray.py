@@ -30,7 +30,8 @@ def start(address: str | None = None, num_cpus: int | None = None) -> bool:
     ray = _ray()
     if ray.is_initialized():
         return False
-    path = os.pathsep.join(dict.fromkeys(os.path.abspath(entry or ".") for entry in sys.path if Path(entry or ".").is_dir()))
+    folders = (os.path.abspath(entry or ".") for entry in sys.path if Path(entry or ".").is_dir())
+    path = os.pathsep.join(dict.fromkeys(folders))
     runtime_env = {"env_vars": {"PYTHONPATH": path}} if address is None else None
     ray.init(address=address, num_cpus=num_cpus if address is None else None, include_dashboard=False,
              log_to_driver=False, runtime_env=runtime_env, logging_level="WARNING")

@@ -80,7 +80,8 @@ def synth_file(spec: SynthSpec, index: int, path: Path) -> int:
     for chunk_start in range(0, rows, PAIR_CHUNK):
         batch = family.sample(min(PAIR_CHUNK, rows - chunk_start), rng)
         top = np.argpartition(-batch.p, m - 1, axis=1)[:, :m]
-        top = np.take_along_axis(top, np.argsort(-np.take_along_axis(batch.p, top, axis=1), axis=1, kind="stable"), axis=1)
+        by_p = np.argsort(-np.take_along_axis(batch.p, top, axis=1), axis=1, kind="stable")
+        top = np.take_along_axis(top, by_p, axis=1)
         p_kept, q_kept = np.take_along_axis(batch.p, top, axis=1), np.take_along_axis(batch.q, top, axis=1)
         p_tail, q_tail = 1.0 - p_kept.sum(axis=1), 1.0 - q_kept.sum(axis=1)
         for n in range(len(batch)):

@@ -37,7 +37,8 @@ def test_plans_are_numpys_bit_for_bit_on_cpu():
             assert int(plan.cut[b]) == reference.cut and np.array_equal(plan.rank[b].numpy(), reference.rank)
             assert np.array_equal(plan.selection_law[b].numpy(), reference.selection_law)
             assert np.array_equal(plan.accept[b].numpy(), reference.accept)
-            ours = pools_with_width(plan.pool_reach[b].numpy(), plan.pool_donor[b].numpy(), plan.pool_receiver[b].numpy())
+            ours = pools_with_width(plan.pool_reach[b].numpy(), plan.pool_donor[b].numpy(),
+                                    plan.pool_receiver[b].numpy())
             theirs = pools_with_width(reference.pool_cumulative[1:], reference.pool_donor, reference.pool_receiver)
             for mine, numpys in zip(ours[1:4], theirs[1:4]):
                 assert np.array_equal(mine, numpys), (vocab, k, b)

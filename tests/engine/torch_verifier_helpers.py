@@ -90,7 +90,8 @@ def _sequential_near_ties(verifier: SequentialTorchVerifier, p: torch.Tensor, q:
     return near | _near_residual_boundary(torch.cumsum(_final_residual(steps), dim=-1), u[:, k:])
 
 
-def _pooled_near_ties(plan: TorchPooledPlan, q: torch.Tensor, candidates: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+def _pooled_near_ties(plan: TorchPooledPlan, q: torch.Tensor, candidates: torch.Tensor,
+                      u: torch.Tensor) -> torch.Tensor:
     """A candidate's score-interval uniform near one of its pools' boundaries ``(S_j - S_a) / q_x``
     (``a < j <= b``; the position uniforms are compared exactly), the accept uniform near
     ``accept(y)`` of the selected y, or the residual uniform near a residual boundary."""
