@@ -4,6 +4,7 @@ check fails for a rho that is not rho*."""
 from __future__ import annotations
 
 import dataclasses
+
 import sympy as sp
 
 from theory import spectr
@@ -30,7 +31,8 @@ def test_a_wrong_rho_is_caught(monkeypatch) -> None:
     """The upper end of the bracket is not rho*: the test is not tight there and c(rho) != rho."""
     right = spectr.rho_star_algebraic(P, Q, K)
     hi = right.hi
-    wrong = dataclasses.replace(right, minimal=sp.Poly(spectr.T_VAR - sp.Rational(hi.numerator, hi.denominator), spectr.T_VAR), interval=(hi, hi))
+    at_hi = sp.Poly(spectr.T_VAR - sp.Rational(hi.numerator, hi.denominator), spectr.T_VAR)
+    wrong = dataclasses.replace(right, minimal=at_hi, interval=(hi, hi))
     monkeypatch.setattr(spectr, "rho_star_algebraic", lambda p, q, k: wrong)
     problems, _ = spectr.at_rho_star_problems(P, Q, K)
     assert "c(rho*) != rho*" in problems

@@ -28,7 +28,8 @@ def test_a_wrong_class_is_caught(monkeypatch) -> None:
 def test_a_wrong_multiplier_breaks_slackness(monkeypatch) -> None:
     """mu = 1 on Z: step 2 has spare capacity there, so the reach product is not 0."""
     right = lemmas.multipliers
-    monkeypatch.setattr(lemmas, "multipliers", lambda cls: {**right(cls), "mu": sp.Integer(1)} if cls == "Z" else right(cls))
+    monkeypatch.setattr(lemmas, "multipliers",
+                        lambda cls: {**right(cls), "mu": sp.Integer(1)} if cls == "Z" else right(cls))
     assert not lemmas.k2_slackness_lemmas()["A = 0, T > w: mu x reach slack"]
 
 
