@@ -48,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.path.relative_to(ROOT).as_posix() in SLOW_MODULES:
+        if item.path.is_relative_to(ROOT) and item.path.relative_to(ROOT).as_posix() in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
 
 
