@@ -103,7 +103,8 @@ def hf_generate(model, tokenizer, prompt: str, max_new_tokens: int, sampling: Sa
     if assistant is not None:
         options.update(assistant_model=assistant)
         # transformers 5.24 reads these from the assistant's own generation config, not from generate's kwargs
-        assistant.generation_config.update(num_assistant_tokens=assistant_tokens, num_assistant_tokens_schedule="constant",
+        assistant.generation_config.update(num_assistant_tokens=assistant_tokens,
+                                           num_assistant_tokens_schedule="constant",
                                            assistant_confidence_threshold=0.0)
     torch.manual_seed(seed)
     try:

@@ -76,7 +76,8 @@ def _interpolate(points: dict[int, float], x: int) -> float:
     return float(np.interp(x, keys, [points[k] for k in keys]))
 
 
-def truncated_pair(p: np.ndarray, q: np.ndarray, support: int = ACCEPTANCE_SUPPORTS[0]) -> tuple[np.ndarray, np.ndarray]:
+def truncated_pair(p: np.ndarray, q: np.ndarray,
+                   support: int = ACCEPTANCE_SUPPORTS[0]) -> tuple[np.ndarray, np.ndarray]:
     """(p, q) on the ``support`` tokens of largest p + q, plus one token holding the rest of each's mass."""
     top = np.argsort(-(p + q), kind="stable")[:support]
     p_top, q_top = p[top], q[top]
@@ -94,7 +95,8 @@ def measure_acceptance(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, ma
         if k == 1 and rule.single_candidate_is_sps:
             curve.append(float(np.minimum(p_rows, q_rows).sum(axis=1).mean()))
             continue
-        curve.append(_truncated_acceptance(rule, p_rows[:MULTI_CANDIDATE_POSITIONS], q_rows[:MULTI_CANDIDATE_POSITIONS], k))
+        rows = slice(MULTI_CANDIDATE_POSITIONS)
+        curve.append(_truncated_acceptance(rule, p_rows[rows], q_rows[rows], k))
     if any(not -ROUNDING <= a <= 1 + ROUNDING for a in curve):
         raise ValueError(f"acceptance: {verifier}'s measured A(k) left [0, 1] by more than rounding: {curve}")
     return [min(max(a, 0.0), 1.0) for a in curve]  # exact values summed in floating point: 1 + 4e-16 occurs
@@ -110,7 +112,8 @@ def _truncated_acceptance(rule, p_rows: np.ndarray, q_rows: np.ndarray, k: int) 
         except ValueError:  # too many candidate tuples to enumerate at this support
             continue
         return float(np.mean(values))
-    raise ValueError(f"acceptance: {rule.name} cannot be evaluated exactly at k = {k} on {ACCEPTANCE_SUPPORTS[-1]} tokens")
+    raise ValueError(f"acceptance: {rule.name} cannot be evaluated exactly at k = {k} "
+                     f"on {ACCEPTANCE_SUPPORTS[-1]} tokens")
 
 
 def measure_costs(lm, prompt: torch.Tensor, points: Sequence[int], repeats: int) -> dict[int, float]:

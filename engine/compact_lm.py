@@ -163,7 +163,8 @@ class CompactLM(TreeCacheLM):
             raise ValueError(f"prefill_from: cache shapes differ (layers, kv heads, head dim): {shapes}")
         cached = len(input_ids) - 1
         if other.prefix_len != cached or len(other._pending) or other.tree_size:
-            raise ValueError(f"prefill_from: the other model must be freshly prefilled on this prompt of {len(input_ids)} tokens")
+            raise ValueError("prefill_from: the other model must be freshly prefilled on this prompt "
+                             f"of {len(input_ids)} tokens")
         self.reset()
         self._reserve(cached)
         self._keys[:, :, :cached] = other._keys[:, :, :cached]

@@ -222,7 +222,8 @@ class Decoder:
             self.chain_verifier.parity.mismatches if self.chain_verifier else 0)
         return emitted
 
-    def _walk(self, drafted: DraftedTree, p_all: torch.Tensor, q_all: torch.Tensor, position: int) -> tuple[int, list[int]]:
+    def _walk(self, drafted: DraftedTree, p_all: torch.Tensor, q_all: torch.Tensor,
+              position: int) -> tuple[int, list[int]]:
         """Verification from the root down: ``(deepest accepted node, emitted tokens)``."""
         tree, tokens = self.tree, drafted.tokens
         decided = None

@@ -132,7 +132,8 @@ def integer_kernels_run_on(device: torch.device | str) -> bool:
 
 
 def quantized_copy(target: PreTrainedModel, scheme: str) -> PreTrainedModel:
-    """A self-draft: a deep copy of ``target`` in the given scheme (``int4``, ``int8`` or ``bf16``), eval mode, no grads.
+    """A self-draft: a deep copy of ``target`` in the given scheme (``int4``, ``int8`` or ``bf16``), eval mode,
+    no grads.
 
     The copy unties the output head from the embedding (the head is quantized, the lookup table is not).
     """

@@ -95,7 +95,7 @@ class Race:
     ring: np.ndarray
 
     @classmethod
-    def of(cls, q: np.ndarray, k: int, order: np.ndarray) -> "Race":
+    def of(cls, q: np.ndarray, k: int, order: np.ndarray) -> Race:
         """The race of draft q (by token id) for k draws, rows in ``order``."""
         grid = race_grid(q, k)
         rate = q[order]

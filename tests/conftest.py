@@ -32,9 +32,6 @@ settings.register_profile("explore", derandomize=False,
                           **SIZED_FOR_THIS_MACHINE)
 PROFILES = ("ci", "explore")
 
-SLOW_MODULES = ("tests/engine/test_sequence_exactness.py",)
-"""Whole modules in the slow tier (single tests carry ``@pytest.mark.slow`` themselves)."""
-
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("hypothesis_profile", None):
@@ -43,13 +40,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if profile not in PROFILES:
         raise pytest.UsageError(f"{PROFILE_VARIABLE}: expected one of {', '.join(PROFILES)}, got {profile!r}")
     settings.load_profile(profile)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.path.is_relative_to(ROOT) and item.path.relative_to(ROOT).as_posix() in SLOW_MODULES:
-            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

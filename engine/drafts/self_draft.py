@@ -14,8 +14,8 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from engine.compact_lm import CompactLM
-from engine.tree_lm import TreeCacheLM
 from engine.quantize import integer_kernels_run_on, quantized_copy
+from engine.tree_lm import TreeCacheLM
 
 
 class SelfDraft(CompactLM):

@@ -83,7 +83,8 @@ def test_int4_linear_is_within_half_a_step_of_each_weight_and_computes_its_dequa
     linear = torch.nn.Linear(96, 48, bias=False)
     linear.weight.data = torch.randn(48, 96, generator=generator)
     quantized = Int4Linear.from_linear(linear)
-    assert quantized.levels.dtype == torch.uint8 and int(quantized.levels.max()) == 15 and int(quantized.levels.min()) == 0
+    assert quantized.levels.dtype == torch.uint8
+    assert int(quantized.levels.max()) == 15 and int(quantized.levels.min()) == 0
     step = quantized.scales_and_zeros[..., 0].float().t().repeat_interleave(INT4_GROUP, dim=1)
     dequantized = _dequantized(quantized)
     assert ((dequantized - linear.weight).abs() <= step / 2 * 1.02 + 1e-3).all()  # bfloat16 (s, z)
@@ -149,7 +150,8 @@ def test_quantized_copies_leave_the_target_untouched(tiny_models):
 @pytest.mark.parametrize("scheme", ["int4", "int8"])
 def test_real_quantized_self_drafts_are_close_to_the_target(real_target, scheme):
     model, tokenizer = real_target
-    ids = tokenizer("Bread dough rises because yeast ferments the sugars in flour and releases", return_tensors="pt").input_ids[0]
+    text = "Bread dough rises because yeast ferments the sugars in flour and releases"
+    ids = tokenizer(text, return_tensors="pt").input_ids[0]
     chain = torch.arange(-1, len(ids) - 1)
     target, draft = CompactLM(model), SelfDraft(model, scheme)
     target.prefill(ids[:1])

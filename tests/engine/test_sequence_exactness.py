@@ -22,8 +22,8 @@ from engine.tiny import tiny_llama
 from engine.tree_lm import TreeLM
 from engine.verifiers import TORCH_VERIFIERS
 from resispec import VERIFIERS
-from resispec.sequence import SEQUENCE_VERIFIERS
 from resispec.audit.goodness_of_fit import merged_chi_square
+from resispec.sequence import SEQUENCE_VERIFIERS
 
 PROMPT = torch.tensor([3])
 VOCAB, LENGTH, SAMPLES = 8, 3, 1500
@@ -31,6 +31,7 @@ EXACT = [name for name, cls in TORCH_VERIFIERS.items() if cls.claims_exact]  # t
 EXACT += ["traversal"]  # a whole-round verifier (block and the lifts share its hook in the loop)
 CONTROLS = [name for name, cls in TORCH_VERIFIERS.items() if not cls.claims_exact]
 LEVEL = 0.01 / len(EXACT)
+pytestmark = pytest.mark.slow  # the sequence-level tier (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
