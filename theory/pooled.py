@@ -1,4 +1,4 @@
-"""pooled (docs/pooled.md, beyond.md section 1) is exact and reaches the i.i.d. optimum alpha*.
+"""pooled (docs/pooled.md) is exact and reaches the i.i.d. optimum alpha*.
 
 pooled selects one of k i.i.d. candidates by a priority score whose selected token has law ``t``, then
 verifies it by sps against ``t``. The proof has six steps, one theorem each: the cut bound (from
@@ -538,7 +538,7 @@ Swap `l` changes the law at `y` by `-M_l phi_y + M_l phi_z` and at `z` by the op
 {display_eq(swap, M * (pz - py))}
 which is `-g_l` (and `+g_l` at `z`): the selected law is `f - d + r = t`.
 
-**Merged and two-stage draws agree.** beyond.md lets the donor join pool `l` with probability
+**Merged and two-stage draws agree.** The two-stage draw of docs/pooled.md (the construction, step 5) lets the donor join pool `l` with probability
 `g / (f_y - c q_y)` at a price `c`, then redraw on the receiver's interval with probability
 `(phi_y - c)/(phi_y - phi_z)`; the receiver joins with `g / (c q_z - f_z)` and lands on the donor's
 interval with `(c - phi_z)/(phi_y - phi_z)`. Both products are free of `c`:
@@ -641,7 +641,7 @@ THEOREMS = [
     ),
     Theorem(
         name="pooled.uniform_scores",
-        statement="Each pool swap keeps the score density 1 on both intervals and moves g from donor to receiver, so every candidate's score stays Uniform(0, 1) and independent, and the highest-score candidate's token has law exactly t (never leaving or entering H* unless every candidate does); the one-stage draw equals beyond.md's two-stage draw at any price.",
+        statement="Each pool swap keeps the score density 1 on both intervals and moves g from donor to receiver, so every candidate's score stays Uniform(0, 1) and independent, and the highest-score candidate's token has law exactly t (never leaving or entering H* unless every candidate does); the one-stage draw equals the two-stage draw of docs/pooled.md at any price.",
         method="symbolic identity + exact rational arithmetic + exact enumeration",
         check=check_uniform_scores,
     ),

@@ -1,4 +1,4 @@
-"""resispec_wor (docs/resispec_wor.md, beyond.md section 2): the recursion is exact, the k = 2
+"""resispec_wor (docs/resispec_wor.md): the recursion is exact, the k = 2
 latest-first plan is well defined and optimal among sequential verifiers of two WOR candidates.
 
 Five theorems: the recursion's exactness identity (``recursion_exact``), the plan's fixed point
@@ -724,7 +724,7 @@ sequential LP of `resispec_wor.k2_optimal`, and weak duality bounds their sum (i
 certificate's value, which is resispec_wor's acceptance.
 
 **k >= 3: not a theorem.** resispec_wor re-plans as if two candidates were left; nothing compares it
-with rrs_wor. The claim "never below rrs_wor" (docs/resispec_wor.md section 7, beyond.md section 2)
+with rrs_wor. The claim "never below rrs_wor" (docs/resispec_wor.md section 7)
 was an observation, and it is false in general:
 `p = {fmt(c.p)}`, `q = {fmt(c.q)}` (token 4 is off the draft), `k = 3`:
 rrs_wor accepts `2/3 = 1 - p(off the draft)`, the most any verifier can, while resispec_wor accepts
