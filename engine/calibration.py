@@ -14,6 +14,7 @@ Once per (target, draft, verifier, sampling) and machine:
 - **correlation** ``kappa_d``: consecutive positions are not independent, so the probability of
   accepting d positions in a row is measured too, from the one-candidate acceptances ``sum min(p, q)``
   along each continuation (`engine.tree_search.survival_correlation`).
+- **verification cost** ``u(k)``: median seconds of one node's verification with k candidates.
 - **costs**: median seconds of one target forward over n nodes (n = 1..32, sampled and interpolated)
   and of one draft forward over w rows, on a cache of the calibration prompt, plus the verification and
   bookkeeping time per round measured on a short decode.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -43,9 +45,10 @@ ACCEPTANCE_SUPPORTS = (32, 12, 6)
 MULTI_CANDIDATE_POSITIONS = 16
 ENUMERATION_BUDGET = 5000
 ROUNDING = 1e-9
+VERIFY_COST_ROWS = 5
 COST_POINTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 CALIBRATION_PROMPT_COUNT = 4
-FORMAT = 2
+FORMAT = 3
 
 
 @dataclass
@@ -58,6 +61,7 @@ class Calibration:
     round_seconds: float
     positions: int
     correlation: list[float]
+    verify_seconds: dict[int, float]
 
     def target_cost(self, nodes: int) -> float:
         return _interpolate(self.target_seconds, nodes)
@@ -68,7 +72,7 @@ class Calibration:
     def choose(self, max_nodes: int = MAX_NODES, chains_only: bool = False) -> TreeChoice:
         acceptance = self.acceptance[:1] if chains_only else self.acceptance
         return best_tree(acceptance, self.target_cost, self.draft_cost, self.round_seconds, max_nodes,
-                         correlation=self.correlation)
+                         correlation=self.correlation, verify_cost=self.verify_seconds.__getitem__)
 
 
 def _interpolate(points: dict[int, float], x: int) -> float:
@@ -151,7 +155,9 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
     target_seconds = measure_costs(target, prompt, COST_POINTS, repeats)
     draft_seconds = measure_costs(draft, prompt, COST_POINTS, repeats)
     round_seconds = _round_overhead(p_all, q_all, verifier)
-    return Calibration(acceptance, target_seconds, draft_seconds, round_seconds, len(p_all), correlation)
+    verify_seconds = _verify_costs(p_all, q_all, verifier, len(acceptance))
+    return Calibration(acceptance, target_seconds, draft_seconds, round_seconds, len(p_all), correlation,
+                       verify_seconds)
 
 
 def _sample_continuation(target, prompt: torch.Tensor, new_tokens: int, sampling: Sampling,
@@ -165,6 +171,30 @@ def _sample_continuation(target, prompt: torch.Tensor, new_tokens: int, sampling
         target.commit(root)
         tokens.append(int(torch.multinomial(p, 1, generator=generator)))
     return torch.tensor(tokens)
+
+
+def _verify_costs(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_children: int,
+                  rows: int = VERIFY_COST_ROWS) -> dict[int, float]:
+    """``u(k)``, k = 1..max_children: mean seconds of one node's verification with k candidates drawn by
+    the verifier's rule (the torch port, full vocabulary), over ``rows`` calibration rows spread along the
+    text: a plan's cost depends on the row's shape (a peaked row builds fast). One candidate costs what sps
+    costs where the verifier's one-candidate rule is sps (the decoder batches those nodes)."""
+    from engine.node_verification import NodeVerifier
+
+    rng, generator = np.random.default_rng(0), torch.Generator().manual_seed(0)
+    picks = np.linspace(0, len(p_rows) - 1, min(rows, len(p_rows))).round().astype(int)
+    costs = {}
+    for k in range(1, max_children + 1):  # one candidate: sps where the decoder decides it so
+        node = NodeVerifier("sps" if k == 1 and get_verifier(verifier).single_candidate_is_sps else verifier)
+        seconds = []
+        for i in picks:
+            p, q = torch.from_numpy(p_rows[i: i + 1]), torch.from_numpy(q_rows[i: i + 1])
+            candidates = node.draft(q, k, generator)
+            start = time.perf_counter()
+            node.verify_batch(p, q, candidates, rng)
+            seconds.append(time.perf_counter() - start)
+        costs[k] = float(np.mean(seconds))
+    return costs
 
 
 def _round_overhead(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str) -> float:
@@ -195,7 +225,8 @@ def cached_calibration(key: str, compute) -> tuple[Calibration, bool]:
         data = json.loads(path.read_text())
         return Calibration(data["acceptance"], {int(k): v for k, v in data["target_seconds"].items()},
                            {int(k): v for k, v in data["draft_seconds"].items()}, data["round_seconds"],
-                           data["positions"], data["correlation"]), True
+                           data["positions"], data["correlation"],
+                           {int(k): v for k, v in data["verify_seconds"].items()}), True
     calibration = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = path.with_suffix(".tmp")

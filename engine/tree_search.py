@@ -12,9 +12,11 @@ with a_t the one-candidate acceptance at position t of real text and abar its me
 ``kappa_d = mean_t prod_{i<d} a_{t+i} / abar^d`` (1 without the measurement), so a chain's R_d is the
 measured probability of surviving d consecutive positions; on this model's text it is below abar^d.
 
-It costs ``T(b) = sum_{d=0}^{D-1} c(w_d) + t(n) + v``: the draft feeds ``w_d = prod_{j <= d} b_j`` rows
-at level d (leaves are never fed), the target scores all ``n = 1 + sum_{d=1}^{D} w_d`` nodes in one
-forward, and ``v`` is the per-round verification and bookkeeping. ``t`` and ``c`` are measured cost
+It costs ``T(b) = sum_{d=0}^{D-1} c(w_d) + t(n) + sum_{d=1}^{D} u(b_d) + v``: the draft feeds
+``w_d = prod_{j <= d} b_j`` rows at level d (leaves are never fed), the target scores all
+``n = 1 + sum_{d=1}^{D} w_d`` nodes in one forward, the walk verifies at most one node per level, with
+``u(k)`` the measured seconds of one node's verification with k candidates (a plan-building verifier pays
+much more for k >= 2 than for one candidate), and ``v`` is the per-round bookkeeping. ``t`` and ``c`` are measured cost
 curves (`engine.calibration`). As in Sequoia (arXiv 2402.12374), the objective is tokens per second,
 ``E(b) / T(b)``; the shapes searched are all branching vectors with ``b_d <= max_children``, at most
 ``max_nodes`` nodes and ``max_depth`` levels, chains included. The value of a shape is a sum over levels
@@ -81,7 +83,8 @@ def survival_correlation(acceptance_runs: Sequence[Sequence[float]], max_depth: 
 
 def best_tree(acceptance: Sequence[float], target_cost: Callable[[int], float], draft_cost: Callable[[int], float],
               round_cost: float = 0.0, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH,
-              max_children: int = MAX_CHILDREN, correlation: Sequence[float] | None = None) -> TreeChoice:
+              max_children: int = MAX_CHILDREN, correlation: Sequence[float] | None = None,
+              verify_cost: Callable[[int], float] | None = None) -> TreeChoice:
     """The branching vector maximising ``E(b) / T(b)`` (module docstring).
 
     Args:
@@ -91,6 +94,7 @@ def best_tree(acceptance: Sequence[float], target_cost: Callable[[int], float], 
         round_cost: seconds per round besides the forwards (verification, bookkeeping).
         correlation: ``kappa_1, ..., kappa_D`` (`survival_correlation`), at least ``max_depth`` values;
             None: independent positions.
+        verify_cost: ``u(k)``, seconds of one node's verification with k candidates; None: 0.
     """
     if not acceptance or any(not 0.0 <= a <= 1.0 for a in acceptance):
         raise ValueError(f"acceptance: expected values in [0, 1], got {list(acceptance)}")
@@ -115,8 +119,9 @@ def best_tree(acceptance: Sequence[float], target_cost: Callable[[int], float], 
                 break
             next_reach = reach * acceptance[children - 1]
             kappa = correlation[len(prefix)] if correlation is not None else 1.0
+            verify_seconds = verify_cost(children) if verify_cost is not None else 0.0
             visit(prefix + (children,), next_reach, tokens + kappa * next_reach, next_width, nodes + next_width,
-                  draft_seconds + level_seconds)
+                  draft_seconds + level_seconds + verify_seconds)
 
     visit((), 1.0, 1.0, 1, 1, 0.0)
     return best

@@ -38,6 +38,7 @@ class PooledWithoutReplacement(Verifier):
     name = "pooled_wor"
     drafting = "wor"
     claims_exact = True
+    single_candidate_is_sps = True  # one WOR draw is one draw from q: t = q, then sps (tests/test_single_candidate.py)
 
     def uniforms_needed(self, k: int) -> int:
         """``k + 2``: a thinning uniform per candidate, then accept and residual."""

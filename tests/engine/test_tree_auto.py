@@ -69,6 +69,15 @@ def test_correlated_positions_shorten_the_chosen_chain_and_match_brute_force():
         best_tree(acceptance, target_cost, draft_cost, correlation=[1.0] * 3)
 
 
+def test_an_expensive_multi_candidate_verification_makes_the_tree_a_chain():
+    acceptance = (0.5, 0.75, 0.85, 0.9)
+    cheap = best_tree(acceptance, lambda n: 0.04, lambda w: 0.001)
+    costly = best_tree(acceptance, lambda n: 0.04, lambda w: 0.001, verify_cost=lambda k: 0.0 if k == 1 else 0.5)
+    assert max(cheap.branching) > 1 and set(costly.branching) == {1}
+    seconds = 0.04 + 0.001 * len(costly.branching)  # verification of one candidate: free here
+    assert costly.seconds_per_round == pytest.approx(seconds)
+
+
 def test_best_tree_follows_the_costs():
     cheap_rows = best_tree((0.5, 0.75, 0.85, 0.9), lambda n: 0.04, lambda w: 0.001)
     costly_rows = best_tree((0.5, 0.75, 0.85, 0.9), lambda n: 0.04 * n, lambda w: 0.001)
@@ -116,6 +125,7 @@ def test_calibration_runs_on_tiny_models_and_is_cached(tmp_path, monkeypatch):
                             repeats=1)
     assert len(calibration.acceptance) == 3 and calibration.positions == 12
     assert len(calibration.correlation) == MAX_DEPTH and calibration.correlation[0] == pytest.approx(1.0)
+    assert sorted(calibration.verify_seconds) == [1, 2, 3] and all(s > 0 for s in calibration.verify_seconds.values())
     assert all(seconds > 0 for seconds in calibration.target_seconds.values())
     choice = calibration.choose()
     assert 1 <= len(choice.branching) and choice.tokens_per_round >= 1
