@@ -14,10 +14,10 @@ Once per (target, draft, verifier, sampling) and machine:
 - **correlation** ``kappa_d``: consecutive positions are not independent, so the probability of
   accepting d positions in a row is measured too, from the one-candidate acceptances ``sum min(p, q)``
   along each continuation (`engine.tree_search.survival_correlation`).
-- **verification cost** ``u(k)``: median seconds of one node's verification with k candidates.
+- **verification cost** ``u(k)``: mean seconds of one node's verification with k candidates.
 - **costs**: median seconds of one target forward over n nodes (n = 1..32, sampled and interpolated)
-  and of one draft forward over w rows, on a cache of the calibration prompt, plus the verification and
-  bookkeeping time per round measured on a short decode.
+  and of one draft forward over w rows, on a cache of the calibration prompt; the bookkeeping per round
+  is taken as one one-candidate verification (``u(1)``, a rough measured constant).
 
 The result is cached as JSON under the resispec cache folder (`engine.models.cache_root`).
 """
@@ -48,7 +48,7 @@ ROUNDING = 1e-9
 VERIFY_COST_ROWS = 5
 COST_POINTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 CALIBRATION_PROMPT_COUNT = 4
-FORMAT = 3
+FORMAT = 4
 
 
 @dataclass
@@ -154,8 +154,8 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
     prompt = prompts[0]
     target_seconds = measure_costs(target, prompt, COST_POINTS, repeats)
     draft_seconds = measure_costs(draft, prompt, COST_POINTS, repeats)
-    round_seconds = _round_overhead(p_all, q_all, verifier)
     verify_seconds = _verify_costs(p_all, q_all, verifier, len(acceptance))
+    round_seconds = verify_seconds[1]  # probability processing and bookkeeping: about one sps node (measured)
     return Calibration(acceptance, target_seconds, draft_seconds, round_seconds, len(p_all), correlation,
                        verify_seconds)
 
@@ -195,18 +195,6 @@ def _verify_costs(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_chi
             seconds.append(time.perf_counter() - start)
         costs[k] = float(np.mean(seconds))
     return costs
-
-
-def _round_overhead(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str) -> float:
-    """Seconds per round outside the forwards: one node's verification with the torch port, doubled for
-    probability processing and bookkeeping (a rough, measured constant)."""
-    from engine.node_verification import NodeVerifier
-
-    node = NodeVerifier(verifier)
-    p, q = torch.from_numpy(p_rows[:1]), torch.from_numpy(q_rows[:1])
-    candidates = node.draft(q, 1, torch.Generator().manual_seed(0))
-    rng = np.random.default_rng(0)
-    return 2 * median_seconds(lambda: node.verify_batch(p, q, candidates, rng), 5)
 
 
 def calibration_key(model, draft_name: str, verifier: str, sampling: Sampling, threads: int) -> str:

@@ -13,8 +13,9 @@ Keys and values live in one tensor per side, [layers, kv_heads, capacity, head_d
 (doubling the capacity when full); cache surgery after a commit is one gather per side. Everything that
 touches the cache runs in ``torch.inference_mode`` (the lightest per-op dispatch; the cache tensors are
 inference tensors). Float32 linear
-layers use `engine.small_rows.PaddedLinear` (flat cost for the few rows of a round); `Int8Linear`
-layers (`engine.quantize`) are fused the same way. Rotary cos/sin come from the model's own rotary
+layers use `engine.small_rows.PaddedLinear` (flat cost for the few rows of a round); `Int8Linear` and
+`Int4Linear` layers (`engine.quantize`) are fused the same way (a mix of the two, where int4 fell back to
+int8 for a shape, as side-by-side products). Rotary cos/sin come from the model's own rotary
 module. Logits equal the transformers forward up to floating-point rounding (tests pin the difference).
 
 Used for the target (float32) and the quantized self-drafts; any other architecture goes through

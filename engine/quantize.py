@@ -40,7 +40,23 @@ INT4_GROUP = 32
 INT4_OUTPUT_MULTIPLE = 16
 
 
-class Int8Linear(nn.Module):
+class _KernelLinear(nn.Module):
+    """A linear layer computed by a bfloat16 [rows, in] -> [rows, out] kernel call (`_product`), for
+    inputs of any leading shape and dtype (the engine passes 2-D bfloat16 rows: no reshape, no cast)."""
+
+    out_features: int
+
+    def _product(self, rows: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim == 2 and x.dtype == torch.bfloat16:
+            return self._product(x)
+        shape = x.shape
+        return self._product(x.reshape(-1, shape[-1]).to(torch.bfloat16)).reshape(*shape[:-1], self.out_features)
+
+
+class Int8Linear(_KernelLinear):
     """``y = (x_bf16 @ Wq^T) * s``: int8 weights ``Wq`` [out, in] with per-output-channel scales ``s`` [out]."""
 
     def __init__(self, weight_int8: torch.Tensor, scales: torch.Tensor) -> None:
@@ -65,16 +81,11 @@ class Int8Linear(nn.Module):
         """One layer computing the outputs of ``parts`` side by side (fused q/k/v or gate/up)."""
         return cls(torch.cat([p.weight_int8 for p in parts]), torch.cat([p.scales for p in parts]))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.ndim == 2 and x.dtype == torch.bfloat16:  # the engine's case: no reshapes, no cast
-            return torch.ops.aten._weight_int8pack_mm(x, self.weight_int8, self.scales)
-        shape = x.shape
-        out = torch.ops.aten._weight_int8pack_mm(x.reshape(-1, shape[-1]).to(torch.bfloat16),
-                                                 self.weight_int8, self.scales)
-        return out.reshape(*shape[:-1], self.out_features)
+    def _product(self, rows: torch.Tensor) -> torch.Tensor:
+        return torch.ops.aten._weight_int8pack_mm(rows, self.weight_int8, self.scales)
 
 
-class Int4Linear(nn.Module):
+class Int4Linear(_KernelLinear):
     """``y = x_bf16 @ W~^T`` with W~ the group-wise 4-bit weights of the module docstring.
 
     Keeps the levels L (uint8 [out, in], one per weight) to fuse layers (`concatenate`) and the kernel's
@@ -117,13 +128,8 @@ class Int4Linear(nn.Module):
         """One layer computing the outputs of ``parts`` side by side (fused q/k/v or gate/up)."""
         return cls(torch.cat([p.levels for p in parts]), torch.cat([p.scales_and_zeros for p in parts], dim=1))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.ndim == 2 and x.dtype == torch.bfloat16:  # the engine's case: no reshapes, no cast
-            return torch._weight_int4pack_mm_for_cpu(x, self.packed, INT4_GROUP, self.scales_and_zeros)
-        shape = x.shape
-        out = torch._weight_int4pack_mm_for_cpu(x.reshape(-1, shape[-1]).to(torch.bfloat16), self.packed,
-                                                INT4_GROUP, self.scales_and_zeros)
-        return out.reshape(*shape[:-1], self.out_features)
+    def _product(self, rows: torch.Tensor) -> torch.Tensor:
+        return torch._weight_int4pack_mm_for_cpu(rows, self.packed, INT4_GROUP, self.scales_and_zeros)
 
 
 def integer_kernels_run_on(device: torch.device | str) -> bool:

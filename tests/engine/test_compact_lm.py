@@ -105,6 +105,17 @@ def test_fused_int4_layers_equal_the_separate_ones():
     torch.testing.assert_close(Int4Linear.concatenate(parts)(x), torch.cat([part(x) for part in parts], dim=-1))
 
 
+def test_a_mixed_int4_int8_fusion_computes_the_parts_side_by_side():
+    generator = torch.Generator().manual_seed(4)
+    wide, narrow = torch.nn.Linear(64, 32, bias=False), torch.nn.Linear(64, 8, bias=False)  # 8 outputs: int8
+    for linear in (wide, narrow):
+        linear.weight.data = torch.randn(linear.weight.shape, generator=generator)
+    parts = [Int4Linear.from_linear(wide), Int8Linear.from_linear(narrow)]
+    x = torch.randn(3, 64, generator=generator).to(torch.bfloat16)
+    fused = compact_lm.fused_projection(parts, pad_small_rows=True)
+    torch.testing.assert_close(fused(x), torch.cat([part(x) for part in parts], dim=-1))
+
+
 def test_int4_rejects_what_its_kernel_cannot_take():
     with pytest.raises(ValueError, match="out % 16"):
         Int4Linear.from_linear(torch.nn.Linear(64, 24, bias=False))
