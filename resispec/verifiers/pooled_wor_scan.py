@@ -22,10 +22,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from resispec.race import CHECKPOINT, multiply_token, unit_pair
+from resispec.race import CHECKPOINT, FAST, multiply_token, unit_pair
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=FAST)
 def _later_checkpoints(stay: np.ndarray, ring: np.ndarray, rate: np.ndarray, rows: np.ndarray, k: int
                        ) -> tuple[np.ndarray, np.ndarray]:
     """``(A[b], B[b])`` (each (blocks, k, N)): the pair at weight 1 of the rows after block b of ``rows``."""
@@ -40,7 +40,7 @@ def _later_checkpoints(stay: np.ndarray, ring: np.ndarray, rate: np.ndarray, row
     return out_a, out_b
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=FAST)
 def thinned_scan(stay: np.ndarray, ring: np.ndarray, rate: np.ndarray, p: np.ndarray, rows: np.ndarray,
                  other: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(theta, D, L)`` by position in ``rows`` (race rows with q > 0, in visiting order; ``p`` by
