@@ -3,8 +3,8 @@ single-draft verification of the selected WOR candidate. Exact (docs/pooled_wor.
 
 Plan: the NumPy plan (``resispec.verifiers.pooled_wor_plan``), built once per distinct row on the host
 and stacked into tensors, so the plans equal NumPy's by construction. The plan is a sequential scan over
-the tokens (each token's thinning depends on the earlier ones) with race integrals at 70-125 nodes,
-compiled (numba); no batched form of it exists yet, and it costs about 10-50 ms per row at V = 2049
+the tokens (each token's thinning depends on the earlier ones) with race integrals at 30-40 nodes,
+compiled (numba); no batched form of it exists yet, and it costs about 10-30 ms per row at V = 2049
 (docs/pooled_wor.md, Speed).
 
 Decisions, batched over nodes with the NumPy twin's uniform layout (``uniforms_needed(k) = k + 2``):

@@ -29,7 +29,7 @@ independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built o
    and the compiled kernels. One forward pass along each scan carries the earlier-scanned pair (the
    thetas are known there); the later-scanned pairs come from a backward pass that keeps one every
    ``CHECKPOINT`` tokens and are rebuilt block by block (``resispec.verifiers.pooled_wor_scan``). The
-   integral is the trapezoid rule in ``u = ln T`` on the race grid of q and k (``race_grid``: from
+   integral is the trapezoid rule in ``ln T = s - exp(-s)`` on the race grid of q and k (``race_grid``: from
    ``T_lo``, ``T_lo^k / k! <= TAIL``, to ``T_hi``, where a Gamma(k, m_k) tail is ``TAIL``, ``m_k`` the
    q-mass outside the k - 1 heaviest tokens), shared with the ``P_k`` of step 1; ``e_x`` and ``r_x`` are
    computed once per token, rows in ratio order so that each block is contiguous in memory.
@@ -49,7 +49,7 @@ independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built o
 
 Cost: O(V log V) for the ratio order, O(V N) exponentials, ``P_k`` of every prefix (O(V k N)) and,
 per tried cut, four compiled scans of O(V k N) each (three token products and one contraction per
-token); N is 70-125 nodes on LLM rows. The scans are sequential in the token order (each ``theta``
+token); N is 30-40 nodes on LLM rows. The scans are sequential in the token order (each ``theta``
 depends on the earlier ones through the earlier pair).
 """
 

@@ -28,8 +28,8 @@ from tests.engine.torch_verifier_helpers import DEVICES, near_ties, one_thread, 
 GROUPS = [(2, 1), (2, 2), (5, 1), (5, 3), (16, 1), (16, 2), (16, 4), (2000, 1), (2000, 4)]
 """(V, k) batches verified per verifier; V = 2000 takes NumPy's blocked inverse CDF."""
 SMALL_ONLY = {"pooled_wor": 16}
-"""Verifiers whose plan is a sequential scan over the tokens (10-50 ms per node at V = 2000, built
-twice here: 20 s or more for the V = 2000 groups): the largest V verified here (their plans are NumPy's
+"""Verifiers whose plan is a sequential scan over the tokens (10-30 ms per node at V = 2000, built
+twice here: 10 s or more for the V = 2000 groups): the largest V verified here (their plans are NumPy's
 own, row by row)."""
 NODES_PER_GROUP = 500
 
