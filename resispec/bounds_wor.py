@@ -30,18 +30,18 @@
       P_k(H) = int_0^inf e^{-(1 - m) t} g_H(t) dt,   m = q(H),
       g_H(t) = sum_{z in H} q_z e^{-q_z t} P(exactly k - 1 of the other clocks in H rang by t),
 
-  ``g_H = [X^(k-1)] B_H``, B the flux polynomial of H's race pair (``resispec.race``; positive
-  coefficients, nothing cancels). The integral is taken in ``u = ln t``, where the integrand is analytic
-  in the strip ``|Im u| < pi/2``, so the trapezoid rule with step h converges geometrically (error ~
-  ``exp(-pi^2 / h)``, Trefethen & Weideman 2014); left of t = 1 the substitution ``u = s - exp(-s)``
-  (step h in s) makes the slowly decaying left tail (``t^k``) decay double-exponentially. The grid (``resispec.race.race_grid``) is one per draft
-  and k, shared by every H: the integrand decays at rate ``(1 - m) + (m - top_{k-1}(H)) >= m_k``, the
-  mass outside the k - 1 heaviest tokens, so the right tail is bounded by a Gamma(k, m_k) tail, the
-  left by ``t_lo^k / k!``. Error estimate: the same sum on every other node (step 2h) differs from the
-  step-h sum by about the step-2h error ``C exp(-pi^2 / 2h)``; at that geometric rate the step-h error
-  is ``C exp(-pi^2 / h)``, so the reported ``error`` is the difference times ``exp(-pi^2 / 2h)``, plus
-  both tail bounds. Prefixes share one compiled
-  pass over tokens in ratio order (O(V k N) for N nodes, N ~ 30-40 on LLM rows).
+  ``g_H = [X^(k-1)] B_H``, B the flux polynomial of H's race pair (``resispec.race``; positive coefficients,
+  nothing cancels). The integral is taken in ``u = ln t``, where the integrand is analytic in the strip
+  ``|Im u| < pi/2``, so the trapezoid rule with step h converges geometrically (error ~ ``exp(-pi^2 / h)``,
+  Trefethen & Weideman 2014); left of t = 1 the substitution ``u = s - exp(-s)`` (step h in s) makes the
+  slowly decaying left tail (``t^k``) decay double-exponentially. The grid (``resispec.race.race_grid``) is
+  one per draft and k, shared by every H: the integrand decays at rate ``(1 - m) + (m - top_{k-1}(H)) >=
+  m_k``, the mass outside the k - 1 heaviest tokens, so the right tail is bounded by a Gamma(k, m_k) tail,
+  the left by ``t_lo^k / k!``. Error estimate: the same sum on every other node (step 2h) differs from the
+  step-h sum by about the step-2h error ``C exp(-pi^2 / 2h)``; at that geometric rate the step-h error is
+  ``C exp(-pi^2 / h)``, so the reported ``error`` is the difference times ``exp(-pi^2 / 2h)``, plus both
+  tail bounds. Prefixes share one compiled pass over tokens in ratio order (O(V k N) for N nodes, N ~ 30-40
+  on LLM rows).
 """
 
 from __future__ import annotations
