@@ -1,5 +1,4 @@
-"""The code passes ruff with the rules in pyproject.toml (``[tool.ruff]``), outside the files its
-``extend-exclude`` list still leaves to other work."""
+"""The code passes ruff with the rules in pyproject.toml (``[tool.ruff]``), theory/ included."""
 
 from __future__ import annotations
 
@@ -31,6 +30,12 @@ def test_a_line_past_120_columns_in_the_core_is_reported():
     assert run.returncode == 1 and "E501" in run.stdout, run.stdout + run.stderr
 
 
-def test_a_file_on_the_exclusion_list_is_left_alone():
+def test_theory_is_checked_too():
     run = ruff_check("--stdin-filename", "theory/planted.py", "-", source=f"NAME = {'1' * 120!r}\n")
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.returncode == 1 and "E501" in run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(("path", "reported"), [("theory/planted.py", False), ("resispec/planted.py", True)])
+def test_math_names_like_l_are_allowed_only_in_the_derivations(path, reported):
+    run = ruff_check("--stdin-filename", path, "-", source="l = 1\nprint(l)\n")
+    assert (run.returncode == 1 and "E741" in run.stdout) is reported, run.stdout + run.stderr

@@ -14,8 +14,9 @@ of an interval on which no decision changes; the results, evaluated at any ``t``
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import sympy as sp
 

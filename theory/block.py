@@ -144,13 +144,19 @@ can go either way; the claim is over the drafting.)
 THEOREMS = [
     Theorem(
         name="block.exact",
-        statement="Block verification of a drafted chain is exact at the sequence level: the alive mass at every prefix flows into the next token in proportion to p (the flow criterion, equivalent to exactness).",
+        statement=(
+            "Block verification of a drafted chain is exact at the sequence level: the alive mass at every prefix "
+            "flows into the next token in proportion to p (the flow criterion, equivalent to exactness)."
+        ),
         method="general proof (induction) + SymPy identities + exact rational arithmetic",
         check=check_exact,
     ),
     Theorem(
         name="block.chain_optimal",
-        statement="Among all exact verifiers of a drafted chain, block verification maximises P(accepted >= i) for every i, hence the expected accepted length; never below token-by-token verification.",
+        statement=(
+            "Among all exact verifiers of a drafted chain, block verification maximises P(accepted >= i) for every i, "
+            "hence the expected accepted length; never below token-by-token verification."
+        ),
         method="general proof (upper bound by induction, attained) + exact rational instance checks",
         check=check_optimal,
     ),

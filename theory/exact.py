@@ -8,9 +8,9 @@ stays exact and fast.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterable
 
 from theory.arith import normalise
 

@@ -70,7 +70,8 @@ FORMAL: tuple[FormalTheorem, ...] = (
     FormalTheorem(
         "sps_accept_range", "Sps.v",
         "The sps acceptance min(1, r(x)/q(x)) lies in [0, 1] (so rrs and rrs_wor are valid rules).",
-        ("sps.exact", "rrs.exact", "rrs_wor.exact"), "theory/sps.py (accept_probability); resispec/verifiers/rrs.py, rrs_wor.py",
+        ("sps.exact", "rrs.exact", "rrs_wor.exact"),
+        "theory/sps.py (accept_probability); resispec/verifiers/rrs.py, rrs_wor.py",
     ),
     FormalTheorem(
         "rrs_exact", "Sps.v",
@@ -88,7 +89,8 @@ FORMAL: tuple[FormalTheorem, ...] = (
         "(any step mass 0 <= A <= min(r, q') at every state): its targets r_x = Pi(x, .) a_2 + "
         "(1 - <Pi(x, .), a_2>) norm(f) satisfy the kernel identity and are distributions.",
         ("resispec_wor.recursion_exact", "resispec_wor.exact_law"),
-        "theory/wor_shaping.py (ResiSpecWOR, any planner); resispec/verifiers/resispec_wor.py (ResiSpecWithoutReplacement)",
+        "theory/wor_shaping.py (ResiSpecWOR, any planner); "
+        "resispec/verifiers/resispec_wor.py (ResiSpecWithoutReplacement)",
     ),
     FormalTheorem(
         "resispec_exact", "Resispec.v",
@@ -99,18 +101,23 @@ FORMAL: tuple[FormalTheorem, ...] = (
     FormalTheorem(
         "rs_accept_range", "Resispec.v",
         "With feasible thresholds (T_j - T_{j+1} <= R_j) every acceptance a_j(x) of resispec lies in [0, 1].",
-        ("resispec.acceptance_bounds",), "theory/resispec.py (ResiSpec.accept); resispec/verifiers/resispec.py (ResiSpec)",
+        ("resispec.acceptance_bounds",),
+        "theory/resispec.py (ResiSpec.accept); resispec/verifiers/resispec.py (ResiSpec)",
     ),
     FormalTheorem(
         "paper_counterexample", "Paper.v",
         "The published rule (reconstructed reserve) on p = (2/5, 3/10, 3/10), q = (3/5, 3/10, 1/10), "
         "k = 1 emits token 1 with probability 12/25, not p(1) = 3/10 (computed in the rationals).",
-        ("resispec_paper.counterexample",), "theory/resispec_paper.py (PaperRule, reconstruction, CE); resispec/verifiers/resispec_paper.py (ResiSpecPaper)",
+        ("resispec_paper.counterexample",),
+        "theory/resispec_paper.py (PaperRule, reconstruction, CE); "
+        "resispec/verifiers/resispec_paper.py (ResiSpecPaper)",
     ),
     FormalTheorem(
         "paper_not_exact", "Paper.v",
         "Hence some token's output probability differs from p: the published rule is not exact.",
-        ("resispec_paper.counterexample",), "theory/resispec_paper.py (PaperRule, reconstruction, CE); resispec/verifiers/resispec_paper.py (ResiSpecPaper)",
+        ("resispec_paper.counterexample",),
+        "theory/resispec_paper.py (PaperRule, reconstruction, CE); "
+        "resispec/verifiers/resispec_paper.py (ResiSpecPaper)",
     ),
     FormalTheorem(
         "single_draft_optimal", "Optimal.v",
@@ -187,11 +194,13 @@ def compile_development(timeout_s: float = 600) -> Compilation:
                 return Compilation(True, False, time.perf_counter() - start, f"{name}: timed out", {}, version)
             if proc.returncode != 0:
                 tail = (proc.stdout + proc.stderr).strip().splitlines()[-12:]
-                return Compilation(True, False, time.perf_counter() - start, f"{name} failed:\n" + "\n".join(tail), {}, version)
+                failure = f"{name} failed:\n" + "\n".join(tail)
+                return Compilation(True, False, time.perf_counter() - start, failure, {}, version)
             output = proc.stdout
     assumptions = parse_assumptions(printed_names(), output)
     axioms = [n for n, a in assumptions.items() if a != CLOSED]
-    message = "every main theorem is closed under the global context" if not axioms else f"axioms used by: {', '.join(axioms)}"
+    message = ("every main theorem is closed under the global context" if not axioms
+               else f"axioms used by: {', '.join(axioms)}")
     return Compilation(True, not axioms, time.perf_counter() - start, message, assumptions, version)
 
 

@@ -25,7 +25,6 @@ from theory.sequential import emit
 from theory.sps import SPSChain
 from theory.symbolic import display_eq, latex_block
 
-
 CUT_FORMULA = latex_block(
     r"P(\mathrm{accept}) \le P(\mathrm{emit} \in H) + P(\text{some candidate} \notin H) = p(H) + 1 - q(H)^{k}"
 )
@@ -142,7 +141,7 @@ def transport_lp_float(p: Law, q: Law, k: int) -> float:
         rhs.append(float(prob))
     for y in range(len(p)):
         row = np.zeros(len(variables))
-        for (t, z), i in index.items():
+        for (_, z), i in index.items():
             if z == y:
                 row[i] = 1
         rows.append(row)
@@ -238,7 +237,10 @@ evaluations after one sort: `O(V log V)`.
 THEOREMS = [
     Theorem(
         name="iid_optimum.min_cut",
-        statement="No exact verifier of k i.i.d. candidates accepts more than alpha* = min_H [p(H) + 1 - q(H)^k], and the transport LP (max-flow) attains it: alpha* is its min-cut.",
+        statement=(
+            "No exact verifier of k i.i.d. candidates accepts more than alpha* = min_H [p(H) + 1 - q(H)^k], and the "
+            "transport LP (max-flow) attains it: alpha* is its min-cut."
+        ),
         method="LP certificate (exact max-flow = min-cut) + LP (HiGHS, floating point) cross-check + exact rationals",
         check=check_min_cut,
         label=HAND,
@@ -246,7 +248,9 @@ THEOREMS = [
     ),
     Theorem(
         name="iid_optimum.prefixes",
-        statement="The minimising H in alpha* can be taken among the V + 1 prefixes of the tokens sorted by p/q ascending.",
+        statement=(
+            "The minimising H in alpha* can be taken among the V + 1 prefixes of the tokens sorted by p/q ascending."
+        ),
         method="symbolic identity + exact rational arithmetic",
         check=check_prefixes,
     ),

@@ -23,7 +23,7 @@ from theory.iid_optimum import CUT_FORMULA, alpha_star_subsets, cut_value, tuple
 from theory.pooling import ExactPlan, PooledLaw, build, interval_law, pooled_law, prefix_sums
 from theory.registry import Outcome, Theorem, tally
 from theory.sequential import emit, exactness_problems
-from theory.sps import ACCEPTED, EMITTED, REJECTED, SPSChain, P, Q
+from theory.sps import ACCEPTED, EMITTED, REJECTED, P, Q, SPSChain
 from theory.symbolic import by_cases, display_eq, latex_block, nonnegative, vanishes
 
 ZERO = Fraction(0)
@@ -134,8 +134,9 @@ LP optimum). By Theorem `iid_optimum.prefixes` the least bound is attained at a 
 order: `alpha* = 1 + P_(i*) - m^k` with `i*` a maximiser of `Q_i^k - P_i` and `m = Q_(i*)`. pooled
 takes the first maximiser (`i = 0` included, so `Q_(i*)^k - P_(i*) >= 0`); it never ends on a token with
 `q = 0` (such a token raises `P` without raising `Q`, or leaves both equal), and those tokens rank
-last (ratio infinity), so every token of `H*` has `q > 0`. The bound is attained when the verifier saturates the cut `H*`: it emits all of `p(H*)`
-through acceptances, and accepts whenever some candidate lies outside `H*`
+last (ratio infinity), so every token of `H*` has `q > 0`. The bound is attained when the verifier
+saturates the cut `H*`: it emits all of `p(H*)` through acceptances, and accepts whenever some candidate lies outside
+`H*`
 (`pooled.certificate` shows pooled does both).
 """
     checked = f"""
@@ -206,9 +207,10 @@ matters: it may depend on all `k` candidates and its own randomness, as long as 
 law of the token it selects. (Verifying against a `t` that is not the true law is not exact in
 general: see below.)
 """
+    symbolic_verdict = "all hold" if symbolic_ok else "FAILED: " + ", ".join(failed or ["balance"])
     checked = f"""
 - Case analysis (SymPy, `p, t > 0`, cases `p = t + d`, `t = p + d`): the accepted, rejected and
-  emitted masses and the balance `(p - t)+ - (t - p)+ = p - t`: {"all hold" if symbolic_ok else "FAILED: " + ", ".join(failed or ["balance"])}.
+  emitted masses and the balance `(p - t)+ - (t - p)+ = p - t`: {symbolic_verdict}.
 - Exact rationals on the {len(plan_cases())} instances of `pooled.cut_bound`, with `t` = pooled's
   target law, the max-ratio law `f`, and two random laws with zeros ({runs} runs): the exact law of
   sps with draft `t` (`theory.sequential.emit`) equals `p`, its acceptance is `sum min(p, t)`, and
@@ -503,7 +505,8 @@ def check_uniform_scores() -> Outcome:
     mean = sp.integrate(k * s ** (k - 1), (s, Fc, Fc + qc)) / qc
     mean_ok = vanishes(mean - ((Fc + qc) ** k - Fc**k) / qc)
     A, B = sp.symbols("A B", positive=True)
-    horner = all(vanishes(sum(B**j * A ** (n - 1 - j) for j in range(n)) * (B - A) - (B**n - A**n)) for n in range(1, 9))
+    horner = all(vanishes(sum(B**j * A ** (n - 1 - j) for j in range(n)) * (B - A) - (B**n - A**n))
+                 for n in range(1, 9))
     density_ok = vanishes((qy - M) / qy + M / qy - 1) and vanishes((qz - M) / qz + M / qz - 1)
     swap = (qy - M) * py + M * pz - qy * py
     swap_y = swap.subs(M, g / (py - pz))
@@ -538,10 +541,10 @@ Swap `l` changes the law at `y` by `-M_l phi_y + M_l phi_z` and at `z` by the op
 {display_eq(swap, M * (pz - py))}
 which is `-g_l` (and `+g_l` at `z`): the selected law is `f - d + r = t`.
 
-**Merged and two-stage draws agree.** The two-stage draw of docs/pooled.md (the construction, step 5) lets the donor join pool `l` with probability
-`g / (f_y - c q_y)` at a price `c`, then redraw on the receiver's interval with probability
-`(phi_y - c)/(phi_y - phi_z)`; the receiver joins with `g / (c q_z - f_z)` and lands on the donor's
-interval with `(c - phi_z)/(phi_y - phi_z)`. Both products are free of `c`:
+**Merged and two-stage draws agree.** The two-stage draw of docs/pooled.md (the construction, step 5)
+lets the donor join pool `l` with probability `g / (f_y - c q_y)` at a price `c`, then redraw on the
+receiver's interval with probability `(phi_y - c)/(phi_y - phi_z)`; the receiver joins with `g / (c q_z - f_z)` and
+lands on the donor's interval with `(c - phi_z)/(phi_y - phi_z)`. Both products are free of `c`:
 {display_eq(two_stage_donor, sp.simplify(two_stage_donor))}
 and `M_l / q_z` for the receiver: the same law of each candidate's score as the one-stage draw
 (partner interval with probability `M_l / q_x`) that `resispec/pooling.py` uses.
@@ -617,37 +620,62 @@ acceptance (a candidate is emitted) is exactly `sum min(p, t)`.
 THEOREMS = [
     Theorem(
         name="pooled.cut_bound",
-        statement="Any exact verifier of k i.i.d. candidates accepts at most p(H) + 1 - q(H)^k for every token set H; the least bound alpha* is attained at pooled's cut H*, the first maximising ratio prefix of Q_i^k - P_i, and pooled's exact law saturates that cut.",
+        statement=(
+            "Any exact verifier of k i.i.d. candidates accepts at most p(H) + 1 - q(H)^k for every token set H; the "
+            "least bound alpha* is attained at pooled's cut H*, the first maximising ratio prefix of Q_i^k - P_i, and "
+            "pooled's exact law saturates that cut."
+        ),
         method="exact rational arithmetic (bound and prefix reduction: iid_optimum.min_cut, iid_optimum.prefixes)",
         check=check_cut_bound,
     ),
     Theorem(
         name="pooled.canonical",
-        statement="Selecting a candidate by any rule whose selected token has law t, then accepting it with min(1, p/t) and otherwise emitting from norm((p - t)+), emits exactly p with acceptance sum min(p, t).",
+        statement=(
+            "Selecting a candidate by any rule whose selected token has law t, then accepting it with min(1, p/t) and "
+            "otherwise emitting from norm((p - t)+), emits exactly p with acceptance sum min(p, t)."
+        ),
         method="case analysis + exact rational arithmetic",
         check=check_canonical,
     ),
     Theorem(
         name="pooled.optimal_conditions",
-        statement="Every selection law s of k i.i.d. candidates has s(H*) >= m^k and sum min(p, s) = alpha* - [s(H*) - m^k] - sum_{H*} (p - s)+ - sum_{off H*} (s - p)+ <= alpha*, with equality iff (i) s >= p on H*, (ii) s <= p off H*, (iii) s(H*) = m^k; the closed-form t = max(p, mu q) on H*, min(p, lam q) off it, has levels that exist and meets all three.",
+        statement=(
+            "Every selection law s of k i.i.d. candidates has s(H*) >= m^k and sum min(p, s) = alpha* - [s(H*) - m^k] "
+            "- sum_{H*} (p - s)+ - sum_{off H*} (s - p)+ <= alpha*, with equality iff (i) s >= p on H*, (ii) s <= p "
+            "off H*, (iii) s(H*) = m^k; the closed-form t = max(p, mu q) on H*, min(p, lam q) off it, has levels that "
+            "exist and meets all three."
+        ),
         method="case analysis + exact rational arithmetic",
         check=check_conditions,
     ),
     Theorem(
         name="pooled.valid_selection_law",
-        statement="t dominates the max-ratio law f on every ratio prefix (t(A_j) >= Q_j^k = f(A_j), necessary for any selection law) with equal block totals, so the monotone coupling of each block pairs every donor with a lower-ranked receiver at a price in [t_z/q_z, t_y/q_y], and every token's pool weights sum to less than 1.",
+        statement=(
+            "t dominates the max-ratio law f on every ratio prefix (t(A_j) >= Q_j^k = f(A_j), necessary for any "
+            "selection law) with equal block totals, so the monotone coupling of each block pairs every donor with a "
+            "lower-ranked receiver at a price in [t_z/q_z, t_y/q_y], and every token's pool weights sum to less than 1."
+        ),
         method="symbolic identity + exact rational arithmetic",
         check=check_valid_selection_law,
     ),
     Theorem(
         name="pooled.uniform_scores",
-        statement="Each pool swap keeps the score density 1 on both intervals and moves g from donor to receiver, so every candidate's score stays Uniform(0, 1) and independent, and the highest-score candidate's token has law exactly t (never leaving or entering H* unless every candidate does); the one-stage draw equals the two-stage draw of docs/pooled.md at any price.",
+        statement=(
+            "Each pool swap keeps the score density 1 on both intervals and moves g from donor to receiver, so every "
+            "candidate's score stays Uniform(0, 1) and independent, and the highest-score candidate's token has law "
+            "exactly t (never leaving or entering H* unless every candidate does); the one-stage draw equals the "
+            "two-stage draw of docs/pooled.md at any price."
+        ),
         method="symbolic identity + exact rational arithmetic + exact enumeration",
         check=check_uniform_scores,
     ),
     Theorem(
         name="pooled.certificate",
-        statement="Instance by instance, pooled's exact law (every i.i.d. candidate tuple, selection and verification randomness integrated out in exact rationals) equals p, its acceptance equals the least cut value alpha* over all token sets, and no rejection emits a candidate.",
+        statement=(
+            "Instance by instance, pooled's exact law (every i.i.d. candidate tuple, selection and verification "
+            "randomness integrated out in exact rationals) equals p, its acceptance equals the least cut value alpha* "
+            "over all token sets, and no rejection emits a candidate."
+        ),
         method="exact enumeration in rationals + cut certificate",
         check=check_certificate,
     ),

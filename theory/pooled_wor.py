@@ -19,11 +19,11 @@ from collections import defaultdict
 from fractions import Fraction
 from functools import cache
 
-from theory.exact import Instance, Law, from_weights, instances, pos, random_distribution
+from theory.arith import Exact
+from theory.exact import Instance, Law, from_weights, instances
 from theory.pooled import canonical_law
 from theory.registry import Outcome, Theorem, tally
 from theory.rrs_wor import SPSChainWOR
-from theory.arith import Exact
 from theory.sequential import emit
 from theory.symbolic import latex_block
 
@@ -490,25 +490,40 @@ scan: `theta_y = clip((p_y - L_y)/(D_y - L_y), 0, 1)`), whose law is `t = L + th
 THEOREMS = [
     Theorem(
         name="pooled_wor.achievable_laws",
-        statement="A law t is the selection law of some rule on k WOR candidates iff t(B) >= P_k(B) = P(all candidates in B) for every token set B and t(V) = 1; P_k is supermodular and the vertices of this base polytope are the laws of 'select the candidate latest in a fixed order'.",
+        statement=(
+            "A law t is the selection law of some rule on k WOR candidates iff t(B) >= P_k(B) = P(all candidates in B) "
+            "for every token set B and t(V) = 1; P_k is supermodular and the vertices of this base polytope are the "
+            "laws of 'select the candidate latest in a fixed order'."
+        ),
         method="pointwise case analysis + Edmonds' greedy theorem + exact rational arithmetic",
         check=check_achievable,
     ),
     Theorem(
         name="pooled_wor.ceiling_reachable",
-        statement="max over achievable selection laws t of sum min(p, t) = min_H [p(H) + 1 - P_k(H)] = alpha*-WOR: select-then-verify reaches the WOR optimum on every instance (no counterexample exists); an optimal t has t >= p on a minimising H*, t <= p off it, t(H*) = P_k(H*).",
+        statement=(
+            "max over achievable selection laws t of sum min(p, t) = min_H [p(H) + 1 - P_k(H)] = alpha*-WOR: "
+            "select-then-verify reaches the WOR optimum on every instance (no counterexample exists); an optimal t has "
+            "t >= p on a minimising H*, t <= p off it, t(H*) = P_k(H*)."
+        ),
         method="polymatroid max-min (Edmonds) + exact rational arithmetic",
         check=check_ceiling,
     ),
     Theorem(
         name="pooled_wor.scan_law",
-        statement="The thinned scan (visit the active block's candidates in a fixed order, select each w.p. theta, else the last visited) selects y with probability L_y + theta_y (D_y - L_y), and D, L equal race integrals of truncated polynomial pairs (no tuple enumeration).",
+        statement=(
+            "The thinned scan (visit the active block's candidates in a fixed order, select each w.p. theta, else the "
+            "last visited) selects y with probability L_y + theta_y (D_y - L_y), and D, L equal race integrals of "
+            "truncated polynomial pairs (no tuple enumeration)."
+        ),
         method="case analysis + exact rational arithmetic (race integrals term by term)",
         check=check_scan_law,
     ),
     Theorem(
         name="pooled_wor.exact",
-        statement="pooled_wor (cut, greedy thinned scans, then single-draft verification against t) emits exactly p with acceptance sum min(p, t) <= alpha*-WOR.",
+        statement=(
+            "pooled_wor (cut, greedy thinned scans, then single-draft verification against t) emits exactly p with "
+            "acceptance sum min(p, t) <= alpha*-WOR."
+        ),
         method="exact enumeration in rationals",
         check=check_exact,
     ),

@@ -27,9 +27,9 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Sequence
 
 from theory.exact import Law, pos
 from theory.iid_optimum import ratio_order

@@ -7,8 +7,8 @@ Add a family by appending its module to ``FAMILIES``.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 FAMILIES: list[str] = [
     "theory.sps",

@@ -10,10 +10,10 @@ tight fixed point of ``theory.schedule``.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache, cached_property
-from typing import Sequence
 
 import sympy as sp
 
@@ -31,8 +31,8 @@ from theory.seqlp import (
 )
 from theory.seqlp_lemmas import dual_lemmas, lagrangian_lemmas, model_lemmas, slackness_lemmas
 from theory.sequential import Emission, emit, exactness_problems
-from theory.sps import SPSChain
 from theory.spectr import SpecTr, rho_star
+from theory.sps import SPSChain
 from theory.symbolic import by_cases, display_eq, latex_block, nonnegative, vanishes
 
 
@@ -394,9 +394,10 @@ sequential optimum is at most the i.i.d. optimum of Theorem `iid_optimum.min_cut
 `mu = 0` on class 0 and `mu = u_c` on class `c`, with `u_j = U_j / U_k`, `U_1 = 1`,
 `U_j = U_{{j-1}} + q_0 / (Q_2 ... Q_j)`. By the class map `min(u_j, mu(x))` is `0`, `u_c` or `u_j` on
 class 0, `c < j`, `c >= j` (c), so the recursion above reads
-`u_{{j-1}} = sum_{{1 <= c < j}} q_c u_c + u_j Q_j`, whose differences give `u_j - u_{{j-1}} = Q_{{j+1}} (u_{{j+1}} - u_j)`
-and base `u_1 (q_0 + Q_2) = u_2 Q_2`; the closed form solves it and is non-decreasing (b, induction on
-`j`). Complementary slackness with the schedule's masses, in every case of (class `c`, step `j`):
+`u_{{j-1}} = sum_{{1 <= c < j}} q_c u_c + u_j Q_j`, whose differences give
+`u_j - u_{{j-1}} = Q_{{j+1}} (u_{{j+1}} - u_j)` and base `u_1 (q_0 + Q_2) = u_2 Q_2`; the closed form
+solves it and is non-decreasing (b, induction on `j`). Complementary slackness with the schedule's masses, in every case
+of (class `c`, step `j`):
 (1) `m_j(x) > 0` needs ratio `> T_{{j+1}}`, i.e. class `<= j`, so `mu(x) <= u_j` and row `(j, x)` is tight;
 (2) `lambda_j(x) > 0` means `mu(x) < u_j`, i.e. class `< j`, so ratio `>= T_j` and
 `m_j(x) = (T_j - T_{{j+1}}) q(x) = R_j q(x)` (tightness);
@@ -499,7 +500,11 @@ whereas spectr's second step accepts `(1 - beta) min(q, p/rho)`, proportional to
 THEOREMS = [
     Theorem(
         name="resispec.telescoping",
-        statement="For any V, k and thresholds T_1 >= ... >= T_k >= 0 with every a_j in [0, 1], resispec's accepted mass over the steps plus its final residual equals p token by token (the accepted mass telescopes to min(p, T_1 q)), with reach R_j = 1 - g(T_1) + g(T_j).",
+        statement=(
+            "For any V, k and thresholds T_1 >= ... >= T_k >= 0 with every a_j in [0, 1], resispec's accepted mass "
+            "over the steps plus its final residual equals p token by token (the accepted mass telescopes to min(p, "
+            "T_1 q)), with reach R_j = 1 - g(T_1) + g(T_j)."
+        ),
         method="symbolic identity (general k) + case analysis + exact rational arithmetic",
         check=check_telescoping,
         label=FORMAL,
@@ -507,27 +512,45 @@ THEOREMS = [
     ),
     Theorem(
         name="resispec.acceptance_bounds",
-        statement="0 <= a_j(x) <= (T_j - T_{j+1}) / R_j with equality for tokens with p/q >= T_j, so every a_j is a probability when T_j - T_{j+1} <= R_j for all j (and only then, at steps that have such a token).",
+        statement=(
+            "0 <= a_j(x) <= (T_j - T_{j+1}) / R_j with equality for tokens with p/q >= T_j, so every a_j is a "
+            "probability when T_j - T_{j+1} <= R_j for all j (and only then, at steps that have such a token)."
+        ),
         method="case analysis + exact rational arithmetic",
         check=check_acceptance_bounds,
         formal=("rs_accept_range",),
     ),
     Theorem(
         name="resispec.fixed_point",
-        statement="The fixed point z = 1 - g(T_1) of the tight schedule (h(T_j) = z + T_{j+1}) exists and is unique, as are the thresholds when z > 0: h, hence each T_j(z), is increasing, and R_1(z) = z + g(T_1(z)) is continuous and strictly increasing through 1.",
+        statement=(
+            "The fixed point z = 1 - g(T_1) of the tight schedule (h(T_j) = z + T_{j+1}) exists and is unique, as are "
+            "the thresholds when z > 0: h, hence each T_j(z), is increasing, and R_1(z) = z + g(T_1(z)) is continuous "
+            "and strictly increasing through 1."
+        ),
         method="case analysis + exact rational arithmetic",
         check=check_fixed_point,
     ),
     Theorem(
         name="resispec.sequential_optimal",
-        statement="resispec's acceptance g(T_1) equals the optimum of the sequential LP, i.e. it is the best acceptance of any exact sequential verifier of i.i.d. candidates: general proof by complementary slackness with a closed-form dual certificate built from the schedule.",
-        method="symbolic lemmas in a symbolic step index (model, dual family, u-recursion, complementary slackness by class cases, Lagrangian identity by induction on k) + LP certificate (exact rationals) + symbolic identity (k = 1..4) + LP (HiGHS, floating point) cross-check",
+        statement=(
+            "resispec's acceptance g(T_1) equals the optimum of the sequential LP, i.e. it is the best acceptance of "
+            "any exact sequential verifier of i.i.d. candidates: general proof by complementary slackness with a "
+            "closed-form dual certificate built from the schedule."
+        ),
+        method=(
+            "symbolic lemmas in a symbolic step index (model, dual family, u-recursion, complementary slackness by "
+            "class cases, Lagrangian identity by induction on k) + LP certificate (exact rationals) + symbolic "
+            "identity (k = 1..4) + LP (HiGHS, floating point) cross-check"
+        ),
         check=check_sequential_optimal,
         label=SYMBOLIC,
     ),
     Theorem(
         name="resispec.dominates",
-        statement="resispec accepts at least as much as rrs and as spectr on every instance: both are feasible points of the sequential LP, bounded by resispec's dual certificate.",
+        statement=(
+            "resispec accepts at least as much as rrs and as spectr on every instance: both are feasible points of the "
+            "sequential LP, bounded by resispec's dual certificate."
+        ),
         method="LP certificate + exact rational arithmetic",
         check=check_dominates,
     ),

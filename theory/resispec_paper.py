@@ -11,10 +11,10 @@ rejected ``x``: exact only when the rejection-weighted average of the ``R_x`` is
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache, cached_property
-from typing import Callable, Hashable, Sequence
 
 import sympy as sp
 
@@ -309,7 +309,10 @@ its residuals, is a feasible point of the sequential LP and so accepts at most r
 THEOREMS = [
     Theorem(
         name="resispec_paper.condition",
-        statement="A verification step whose residual R_x depends on the rejected candidate x is exact iff sum_x (q - p)+(x) R_x = (p - q)+.",
+        statement=(
+            "A verification step whose residual R_x depends on the rejected candidate x is exact iff sum_x (q - p)+(x) "
+            "R_x = (p - q)+."
+        ),
         method="case analysis + exact rational arithmetic",
         check=check_condition,
         label=HAND,
@@ -317,7 +320,11 @@ THEOREMS = [
     ),
     Theorem(
         name="resispec_paper.counterexample",
-        statement="The published ResiSpec rule is not exact: for p = (.4, .3, .3), q = (.6, .3, .1), k = 1 our reconstruction emits (.4, .48, .12) and an even-spreading reserve meeting the same local conditions emits (.4, .4, .2).",
+        statement=(
+            "The published ResiSpec rule is not exact: for p = (.4, .3, .3), q = (.6, .3, .1), k = 1 our "
+            "reconstruction emits (.4, .48, .12) and an even-spreading reserve meeting the same local conditions emits "
+            "(.4, .4, .2)."
+        ),
         method="exact rational arithmetic",
         check=check_counterexample,
         label=FORMAL,
@@ -325,7 +332,11 @@ THEOREMS = [
     ),
     Theorem(
         name="resispec_paper.no_gain",
-        statement="For i.i.d. candidates, exact residuals that depend on the rejected value cannot raise acceptance: the best acceptance from a residual is an LP optimum, concave in the residual, so the averaged residual does at least as well.",
+        statement=(
+            "For i.i.d. candidates, exact residuals that depend on the rejected value cannot raise acceptance: the "
+            "best acceptance from a residual is an LP optimum, concave in the residual, so the averaged residual does "
+            "at least as well."
+        ),
         method="LP concavity argument + exact rational arithmetic",
         check=check_no_gain,
     ),

@@ -10,10 +10,10 @@ rational plan of ``theory.wor_shaping`` and the LP of ``theory.wor_lp``, built w
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
-from typing import Callable
 
 import sympy as sp
 
@@ -25,7 +25,19 @@ from theory.rrs_wor import SPSChainWOR
 from theory.sequential import emit, exactness_problems
 from theory.sps import accept_probability, next_residual
 from theory.symbolic import by_cases, latex_block, nonnegative, simplex_point, vanishes
-from theory.wor_k2_lemmas import D_, E_, F_, Q_, S_, T_, W_, feasibility_lemmas, k2_slackness_lemmas, latest_first_mass, second_step_lemmas
+from theory.wor_k2_lemmas import (
+    D_,
+    E_,
+    F_,
+    Q_,
+    S_,
+    T_,
+    W_,
+    feasibility_lemmas,
+    k2_slackness_lemmas,
+    latest_first_mass,
+    second_step_lemmas,
+)
 from theory.wor_k2_lemmas import lagrangian_lemmas as wor_lagrangian_lemmas
 from theory.wor_k2_lemmas import model_lemmas as wor_model_lemmas
 from theory.wor_lp import certificate, certificate_problems, classes, primal_problems, rule_masses
@@ -262,7 +274,6 @@ def check_recursion() -> Outcome:
             bad += [f"{name}, {inst}: {m}" for m in problems]
     retarget_bad, retargeted = [], 0
     for name, inst in law_cases():
-        rule = ResiSpecWOR(inst.p, inst.q, inst.k)
         targets = tuple(random_distribution(rng, inst.V, zeros=True) for _ in range(inst.V))
         broken = FirstTargets(inst.p, inst.q, inst.k, first_targets=targets)
         defect = step_defect(broken, broken.start)
@@ -748,7 +759,14 @@ showed none (that search is not part of this check).
 THEOREMS = [
     Theorem(
         name="resispec_wor.recursion_exact",
-        statement="A sequential rule over WOR candidates that accepts x w.p. a(x) in state (r, q', n) and on rejection continues from (r_x, q'_{-x}, n - 1) (n = 1: sps against (r, q'); n = 0: emit r) is exact if at every reachable state the acceptances lie in [0, 1], the r_x are distributions and sum_x q'(x)(1 - a(x)) r_x = r - q' * a. Only if holds at a state whose continuations are exact, not globally: an exact k = 3, V = 3 rule has two reachable n = 2 states with non-zero, cancelling defects. resispec_wor's r_x = q'_{-x} a_2 + (1 - <q'_{-x}, a_2>) norm(f) meets all three for every admissible step-1 mass 0 <= A <= min(r, q').",
+        statement=(
+            "A sequential rule over WOR candidates that accepts x w.p. a(x) in state (r, q', n) and on rejection "
+            "continues from (r_x, q'_{-x}, n - 1) (n = 1: sps against (r, q'); n = 0: emit r) is exact if at every "
+            "reachable state the acceptances lie in [0, 1], the r_x are distributions and sum_x q'(x)(1 - a(x)) r_x = "
+            "r - q' * a. Only if holds at a state whose continuations are exact, not globally: an exact k = 3, V = 3 "
+            "rule has two reachable n = 2 states with non-zero, cancelling defects. resispec_wor's r_x = q'_{-x} a_2 + "
+            "(1 - <q'_{-x}, a_2>) norm(f) meets all three for every admissible step-1 mass 0 <= A <= min(r, q')."
+        ),
         method="symbolic identity (V = 2..5) + exact rational arithmetic + exact counterexample",
         check=check_recursion,
         label=FORMAL,
@@ -756,27 +774,49 @@ THEOREMS = [
     ),
     Theorem(
         name="resispec_wor.k2_plan",
-        statement="The latest-first equations A = clip(r - C(A), 0, q) are solved exactly by the roots S of G(S) = S - sum_x clip(q_x(1 + S) - r_x, 0, q_x/(1 - q_x)), with A = q - t(S)(1 - q); G is continuous, non-decreasing, G(0) <= 0, so a root exists; the roots are a single point unless r(supp q) = 1 and every drafted token is interior (then every root accepts with probability 1); the acceptances A/q and a_2 lie in [0, 1].",
+        statement=(
+            "The latest-first equations A = clip(r - C(A), 0, q) are solved exactly by the roots S of G(S) = S - sum_x "
+            "clip(q_x(1 + S) - r_x, 0, q_x/(1 - q_x)), with A = q - t(S)(1 - q); G is continuous, non-decreasing, G(0) "
+            "<= 0, so a root exists; the roots are a single point unless r(supp q) = 1 and every drafted token is "
+            "interior (then every root accepts with probability 1); the acceptances A/q and a_2 lie in [0, 1]."
+        ),
         method="symbolic identity + case analysis + exact rational arithmetic",
         check=check_plan,
     ),
     Theorem(
         name="resispec_wor.k2_optimal",
-        statement="At k = 2, resispec_wor (the latest-first plan, given that it exists: resispec_wor.k2_plan) is optimal among exact sequential verifiers of two WOR candidates: its node masses are feasible in the sequential WOR LP and the optimal-stopping dual built from the plan (mu = 1 where the residual keeps mass, 0 where step 2 has spare capacity, M = q(R)/(1 - q(I)) elsewhere) is feasible with the same objective.",
-        method="symbolic lemmas (LP node reach, step 2 reproduces the plan, primal feasibility and complementary slackness per token by exhaustive cases incl. A = 0 implies r <= C, dual columns per class, Lagrangian identity for every V) + LP duality certificate in exact rational arithmetic",
+        statement=(
+            "At k = 2, resispec_wor (the latest-first plan, given that it exists: resispec_wor.k2_plan) is optimal "
+            "among exact sequential verifiers of two WOR candidates: its node masses are feasible in the sequential "
+            "WOR LP and the optimal-stopping dual built from the plan (mu = 1 where the residual keeps mass, 0 where "
+            "step 2 has spare capacity, M = q(R)/(1 - q(I)) elsewhere) is feasible with the same objective."
+        ),
+        method=(
+            "symbolic lemmas (LP node reach, step 2 reproduces the plan, primal feasibility and complementary "
+            "slackness per token by exhaustive cases incl. A = 0 implies r <= C, dual columns per class, Lagrangian "
+            "identity for every V) + LP duality certificate in exact rational arithmetic"
+        ),
         check=check_optimal,
         label=SYMBOLIC,
     ),
     Theorem(
         name="resispec_wor.exact_law",
-        statement="resispec_wor's exact output law, summed over every ordered WOR candidate tuple, equals p for k = 2, 3, 4; at k = 2 its acceptance is sum A + sum min(r - A, C) and the recursion's last step reproduces the plan's a_2 and f.",
+        statement=(
+            "resispec_wor's exact output law, summed over every ordered WOR candidate tuple, equals p for k = 2, 3, 4; "
+            "at k = 2 its acceptance is sum A + sum min(r - A, C) and the recursion's last step reproduces the plan's "
+            "a_2 and f."
+        ),
         method="exact enumeration in rationals",
         check=check_law,
         formal=("resispec_wor_exact",),
     ),
     Theorem(
         name="resispec_wor.vs_rrs_wor",
-        statement="At k = 2 resispec_wor accepts at least as often as rrs_wor (rrs_wor's node masses are feasible in the sequential LP). At k >= 3 this is not a theorem: it holds on most instances but fails on an exact counterexample with target mass off the draft.",
+        statement=(
+            "At k = 2 resispec_wor accepts at least as often as rrs_wor (rrs_wor's node masses are feasible in the "
+            "sequential LP). At k >= 3 this is not a theorem: it holds on most instances but fails on an exact "
+            "counterexample with target mass off the draft."
+        ),
         method="LP feasibility in exact rational arithmetic + exact counterexample",
         check=check_vs_rrs_wor,
     ),

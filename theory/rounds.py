@@ -12,8 +12,8 @@ success probability. ``block_chain_law`` is block verification's closed form ove
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Hashable
 from fractions import Fraction
-from typing import Callable, Hashable
 
 from theory.arith import Exact
 from theory.exact import Law, pos

@@ -71,8 +71,13 @@ everywhere, impossible as both sum to one) and a C (else `r_2 <= q` on B, summin
 THEOREMS = [
     Theorem(
         name="rrs.exact",
-        statement="rrs with k i.i.d. candidates emits exactly p for every V and k: each step is sps against the current residual, and candidates are independent of earlier rejections.",
-        method="symbolic identity (inductive step) + case analysis by region (V = 3, k = 2) + exact rational arithmetic",
+        statement=(
+            "rrs with k i.i.d. candidates emits exactly p for every V and k: each step is sps against the current "
+            "residual, and candidates are independent of earlier rejections."
+        ),
+        method=(
+            "symbolic identity (inductive step) + case analysis by region (V = 3, k = 2) + exact rational arithmetic"
+        ),
         check=check_exact,
         label=FORMAL,
         formal=("rrs_exact",),

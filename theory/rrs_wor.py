@@ -9,8 +9,8 @@ removing it from the draft loses nothing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from theory.arith import Exact, Number, normalise
 from theory.exact import instances
@@ -109,7 +109,10 @@ with `q_2 = norm(q with x_1 set to 0)`, `a_2 = min(1, r_2/q_2)`, `rho_2 = sum (q
 THEOREMS = [
     Theorem(
         name="rrs_wor.exact",
-        statement="rrs_wor (candidates without replacement, each step verified against the masked, renormalised draft q_i) emits exactly p for every V and k <= |supp q|.",
+        statement=(
+            "rrs_wor (candidates without replacement, each step verified against the masked, renormalised draft q_i) "
+            "emits exactly p for every V and k <= |supp q|."
+        ),
         method="case analysis by region (V = 3, k = 2) + exact rational arithmetic",
         check=check_exact,
         label=FORMAL,

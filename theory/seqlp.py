@@ -14,9 +14,9 @@ Dual, with ``lambda_j(x) >= 0`` on the capacity rows and ``mu(x) >= 0`` on the b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 import numpy as np
 from scipy.optimize import linprog

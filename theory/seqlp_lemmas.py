@@ -16,7 +16,7 @@ Notation as in ``theory.seqlp``: primal masses ``m_j(x)``, reach ``R_j = 1 - sum
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import sympy as sp
 from sympy import Sum

@@ -15,8 +15,9 @@ memoisation), giving per-step accepted masses, the residual emission and the rea
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Protocol, Sequence
+from typing import Protocol
 
 from theory.arith import Exact, Number
 

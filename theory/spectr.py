@@ -9,9 +9,9 @@ that residual is non-negative, which holds when ``c <= rho``, i.e. ``1 - (1 - be
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 import sympy as sp
 
@@ -248,6 +248,7 @@ only off the target's support or below it), the residual can be non-negative alt
 Instance: `p = {fmt(ce.p)}`, `q = {fmt(ce.q)}`, `k = 2`, `rho = 1`: `beta = 2/5`, `c = 8/5 > 1`,
 residual `p - c q = (9/50, 9/50, 0) >= 0`, and the rule is exact there.
 """
+    degree_counts = ", ".join(f"{d}: {n}" for d, n in sorted(degrees.items()) if d)
     checked = f"""
 - Symbolic (SymPy): the geometric sum (summation over `i = 1..k`, general `k`), the normaliser
   identity, the test's equivalence with `c <= rho`, and the per-token residual in both cases
@@ -259,7 +260,7 @@ residual `p - c q = (9/50, 9/50, 0) >= 0`, and the rule is exact there.
   {tally(bad)}. Points where the test fails but the
   residual is non-negative (no token with `0 < p <= rho q`): {len(degenerate)}.
 - At `rho*` itself, on the same {len(cases)} instances: `rho* = 1` on {degrees[0]}; otherwise `rho*` is
-  computed as an algebraic number (degree over the rationals: {", ".join(f"{d}: {n}" for d, n in sorted(degrees.items()) if d)})
+  computed as an algebraic number (degree over the rationals: {degree_counts})
   and checked to be the smallest `rho` meeting the test (no ratio inside its piece, the test fails at
   the piece's lower end and holds at its upper end, the only root of `F` there); the rule evaluated
   in `QQ(rho*)` (numerators reduced modulo the minimal polynomial) has `c(rho*) = rho*`, and on every
@@ -274,8 +275,14 @@ residual `p - c q = (9/50, 9/50, 0) >= 0`, and the rule is exact there.
 THEOREMS = [
     Theorem(
         name="spectr.exact",
-        statement="spectr is exact at rho*; for any rho >= 1 its final residual p - c min(q, p/rho) is non-negative if 1 - (1 - beta)^k <= rho beta, and only if, provided some token has 0 < p(x) <= rho q(x).",
-        method="symbolic identity + case analysis + exact rational arithmetic + exact evaluation at rho* (an algebraic number)",
+        statement=(
+            "spectr is exact at rho*; for any rho >= 1 its final residual p - c min(q, p/rho) is non-negative if 1 - "
+            "(1 - beta)^k <= rho beta, and only if, provided some token has 0 < p(x) <= rho q(x)."
+        ),
+        method=(
+            "symbolic identity + case analysis + exact rational arithmetic + exact evaluation at rho* (an algebraic "
+            "number)"
+        ),
         check=check_exact,
     )
 ]

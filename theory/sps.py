@@ -7,9 +7,9 @@ to the current residual is the building block of ``rrs`` (``SPSChain`` with ``k 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 import sympy as sp
 
@@ -119,7 +119,10 @@ and at most `p(y)`: its acceptance is at most `sum_y min(p, q)`, which sps attai
 THEOREMS = [
     Theorem(
         name="sps.exact",
-        statement="sps emits exactly p for every V: min(p, q) + (p - q)+ = p token by token, and its acceptance is sum_x min(p, q) = 1 - TV(p, q), the most any exact single-draft verifier accepts.",
+        statement=(
+            "sps emits exactly p for every V: min(p, q) + (p - q)+ = p token by token, and its acceptance is sum_x "
+            "min(p, q) = 1 - TV(p, q), the most any exact single-draft verifier accepts."
+        ),
         method="case analysis + exact rational arithmetic",
         check=check_exact,
         label=FORMAL,

@@ -8,9 +8,9 @@ mass; ...; all rejected: emit from ``p`` with ``C`` zeroed, renormalised.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 import sympy as sp
 
@@ -108,7 +108,10 @@ LP: maximise `sum_{{y in C}} a(y)` subject to `a(y) <= p(y)`; the dual solution 
 THEOREMS = [
     Theorem(
         name="topk.exact_optimal",
-        statement="topk emits exactly p with acceptance p(C) for its candidate set C, and no exact verifier with candidate set C accepts more.",
+        statement=(
+            "topk emits exactly p with acceptance p(C) for its candidate set C, and no exact verifier with candidate "
+            "set C accepts more."
+        ),
         method="symbolic identity (induction) + LP certificate + exact rational arithmetic",
         check=check_exact_optimal,
     )

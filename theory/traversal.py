@@ -72,7 +72,10 @@ coins are tossed, which holds for the sequential rules of ``theory.sequential``)
 THEOREMS = [
     Theorem(
         name="traversal.lift_exact",
-        statement="Lifting any exact sequential node rule to a tree with a fail token of mass 1 - w (traversal verification = lift of rrs, block = lift of sps, traversal_resispec = lift of resispec) is exact at the sequence level.",
+        statement=(
+            "Lifting any exact sequential node rule to a tree with a fail token of mass 1 - w (traversal verification "
+            "= lift of rrs, block = lift of sps, traversal_resispec = lift of resispec) is exact at the sequence level."
+        ),
         method="general proof (induction over subtrees) + SymPy identity + exact rational arithmetic",
         check=check_lift,
     )

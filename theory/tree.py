@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Callable
 
 import sympy as sp
 
@@ -153,11 +153,11 @@ verifier's scheme for `n`'s children from `q(.|path(n))`: i.i.d., without replac
 last a function of `q` alone), one draw `U_n` per decided node of the separate verification generator
 (`NodeVerifier.verify`: the decision at `n` is a function of `p(.|path(n))`, `q(.|path(n))`, `n`'s
 children and `U_n` only; the batched sps call on a chain, or on a tree's leading one-child levels,
-decides those nodes the same way, each with its own `U_n`), and the bonus draw. All are independent. The walk reaches `n` through decisions that are
-functions of `G_a`, `U_a` for the ancestors `a` of `n`; the subtree below `n` is a function of `path(n)`
-and the `G_d` of its own descendants. So given the history (which nodes were accepted, hence
-`path(n)`), the subtree below `n` has the law of a tree drafted afresh at `path(n)`: the hypothesis.
-It holds for each scheme: for WOR the siblings are dependent among themselves, but they are the
+decides those nodes the same way, each with its own `U_n`), and the bonus draw. All are independent.
+The walk reaches `n` through decisions that are functions of `G_a`, `U_a` for the ancestors `a` of
+`n`; the subtree below `n` is a function of `path(n)` and the `G_d` of its own descendants. So given the history (which
+nodes were accepted, hence `path(n)`), the subtree below `n` has the law of a tree drafted afresh at `path(n)`: the
+hypothesis. It holds for each scheme: for WOR the siblings are dependent among themselves, but they are the
 candidates of one node and only that node's verifier sees them; for i.i.d. drafting equal siblings
 (merged into one model row, the engine's shared forward pass) keep their own children, so nothing
 changes; and if equal paths also shared one draw of their subtrees ("per path" below), a subtree is
@@ -195,8 +195,19 @@ sequence-level verifiers (block, traversal) look at the whole tree and have thei
 THEOREMS = [
     Theorem(
         name="tree.sequence_law",
-        statement="In tree verification, if every node's verifier is exact for p(.|prefix) and subtrees are drafted independently of the verification above them, the accepted sequence plus the bonus token is distributed as the target's sequential law (induction over depth). The engine's node-by-node drafting meets the hypothesis: i.i.d., WOR and top-k children drawn per logical node (equal siblings merged into one model row), and also children shared by equal paths.",
-        method="hand proof (induction, symbolic step; the independence hypothesis derived from the engine's drafting and verification randomness) + exact rational arithmetic: the proof's recursion, and a flat joint enumeration of drafted trees and node decisions (i.i.d., WOR and top-k drafting, children per node or per path) that does not use it",
+        statement=(
+            "In tree verification, if every node's verifier is exact for p(.|prefix) and subtrees are drafted "
+            "independently of the verification above them, the accepted sequence plus the bonus token is distributed "
+            "as the target's sequential law (induction over depth). The engine's node-by-node drafting meets the "
+            "hypothesis: i.i.d., WOR and top-k children drawn per logical node (equal siblings merged into one model "
+            "row), and also children shared by equal paths."
+        ),
+        method=(
+            "hand proof (induction, symbolic step; the independence hypothesis derived from the engine's drafting and "
+            "verification randomness) + exact rational arithmetic: the proof's recursion, and a flat joint enumeration "
+            "of drafted trees and node decisions (i.i.d., WOR and top-k drafting, children per node or per path) that "
+            "does not use it"
+        ),
         check=check_sequence_law,
     )
 ]

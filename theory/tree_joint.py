@@ -16,8 +16,9 @@ verifier given its children, and ``round_law`` the emitted sequence, continued b
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Hashable, Iterator
 from fractions import Fraction
-from typing import TYPE_CHECKING, Callable, Hashable, Iterator
+from typing import TYPE_CHECKING
 
 from theory.exact import Law
 from theory.sequential import SequentialRule
@@ -98,7 +99,8 @@ SHARING: dict[str, Sharing] = {
 SHARED_BY_LEVEL: Sharing = lambda tree, slot: len(slot)  # noqa: E731 -- breaks the hypothesis (control)
 
 
-def drafted_trees(model: "Model", draft: DraftLaw, k: int, sharing: Sharing) -> Iterator[tuple[dict[Slot, Children], Fraction]]:
+def drafted_trees(model: Model, draft: DraftLaw, k: int,
+                  sharing: Sharing) -> Iterator[tuple[dict[Slot, Children], Fraction]]:
     """Every drafted tree of depth ``model.depth`` with ``k`` children per node and its probability.
 
     Level by level, the logical nodes with equal ``sharing(tree, node)`` share one draw of
@@ -122,10 +124,11 @@ def drafted_trees(model: "Model", draft: DraftLaw, k: int, sharing: Sharing) -> 
     return iter(trees)
 
 
-def round_law(model: "Model", node_rule: "NodeRule", draft: DraftLaw, k: int, sharing: Sharing = SHARING["per node"]) -> "SeqLaw":
+def round_law(model: Model, node_rule: NodeRule, draft: DraftLaw, k: int,
+              sharing: Sharing = SHARING["per node"]) -> SeqLaw:
     """The exact law of the emitted sequence of one round, continued by target sampling to
     ``depth + 1`` tokens, summed over every drafted tree and every walk through it."""
-    out: "SeqLaw" = {}
+    out: SeqLaw = {}
     rules: dict[tuple[int, ...], SequentialRule] = {}
 
     def add(sequence: tuple[int, ...], prob: Fraction) -> None:

@@ -23,9 +23,9 @@ boundary tokens); ``mu_y = 1, 0, M`` on R, Z, I with ``M = q(R) / (1 - q(I))`` (
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Hashable
 
 from theory.exact import Law
 from theory.sequential import SequentialRule

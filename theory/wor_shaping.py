@@ -22,10 +22,10 @@ against ``(r, q')``); with ``n = 0`` emit from ``r``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
-from typing import Callable, Sequence
 
 from theory.arith import Exact, normalise
 from theory.exact import Law, pos
