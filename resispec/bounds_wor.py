@@ -134,7 +134,7 @@ def wor_all_in_probability(q: np.ndarray, members: np.ndarray, k: int) -> tuple[
     inside = np.zeros(q_array.size, dtype=bool)
     inside[as_token_set(members, q_array.size)] = True
     order = np.concatenate([np.flatnonzero(inside), np.flatnonzero(~inside)])
-    value, error = Race.of(q_array, k, order).all_in_prefixes()
+    value, error, _ = Race.of(q_array, k, order).all_in_prefixes()
     count = int(inside.sum())
     return float(value[count]), float(error[count])
 
@@ -158,12 +158,14 @@ class PrefixBound:
 class WorPrefixValues:
     """``value[i] = p(H_i) + 1 - P_k(H_i)`` for every ratio prefix ``H_i`` (the i lowest ratios, i = 0..V),
     ``error`` the largest error estimate of the ``P_k``, the ratio ``profile`` and q's ``race`` with its
-    rows in ratio order (``resispec.race.Race``), for callers that run further races on it."""
+    rows in ratio order (``resispec.race.Race``) and the pairs of its prefixes every CHECKPOINT rows
+    (``prefix_pairs``, for ``Race.prefix_pair``), for callers that run further races on it."""
 
     profile: RatioProfile
     value: np.ndarray
     error: float
     race: Race
+    prefix_pairs: np.ndarray
 
 
 def wor_prefix_values(p: np.ndarray, q: np.ndarray, k: int) -> WorPrefixValues:
@@ -171,9 +173,9 @@ def wor_prefix_values(p: np.ndarray, q: np.ndarray, k: int) -> WorPrefixValues:
     from resispec.race import Race  # compiled kernels: numba is imported on first use, not with resispec
     profile = RatioProfile(p, q)
     race = Race.of(q, k, profile.order)
-    all_in, error = race.all_in_prefixes()
+    all_in, error, pairs = race.all_in_prefixes()
     return WorPrefixValues(profile=profile, value=1.0 + profile.p_prefix - all_in, error=float(error.max()),
-                           race=race)
+                           race=race, prefix_pairs=pairs)
 
 
 def wor_prefix_bound(p: np.ndarray, q: np.ndarray, k: int) -> PrefixBound:

@@ -127,21 +127,26 @@ class Race:
         np.negative(ring, out=ring)  # in place: one (V, N) array less to allocate
         return cls(order=order, rate=rate, k=k, grid=grid, stay=np.exp(stay, out=stay), ring=ring)
 
-    def all_in_prefixes(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(value, error)``: ``P_k`` of every prefix of the order (index i: the first i tokens) and
+    def all_in_prefixes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(value, error, pairs)``: ``P_k`` of every prefix of the order (index i: the first i tokens) and
         its error estimate, both tails plus the discretisation error: the every-other-node sum
         (step 2h) differs from the fine one by about its own error ``C exp(-pi^2 / 2h)``; at the
         geometric rate the fine error is ``C exp(-pi^2 / h)``, that difference times
-        ``exp(-pi^2 / 2h)``. Prefixes holding all of q's mass get exactly 1 (error 0)."""
-        fine, rough = prefix_all_in(self.stay, self.ring, self.rate, self.k, self.grid.weight, self.grid.coarse)
+        ``exp(-pi^2 / 2h)``. Prefixes holding all of q's mass get exactly 1 (error 0). ``pairs``: the
+        prefix pairs every CHECKPOINT rows (``prefix_all_in``), for ``prefix_pair``."""
+        fine, rough, pairs = prefix_all_in(self.stay, self.ring, self.rate, self.k, self.grid.weight,
+                                           self.grid.coarse)
         error = np.abs(fine - rough) * np.exp(-np.pi ** 2 / (2 * self.grid.step)) + 2 * TAIL
         rest = np.append(np.cumsum(self.rate[::-1])[::-1], 0.0)
         fine[rest <= 0], error[rest <= 0] = 1.0, 0.0
-        return fine, error
+        return fine, error, pairs
 
-    def pair(self, rows: np.ndarray) -> np.ndarray:
-        """The pair (shape (2, k, N)) of the tokens in ``rows`` at weight 1."""
-        return pair_of(self.stay, self.ring, self.rate, rows, self.k)
+    def prefix_pair(self, cut: int, pairs: np.ndarray) -> np.ndarray:
+        """The pair (shape (2, k, N)) of the first ``cut`` rows at weight 1, from the prefix pairs
+        ``pairs`` of ``all_in_prefixes`` and at most CHECKPOINT token products (the same products in
+        the same order as one pass from row 0)."""
+        block = min(cut // CHECKPOINT, pairs.shape[0] - 1)
+        return pair_of(self.stay, self.ring, self.rate, np.arange(block * CHECKPOINT, cut), pairs[block])
 
 
 @numba.njit(cache=True, fastmath=FAST, inline="always")
@@ -172,9 +177,11 @@ def unit_pair(k: int, nodes: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def pair_of(stay: np.ndarray, ring: np.ndarray, rate: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
-    """The pair (shape (2, k, N)) of the tokens in ``rows`` at weight 1."""
-    a, b = unit_pair(k, stay.shape[1])
+def pair_of(stay: np.ndarray, ring: np.ndarray, rate: np.ndarray, rows: np.ndarray, start: np.ndarray
+            ) -> np.ndarray:
+    """The pair (shape (2, k, N)) ``start`` times the tokens in ``rows`` at weight 1."""
+    k = start.shape[1]
+    a, b = start[0].copy(), start[1].copy()
     for i in rows:
         if rate[i] > 0:
             multiply_token(a, b, stay[i], ring[i], rate[i], 1.0)
@@ -185,9 +192,10 @@ def pair_of(stay: np.ndarray, ring: np.ndarray, rate: np.ndarray, rows: np.ndarr
 
 @numba.njit(cache=True, fastmath=FAST)
 def prefix_all_in(stay: np.ndarray, ring: np.ndarray, rate: np.ndarray, k: int, weight: np.ndarray,
-                  coarse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(fine, coarse)`` sums of ``P_k`` of every prefix of the rows (index i: the first i, i = 0..V):
-    ``int e^{-q(rest) T} [X^(k-1)] B_prefix dT`` with the fine and the every-other-node rule.
+                  coarse: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(fine, coarse, pairs)``: sums of ``P_k`` of every prefix of the rows (index i: the first i,
+    i = 0..V), ``int e^{-q(rest) T} [X^(k-1)] B_prefix dT`` with the fine and the every-other-node rule,
+    and ``pairs[b]`` (shape (blocks, 2, k, N)): the pair of the rows before row ``b CHECKPOINT``.
 
     One forward pass carries the prefix's pair; ``e^{-q(rest) T}`` is the product of the later rows'
     ``e_x``, kept at every CHECKPOINT-th row by a backward pass and rebuilt block by block."""
@@ -201,9 +209,11 @@ def prefix_all_in(stay: np.ndarray, ring: np.ndarray, rate: np.ndarray, k: int, 
         rest *= stay[i]
     fine, rough = np.zeros(size + 1), np.zeros(size + 1)
     a, b = unit_pair(k, nodes)
+    pairs = np.empty((blocks, 2, k, nodes))
     decay = np.empty((CHECKPOINT, nodes))
     for block in range(blocks):
         start, end = block * CHECKPOINT, min(block * CHECKPOINT + CHECKPOINT, size)
+        pairs[block, 0], pairs[block, 1] = a, b
         rest = rest_at[block].copy()
         for i in range(end - 1, start - 1, -1):
             decay[i - start] = rest
@@ -217,4 +227,4 @@ def prefix_all_in(stay: np.ndarray, ring: np.ndarray, rate: np.ndarray, k: int, 
                 total += weight[n] * value
                 total_rough += coarse[n] * value
             fine[i + 1], rough[i + 1] = total, total_rough
-    return fine, rough
+    return fine, rough, pairs

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from resispec.benchmarks.verify_speed import llm_like_pair
-from resispec.race import Race, RaceGrid, pair_of, prefix_all_in, race_grid, substitution_point
+from resispec.race import Race, RaceGrid, prefix_all_in, race_grid, substitution_point
 from resispec.ratio_profile import RatioProfile
 from resispec.verifiers.pooled_wor_scan import thinned_scan
 
@@ -42,13 +42,13 @@ def _integrals(p: np.ndarray, q: np.ndarray, k: int, grid: RaceGrid) -> np.ndarr
     order = RatioProfile(p, q).order
     exponent = np.multiply.outer(-q[order], grid.t)
     race = Race(order=order, rate=q[order], k=k, grid=grid, stay=np.exp(exponent), ring=-np.expm1(exponent))
-    all_in, _ = prefix_all_in(race.stay, race.ring, race.rate, k, grid.weight, grid.weight)
+    all_in, _, pairs = prefix_all_in(race.stay, race.ring, race.rate, k, grid.weight, grid.weight)
     cut, p_rows = max(1, p.size // 3), p[order]
     outside_bad = np.zeros((2, k, grid.t.size))
     outside_bad[0, 0] = np.exp(-race.rate[cut:].sum() * grid.t)
     inside = thinned_scan(race.stay, race.ring, race.rate, p_rows, np.arange(cut), outside_bad, grid.weight)
     outside = thinned_scan(race.stay, race.ring, race.rate, p_rows, np.arange(cut, p.size)[::-1].copy(),
-                           pair_of(race.stay, race.ring, race.rate, np.arange(cut), k), grid.weight)
+                           race.prefix_pair(cut, pairs), grid.weight)
     return np.concatenate([all_in, *inside[1:], *outside[1:]])
 
 

@@ -188,7 +188,8 @@ def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
         outside_bad = np.zeros((2, k, race.grid.t.size))
         outside_bad[0, 0] = np.exp(-float(race.rate[cut:].sum()) * race.grid.t)
         inside_scan, inside = _best_scan(race, p_rows, np.arange(cut), outside_bad)
-        outside_scan, outside = _best_scan(race, p_rows, np.arange(cut, p.size), race.pair(np.arange(cut)))
+        inside_pair = race.prefix_pair(cut, values.prefix_pairs)
+        outside_scan, outside = _best_scan(race, p_rows, np.arange(cut, p.size), inside_pair)
         scan = np.concatenate([inside_scan, outside_scan])
         arrays = {name: np.concatenate([inside[name], outside[name]]) for name in inside}
         score = float(np.minimum(p_rows[scan], arrays["law"]).sum())
