@@ -3,11 +3,11 @@ internal node, of every round a sequence-level driver decodes.
 
 A driver (``traversal`` for i.i.d. trees, ``traversal_wor`` for WOR trees, ``block`` for chains)
 decodes the benchmark prompts (held out from draft training, ``engine.bench_engine.load_prompts``)
-with the real target and a draft (``--draft``, default the engine's), cycling through the prompts with seeds ``seed, seed + 1,
-...`` until ``--rounds`` rounds are logged. Every round goes to an ``engine.round_log.RoundLog``
-(sparse rows, ``--keep`` ids each). All the drivers are exact, so the logged rounds follow the
-target's text distribution whichever exact driver decodes. The log is written to ``--log`` and
-scored by ``sim.rounds`` (the same as ``resispec sim rounds LOG``).
+with the real target and a draft (``--draft``, default the engine's), cycling through the prompts
+with seeds ``seed, seed + 1, ...`` until ``--rounds`` rounds are logged. Every round goes to an
+``engine.round_log.RoundLog`` (sparse rows, ``--keep`` ids each). All the drivers are exact, so
+the logged rounds follow the target's text distribution whichever exact driver decodes. The log is
+written to ``--log`` and scored by ``sim.rounds`` (the same as ``resispec sim rounds LOG``).
 
 Run: ``python -m engine.round_replay --tree 4,2,2,1 --drafting iid --rounds 400 --log /tmp/iid.npz``.
 """
@@ -40,7 +40,8 @@ def log_rounds(model, tokenizer, drafting: str, branching: tuple[int, ...], prom
     """At least ``rounds`` rounds (whole generations) decoded by ``DRIVERS[drafting]``, logged."""
     draft = make_draft(draft_name, model)
     log = RoundLog(model.config.vocab_size, "wor" if drafting == "wor" else "iid", keep,
-                   {"model": "SmolLM2-135M-Instruct", "draft_model": resolve_draft_name(draft_name, model), "temperature": 1.0,
+                   {"model": "SmolLM2-135M-Instruct", "draft_model": resolve_draft_name(draft_name, model),
+                    "temperature": 1.0,
                     "note": f"engine.round_replay: tree {','.join(map(str, branching))}, driver {DRIVERS[drafting]}, "
                             f"seed {seed}"})
     with tqdm(total=rounds, desc=f"rounds ({drafting}, tree {','.join(map(str, branching))})", unit="round",

@@ -486,7 +486,8 @@ class _Checker:
         for name in ROUND_FIELDS:
             values = self.fields[name]
             if values.shape != (rows,) or not np.issubdtype(values.dtype, np.integer):
-                self.fail(name, f"expected {rows} integers (shape ({rows},)), got {values.dtype} of shape {values.shape}")
+                self.fail(name, f"expected {rows} integers (shape ({rows},)), "
+                                f"got {values.dtype} of shape {values.shape}")
         round_ids, parents, tokens = (self.fields[name].astype(np.int64) for name in ROUND_FIELDS)
         starts = round_starts(round_ids)
         _, first_seen = np.unique(round_ids[starts], return_index=True)
@@ -529,7 +530,8 @@ class _Checker:
                     self.fail("token", f"{token} is not among its parent's (row {parent_row}) kept token_ids", row)
                 mass = q[parent_row, column[0]]
             if not mass > 0:
-                self.fail("token", f"{token} has q = 0 at its parent (row {parent_row}): it cannot have been drafted", row)
+                self.fail("token", f"{token} has q = 0 at its parent (row {parent_row}): "
+                                   "it cannot have been drafted", row)
 
     def metadata(self) -> dict[str, str | float]:
         metadata: dict[str, str | float] = {}

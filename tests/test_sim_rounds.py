@@ -201,4 +201,4 @@ def test_cli_rounds_json_table_files_and_errors(tmp_path, capsys):
                           ([str(tmp_path / "missing.npz")], "cannot read")):
         assert main(["sim", "rounds", *argv, "--out", str(tmp_path / "o")]) == 2
         err = capsys.readouterr().err
-        assert err.startswith(f"resispec sim rounds: ") and message in err and len(err.splitlines()) == 1
+        assert err.startswith("resispec sim rounds: ") and message in err and len(err.splitlines()) == 1
