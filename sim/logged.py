@@ -147,8 +147,7 @@ class LoggedPairs:
 
 def has_children(round_ids: np.ndarray, parents: np.ndarray) -> np.ndarray:
     """Per row of a round log, whether the node has children (its round's later rows name it parent)."""
-    starts = round_starts(round_ids)
-    first = np.repeat(starts, np.diff(np.append(starts, round_ids.size)))
+    first = root_rows(round_ids)
     internal = np.zeros(round_ids.size, dtype=bool)
     child = parents >= 0
     internal[(first + parents)[child]] = True
@@ -158,6 +157,12 @@ def has_children(round_ids: np.ndarray, parents: np.ndarray) -> np.ndarray:
 def round_starts(round_ids: np.ndarray) -> np.ndarray:
     """The first row of each round (rounds are contiguous runs of equal ``round`` ids)."""
     return np.flatnonzero(np.diff(round_ids, prepend=round_ids[:1] - 1) != 0) if round_ids.size else round_ids
+
+
+def root_rows(round_ids: np.ndarray) -> np.ndarray:
+    """Per row of a round log, the row of its round's root (the round's first row)."""
+    starts = round_starts(round_ids)
+    return np.repeat(starts, np.diff(np.append(starts, round_ids.size)))
 
 
 def _with_tail(values: np.ndarray, tail: np.ndarray | None) -> np.ndarray:
@@ -494,8 +499,7 @@ class _Checker:
         if first_seen.size != starts.size:
             row = int(starts[np.setdiff1d(np.arange(starts.size), first_seen)[0]])
             self.fail("round", f"round {round_ids[row]}'s rows are not contiguous", row)
-        first = np.repeat(starts, np.diff(np.append(starts, rows)))
-        local = np.arange(rows) - first
+        local = np.arange(rows) - root_rows(round_ids)
         root = local == 0
         bad = root & (parents != -1)
         if bad.any():
@@ -518,8 +522,7 @@ class _Checker:
     def round_tokens(self, rounds: dict[str, np.ndarray], q: np.ndarray, token_ids: np.ndarray | None) -> None:
         """Every drafted token is a kept id of its parent's row (sparse) with q > 0 there."""
         round_ids, parents, tokens = (rounds[name] for name in ROUND_FIELDS)
-        starts = round_starts(round_ids)
-        first = np.repeat(starts, np.diff(np.append(starts, round_ids.size)))
+        first = root_rows(round_ids)
         for row in np.flatnonzero(parents >= 0).tolist():
             parent_row, token = int(first[row] + parents[row]), int(tokens[row])
             if token_ids is None:

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from resispec.sequence import get_round_verifier
 from resispec.sequence.tree import RoundTree, round_tree
-from sim.logged import LoggedPairs, has_children, round_starts
+from sim.logged import LoggedPairs, has_children, root_rows, round_starts
 
 DEFAULT_VERIFIERS = {
     "iid": ("rrs", "resispec", "pooled", "traversal", "traversal_resispec"),
@@ -52,8 +52,7 @@ def log_kind(pairs: LoggedPairs) -> str:
     if not pairs.rounds:
         raise ValueError("log: no round fields (round, parent, token); write one with engine.round_replay --log")
     parents = pairs.rounds["parent"]
-    starts = round_starts(pairs.rounds["round"])
-    first = np.repeat(starts, np.diff(np.append(starts, parents.size)))
+    first = root_rows(pairs.rounds["round"])
     child = parents >= 0
     siblings = np.unique(first[child] + parents[child], return_counts=True)[1]
     return "chain" if (siblings <= 1).all() else str(pairs.metadata["drafting"])
