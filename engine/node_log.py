@@ -20,6 +20,18 @@ from sim.logged import LoggedPairs, write_logged
 DEFAULT_KEEP = 256
 
 
+def sparse_row(p: np.ndarray, q: np.ndarray, required: np.ndarray,
+               keep: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """One sparse row: ``(kept ids ascending, p there, q there, p_tail, q_tail)``. The ``keep`` ids are
+    the ``required`` ones (at most ``keep``) and then those of largest ``p + q``; a tail is
+    ``max(1 - sum(kept), 0)`` (0 for an all-zero ``q``, a leaf's)."""
+    score = p + q
+    score[required] = np.inf
+    kept = np.sort(np.argpartition(-score, keep - 1)[:keep])
+    q_tail = max(1.0 - q[kept].sum(), 0.0) if q.any() else 0.0
+    return kept, p[kept], q[kept], max(1.0 - p[kept].sum(), 0.0), q_tail
+
+
 class NodeLog:
     """Collects verified nodes and writes them as one logged-pairs file."""
 
@@ -43,14 +55,9 @@ class NodeLog:
     def record(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor, token: int, index: int,
                position: int, depth: int) -> None:
         """One verified node: p, q (V,), its candidates (k,), the emitted token and accepted index."""
-        p64, q64 = p.double().cpu().numpy(), q.double().cpu().numpy()
         ids = candidates.cpu().numpy().astype(np.int64)
-        score = p64 + q64
-        score[ids] = np.inf
-        score[token] = np.inf
-        kept = np.sort(np.argpartition(-score, self.keep - 1)[: self.keep])
-        self.rows.append((kept, p64[kept], q64[kept], max(1.0 - p64[kept].sum(), 0.0), max(1.0 - q64[kept].sum(), 0.0),
-                          ids, token, index, self.chain, position, depth))
+        row = sparse_row(p.double().cpu().numpy(), q.double().cpu().numpy(), np.append(ids, token), self.keep)
+        self.rows.append((*row, ids, token, index, self.chain, position, depth))
 
     def write(self, path: str | Path) -> int:
         """Write the collected rows to ``path`` (.npz); returns the number of rows."""

@@ -19,6 +19,14 @@ probabilities, and the mass of everything else as a tail). The full specificatio
   candidate ids in draw order (-1 pads rows with fewer than K), ``emitted`` (N,) the token the
   verifier emitted there, ``accepted_index`` (N,) the accepted candidate's position or -1 (residual).
   In a sparse log every candidate and emitted id is among the row's kept ids.
+- optional rounds (format ``resispec-pairs/1`` with round fields, read by ``sim.rounds``): ``round``,
+  ``parent``, ``token`` (N,) integers and the metadata string ``drafting`` (``"iid"`` or ``"wor"``, how
+  the children were drawn). The rows of one round are contiguous and numbered as
+  ``resispec.sequence.tree`` numbers nodes (root first, a parent before its children, internal nodes
+  before leaves); ``parent`` is the parent's index within the round (-1 for the root) and ``token``
+  the node's drafted token (-1 for the root). A leaf was never drafted from, so its draft rows are
+  all zero (tails too); every internal row's drafts are distributions. A node's token has q > 0 at
+  its parent and, in a sparse log, is among its parent's kept ids.
 
 Simulation of a sparse row: the pair over the M kept ids plus one *tail bucket* token carrying
 ``p_tail`` and ``q_tail`` (an (M + 1)-token pair). Lumping the tail into one token can only raise the
@@ -53,10 +61,12 @@ LOG_SUM_TOLERANCE = FLOAT32_SUM_TOLERANCE
 SAMPLE_PATH = Path(__file__).parent / "data" / "smollm2_sample.npz"
 """A small example log shipped with the package (see ``docs/sim.md`` for how it was made)."""
 
-METADATA_STRINGS = ("model", "draft_model", "note")
+METADATA_STRINGS = ("model", "draft_model", "note", "drafting")
 METADATA_NUMBERS = ("temperature",)
 ID_FIELDS = ("chain", "position", "depth")
 DECISION_FIELDS = ("candidates", "emitted", "accepted_index")
+ROUND_FIELDS = ("round", "parent", "token")
+DRAFTING_RULES = ("iid", "wor")
 TAIL_MODES = ("merge", "split")
 """How a sparse row's tails become tokens (``LoggedPairs.pairs``)."""
 
@@ -74,10 +84,18 @@ class LoggedPairs:
     ids: dict[str, np.ndarray] = field(default_factory=dict)
     metadata: dict[str, str | float] = field(default_factory=dict)
     decisions: dict[str, np.ndarray] = field(default_factory=dict)
+    rounds: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def sparse(self) -> bool:
         return self.token_ids is not None
+
+    @property
+    def drafted(self) -> np.ndarray:
+        """Rows with a draft distribution: all rows, except the leaves of a round log."""
+        if not self.rounds:
+            return np.ones(len(self), dtype=bool)
+        return has_children(self.rounds["round"], self.rounds["parent"])
 
     def __len__(self) -> int:
         return self.p.shape[0]
@@ -87,9 +105,21 @@ class LoggedPairs:
         ids plus its tail: ``tail="merge"`` puts both tails in one bucket (M + 1 tokens), which
         overstates the overlap ``sum min(p, q)`` by at most ``min(p_tail, q_tail)``; ``tail="split"``
         gives each tail its own bucket (M + 2 tokens: ``(p_tail, 0)`` and ``(0, q_tail)``), which
-        understates it by at most as much. The true overlap lies between. Rows are renormalised."""
+        understates it by at most as much. The true overlap lies between. Rows are renormalised.
+        A round log's leaves (no draft there) are left out."""
         if draft not in self.drafts:
             raise ValueError(f"draft: this log has drafts {', '.join(self.drafts)}, not {draft!r}")
+        p, q = self.tailed(draft, tail)
+        rows = self.drafted
+        chain, position = (None if values is None else values[rows]
+                           for values in (self.ids.get("chain"), self.ids.get("position")))
+        p, q = p[rows], q[rows]
+        return PairBatch.from_arrays(p / p.sum(axis=1, keepdims=True), q / q.sum(axis=1, keepdims=True),
+                                     source, chain, position)
+
+    def tailed(self, draft: str = "q", tail: str = "merge") -> tuple[np.ndarray, np.ndarray]:
+        """``(p, q)`` float64 rows with the tail buckets of ``pairs`` appended (not renormalised;
+        a dense log's rows as they are)."""
         if tail not in TAIL_MODES:
             raise ValueError(f"tail: expected one of {', '.join(TAIL_MODES)}, got {tail!r}")
         q, q_tail = self.drafts[draft]
@@ -97,9 +127,7 @@ class LoggedPairs:
         if tail == "split" and self.sparse:  # buckets (p_tail, 0) then (0, q_tail)
             p = np.pad(p, ((0, 0), (0, 1)))
             q = np.insert(q, q.shape[1] - 1, 0.0, axis=1)
-        chain, position = self.ids.get("chain"), self.ids.get("position")
-        return PairBatch.from_arrays(p / p.sum(axis=1, keepdims=True), q / q.sum(axis=1, keepdims=True),
-                                     source, chain, position)
+        return p, q
 
     def fields(self) -> dict[str, np.ndarray]:
         """The arrays of the file format (what ``write_logged`` stores)."""
@@ -112,8 +140,29 @@ class LoggedPairs:
             fields.update(token_ids=self.token_ids, p_tail=self.p_tail, vocab_size=np.array(self.vocab_size))
         fields.update(self.ids)
         fields.update(self.decisions)
+        fields.update(self.rounds)
         fields.update({key: np.array(value) for key, value in self.metadata.items()})
         return fields
+
+
+def has_children(round_ids: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """Per row of a round log, whether the node has children (its round's later rows name it parent)."""
+    first = root_rows(round_ids)
+    internal = np.zeros(round_ids.size, dtype=bool)
+    child = parents >= 0
+    internal[(first + parents)[child]] = True
+    return internal
+
+
+def round_starts(round_ids: np.ndarray) -> np.ndarray:
+    """The first row of each round (rounds are contiguous runs of equal ``round`` ids)."""
+    return np.flatnonzero(np.diff(round_ids, prepend=round_ids[:1] - 1) != 0) if round_ids.size else round_ids
+
+
+def root_rows(round_ids: np.ndarray) -> np.ndarray:
+    """Per row of a round log, the row of its round's root (the round's first row)."""
+    starts = round_starts(round_ids)
+    return np.repeat(starts, np.diff(np.append(starts, round_ids.size)))
 
 
 def _with_tail(values: np.ndarray, tail: np.ndarray | None) -> np.ndarray:
@@ -199,6 +248,8 @@ def shrink(pairs: LoggedPairs, rows: int, keep: int) -> LoggedPairs:
     carried over (their ids may be among the dropped ones)."""
     if not pairs.sparse:
         raise ValueError("shrink: only sparse logs can drop tokens into the tail")
+    if pairs.rounds:
+        raise ValueError("shrink: a round log's rows cannot be cut (a round's tokens must stay among the kept ids)")
     if keep < 1:
         raise ValueError(f"keep: must be >= 1, got {keep}")
     head = slice(0, rows)
@@ -273,7 +324,8 @@ class _Checker:
         draft_names = [name for name in self.fields
                        if name == "q" or (name.startswith("q_") and not name.endswith("_tail"))]
         self.require("q")
-        known = {"format", "p", *draft_names, *ID_FIELDS, *DECISION_FIELDS, *METADATA_STRINGS, *METADATA_NUMBERS}
+        known = {"format", "p", *draft_names, *ID_FIELDS, *DECISION_FIELDS, *ROUND_FIELDS, *METADATA_STRINGS,
+                 *METADATA_NUMBERS}
         if sparse:
             known |= {"token_ids", "vocab_size", "p_tail", *(f"{name}_tail" for name in draft_names)}
         unknown = sorted(set(self.fields) - known)
@@ -284,14 +336,22 @@ class _Checker:
         token_ids = self.token_ids(p.shape, vocab_size) if sparse else None
         p_tail = self.tail("p_tail", rows) if sparse else None
         self.sums("p", p, p_tail)
+        rounds = self.rounds(rows, vocab_size)
+        drafted = has_children(rounds["round"], rounds["parent"]) if rounds else np.ones(rows, dtype=bool)
         drafts = {}
         for name in ["q", *sorted(set(draft_names) - {"q"})]:
             values = self.values(name, p.shape)
             tail = self.tail(f"{name}_tail", rows) if sparse else None
-            self.sums(name, values, tail)
+            self.sums(name, values, tail, drafted)
             drafts[name] = (values, tail)
-        return LoggedPairs(p, drafts, vocab_size, token_ids, p_tail, self.ids(rows), self.metadata(),
-                           self.decisions(rows, vocab_size, token_ids))
+        if rounds:
+            self.round_tokens(rounds, drafts["q"][0], token_ids)
+        metadata = self.metadata()
+        if (rounds or "drafting" in metadata) and metadata.get("drafting") not in DRAFTING_RULES:
+            self.fail("drafting", f"a round log names its drafting rule ({' or '.join(DRAFTING_RULES)}), "
+                                  f"got {metadata.get('drafting')!r}")
+        return LoggedPairs(p, drafts, vocab_size, token_ids, p_tail, self.ids(rows), metadata,
+                           self.decisions(rows, vocab_size, token_ids), rounds)
 
     def values(self, name: str, shape: tuple[int, ...] | None) -> np.ndarray:
         values = self.require(name)
@@ -322,9 +382,15 @@ class _Checker:
             self.fail(name, f"tail mass {float(tail[row])} must be finite and >= 0", row)
         return tail
 
-    def sums(self, name: str, values: np.ndarray, tail: np.ndarray | None) -> None:
+    def sums(self, name: str, values: np.ndarray, tail: np.ndarray | None, drafted: np.ndarray | None = None) -> None:
+        """Each row sums to 1 (with its tail); rows not ``drafted`` (a round's leaves) are all zero."""
         totals = values.astype(np.float64).sum(axis=1) + (0.0 if tail is None else tail)
+        if drafted is not None and (totals[~drafted] != 0).any():
+            row = int(np.flatnonzero(~drafted & (totals != 0))[0])
+            self.fail(name, "a round's leaf was not drafted from: its draft row (and tail) must be all zero", row)
         off = np.abs(totals - 1.0) > LOG_SUM_TOLERANCE
+        if drafted is not None:
+            off &= drafted
         if off.any():
             row = int(np.flatnonzero(off)[0])
             self.fail(name, f"sums to {totals[row]:.9g}" + (" with its tail" if tail is not None else "")
@@ -413,6 +479,62 @@ class _Checker:
             outside = (emitted < 0) | (emitted >= vocab_size)
             self.fail("emitted", "outside the vocabulary", int(np.flatnonzero(outside)[0]))
         return {name: self.fields[name].astype(np.int64) for name in DECISION_FIELDS}
+
+    def rounds(self, rows: int, vocab_size: int) -> dict[str, np.ndarray]:
+        """The round fields' structure: contiguous rounds, each a tree numbered as ``resispec.sequence``
+        numbers nodes (``parent`` within the round, -1 only at its first row; internal nodes first)."""
+        present = [name for name in ROUND_FIELDS if name in self.fields]
+        if not present:
+            return {}
+        if len(present) != len(ROUND_FIELDS):
+            self.fail(sorted(set(ROUND_FIELDS) - set(present))[0], f"{', '.join(ROUND_FIELDS)} come together")
+        for name in ROUND_FIELDS:
+            values = self.fields[name]
+            if values.shape != (rows,) or not np.issubdtype(values.dtype, np.integer):
+                self.fail(name, f"expected {rows} integers (shape ({rows},)), "
+                                f"got {values.dtype} of shape {values.shape}")
+        round_ids, parents, tokens = (self.fields[name].astype(np.int64) for name in ROUND_FIELDS)
+        starts = round_starts(round_ids)
+        _, first_seen = np.unique(round_ids[starts], return_index=True)
+        if first_seen.size != starts.size:
+            row = int(starts[np.setdiff1d(np.arange(starts.size), first_seen)[0]])
+            self.fail("round", f"round {round_ids[row]}'s rows are not contiguous", row)
+        local = np.arange(rows) - root_rows(round_ids)
+        root = local == 0
+        bad = root & (parents != -1)
+        if bad.any():
+            self.fail("parent", "a round's first row is its root: parent -1", int(np.flatnonzero(bad)[0]))
+        bad = ~root & ((parents < 0) | (parents >= local))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            self.fail("parent", f"{parents[row]} is not an earlier node of the round (0 <= parent < {local[row]}; "
+                                "a later one would allow a cycle)", row)
+        bad = (root & (tokens != -1)) | (~root & ((tokens < 0) | (tokens >= vocab_size)))
+        if bad.any():
+            self.fail("token", f"-1 at a round's root, else an id in [0, {vocab_size})", int(np.flatnonzero(bad)[0]))
+        internal = has_children(round_ids, parents)
+        bad = ~root & internal & ~np.roll(internal, 1)
+        if bad.any():
+            self.fail("parent", "a round numbers its internal nodes (those with children) before its leaves",
+                      int(np.flatnonzero(bad)[0]))
+        return {"round": round_ids, "parent": parents, "token": tokens}
+
+    def round_tokens(self, rounds: dict[str, np.ndarray], q: np.ndarray, token_ids: np.ndarray | None) -> None:
+        """Every drafted token is a kept id of its parent's row (sparse) with q > 0 there."""
+        round_ids, parents, tokens = (rounds[name] for name in ROUND_FIELDS)
+        first = root_rows(round_ids)
+        for row in np.flatnonzero(parents >= 0).tolist():
+            parent_row, token = int(first[row] + parents[row]), int(tokens[row])
+            if token_ids is None:
+                mass = q[parent_row, token]
+            else:
+                column = np.flatnonzero(token_ids[parent_row] == token)
+                if column.size == 0:
+                    self.fail("token", f"{token} is not among its parent's (row {parent_row}) kept token_ids", row)
+                mass = q[parent_row, column[0]]
+            if not mass > 0:
+                self.fail("token", f"{token} has q = 0 at its parent (row {parent_row}): "
+                                   "it cannot have been drafted", row)
 
     def metadata(self) -> dict[str, str | float]:
         metadata: dict[str, str | float] = {}

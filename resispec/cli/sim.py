@@ -1,4 +1,5 @@
-"""``resispec sim drift|compare``: the residual-drift explorer (logic in the ``sim`` package)."""
+"""``resispec sim drift|compare|rounds``: the residual-drift explorer and the replay of logged rounds
+(logic in the ``sim`` package)."""
 
 from __future__ import annotations
 
@@ -67,6 +68,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              help="output directory (default: %(default)s)")
         command.add_argument("--json", action="store_true", help="print JSON records instead of tables")
         command.set_defaults(handler=handler)
+    _register_rounds(commands)
+
+
+def _register_rounds(commands: argparse._SubParsersAction) -> None:
+    from sim.logged import TAIL_MODES
+
+    rounds = commands.add_parser(
+        "rounds", help="replay logged rounds: every round verifier's exact E[accepted | tree], paired",
+        description="For every round of a round log (engine.round_replay --log), each verifier's exact expected "
+                    "accepted draft tokens given the tree, and the paired differences to the baseline with standard "
+                    "errors. Writes rounds.csv (per round) and rounds.png to --out.")
+    rounds.add_argument("log", metavar="FILE", help="a round log (.npz, resispec-pairs/1 with round fields)")
+    rounds.add_argument("--verifiers", nargs="+", default=None, metavar="NAME",
+                        help="round verifiers (sequence-level or zoo names, node by node); the first is the baseline "
+                             "(default: by the log's kind, sim.rounds.DEFAULT_VERIFIERS)")
+    rounds.add_argument("--tail", choices=TAIL_MODES, default="merge",
+                        help="a sparse row's tails: one bucket (merge) or one each (split) (default: %(default)s)")
+    rounds.add_argument("--out", type=output_dir, default="out/sim", metavar="DIR",
+                        help="output directory (default: %(default)s)")
+    rounds.add_argument("--json", action="store_true", help="print JSON records instead of a table")
+    rounds.set_defaults(handler=run_rounds)
 
 
 def _settings(args: argparse.Namespace):
@@ -191,5 +213,36 @@ def run_compare(args: argparse.Namespace) -> int:
           "tokens per forward = accepted + 1):")
     print(format_table(["source", "verifier", "analytic (stationary)", "replay over chains [95% CI]", "starts"], rows))
     print(NOTE)
+    print("wrote: " + ", ".join(files.values()))
+    return 0
+
+
+def run_rounds(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from sim.logged import read_logged
+    from sim.rounds import score_log, summarise, table
+    from sim.rounds_report import plot_differences, write_rounds_csv
+
+    try:
+        kind, accepted = score_log(read_logged(args.log), args.verifiers, args.tail)
+    except ValueError as error:
+        print(f"resispec sim rounds: {error}", file=sys.stderr)
+        return 2
+    summaries = summarise(accepted, next(iter(accepted)))
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        files = {"csv": str(write_rounds_csv(out / "rounds.csv", accepted)),
+                 "plot": str(plot_differences(out / "rounds.png", kind, summaries))}
+    except OSError as error:
+        print(f"resispec sim rounds: cannot write to --out {out}: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        records = [{**asdict(s), "resolved_at_2se": s.resolved} for s in summaries]
+        print(strict_json({"command": "rounds", "kind": kind, "tail": args.tail, "records": records, "files": files}))
+        return 0
+    print(table(kind, summaries))
     print("wrote: " + ", ".join(files.values()))
     return 0

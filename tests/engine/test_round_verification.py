@@ -57,21 +57,3 @@ def test_block_needs_a_chain_and_rounds_have_no_node_log(tiny_models, capsys):
         Decoder(target, TreeLM(draft), "traversal", (2, 1), parity_fraction=0.5)
     assert main(["generate", "--prompt", "hi", "--verifier", "block", "--tree", "2,1"]) == 2
     assert capsys.readouterr().err.strip().startswith("resispec generate: tree: block verifies a chain")
-
-
-def test_round_replay_scores_every_verifier_on_the_drivers_rounds(tiny_models):
-    from tqdm import tqdm
-
-    from engine.round_replay import RecordingRound, summarise
-
-    target, draft = tiny_models
-    decoder = Decoder(target, TreeLM(draft), "traversal", (2, 2), Sampling(1.0), seed=5)
-    with tqdm(disable=True) as bar:
-        recorder = RecordingRound(decoder.round_verifier, ["rrs", "traversal"], bar)
-        decoder.round_verifier = recorder
-        tokens = list(decoder.generate(PROMPT, 12))
-    rounds = len(recorder.accepted["rrs"])
-    assert len(tokens) == 12 and rounds == decoder.stats.target_forwards == len(recorder.accepted["traversal"])
-    assert all(0.0 <= a <= 2.0 for values in recorder.accepted.values() for a in values)
-    summary = summarise(recorder.accepted, "rrs")
-    assert summary["rrs"]["minus_rrs"] == 0.0 and summary["traversal"]["rounds"] == rounds
