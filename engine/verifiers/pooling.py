@@ -50,8 +50,8 @@ from dataclasses import dataclass
 import torch
 
 from engine.verifiers.ratio_profile import TorchRatioProfile
-from engine.verifiers.residual import supported_residual
 from engine.verifiers.sampling import TorchInverseCDF
+from resispec.residual import supported_residual
 
 _BLOCK_BIT = 62
 """Sort keys of levels off ``H*`` get ``2^62`` added (float64 bit patterns of values < 2 stay below it)."""
@@ -74,7 +74,7 @@ class TorchPooledPlan:
     - ``selection_law`` (B, V) by token id: ``t``; ``accept`` (B, V) by id: ``min(1, p/t)`` (1 where
       ``p >= t``, including ``t = 0``; 0 where ``p = 0``).
     - ``residual``: the prepared inverse CDF of ``(p - t)+`` by id on p's support, or of p where rounding
-      left that no mass (``engine.verifiers.residual.supported_residual``, the contract's fallback).
+      left that no mass (``resispec.residual.supported_residual``, the contract's fallback).
     - ``pool_donor``, ``pool_receiver`` (B, W) long ranks (meaningful where the slot has width):
       ``receiver < donor``; pools of ``H*`` first, each block in level order.
     - ``pool_reach`` (B, W): ``cumsum(M)`` over the slots (NumPy's ``S`` without its leading 0; slot

@@ -36,8 +36,8 @@ import torch
 
 from engine.verifiers.pooling import CPU_CHUNK_ELEMENTS
 from engine.verifiers.ratio_profile import TorchRatioProfile
-from engine.verifiers.residual import supported_residual
 from engine.verifiers.validation import row_sums
+from resispec.residual import supported_residual
 
 
 def _others(values: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,60 @@
+"""Row operations for rules written once over the array API standard (NumPy or torch, CPU or GPU).
+
+A rule works on rows: ``p``, ``q`` of shape (B, V), candidates (B,) or (B, k). ``namespace`` gives the
+array API namespace of its inputs (``array_api_compat``: NumPy without torch installed, torch's tensors
+on any device). The standard has ``take_along_axis`` but no scatter, and its ``searchsorted`` is
+one-dimensional; the helpers below are the one backend-specific piece each.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from array_api_compat import array_namespace, is_torch_array
+
+Array = Any
+"""An array of the array API standard (``numpy.ndarray`` or ``torch.Tensor``)."""
+
+
+def namespace(*arrays: Array) -> ModuleType:
+    """The array API namespace of ``arrays`` (python scalars and None are ignored)."""
+    return array_namespace(*arrays)
+
+
+def value_at(x: Array, index: Array | int) -> Array:
+    """``x[b, index[b]]`` for every row b: ``x`` (B, V), ``index`` (B,) integer -> (B,); also one row
+    ``x`` (V,) with one index -> a 0-d array."""
+    xp = namespace(x)
+    return xp.take_along_axis(x, xp.asarray(index)[..., None], axis=-1)[..., 0]
+
+
+def zero_at_(x: Array, index: Array) -> Array:
+    """Set ``x[b, index[b]] = 0`` in place for every row b (a scatter, which the standard lacks); returns x."""
+    if is_torch_array(x):
+        return x.scatter_(1, index[:, None], 0.0)
+    x[namespace(x).arange(x.shape[0]), index] = 0.0
+    return x
+
+
+def add_at_(x: Array, index: Array, values: Array) -> Array:
+    """``x[b, index[b, j]] += values[b, j]`` in place (a scatter-add, which the standard lacks); each row of
+    ``index`` (B, m) holds distinct ids. Returns x."""
+    if is_torch_array(x):
+        return x.scatter_add_(1, index, values)
+    x[namespace(x).arange(x.shape[0])[:, None], index] += values
+    return x
+
+
+def searchsorted_rows(sorted_rows: Array, values: Array) -> Array:
+    """Per row, the number of entries of ``sorted_rows[b]`` (ascending) that are ``<= values[b, j]``.
+
+    ``sorted_rows`` (B, V), ``values`` (B, m) -> (B, m) integer: ``searchsorted(..., side="right")`` row by
+    row (the standard's ``searchsorted`` takes one row; torch's takes a batch, NumPy's is looped).
+    """
+    if is_torch_array(sorted_rows):
+        import torch
+
+        return torch.searchsorted(sorted_rows, values, right=True)
+    xp = namespace(sorted_rows)
+    return xp.stack([xp.searchsorted(row, point, side="right") for row, point in zip(sorted_rows, values)])
