@@ -1,7 +1,7 @@
 """The verifier zoo in torch, batched over nodes: ``TORCH_VERIFIERS`` and ``get_torch_verifier``.
 
 A core verifier whose rule is written once over rows (``resispec.verifiers.base.BatchedSequentialVerifier``:
-sps, rrs, rrs_wor, topk and the controls rrs_skip_dup, wor_unmasked, ears, resispec_paper) runs here
+sps, rrs, rrs_wor, spectr, topk and the controls rrs_skip_dup, wor_unmasked, ears, resispec_paper) runs here
 through ``shared_rule``, with no torch copy of its rule. The others (resispec, resispec_wor, pooled,
 pooled_wor) still have a torch port each, one module named after its NumPy twin, beside the helpers
 they share (validation, sampling, drafting, ratio profile, schedule, bracketing).
@@ -15,12 +15,11 @@ from engine.verifiers.pooled_wor import TorchPooledWithoutReplacement
 from engine.verifiers.resispec import TorchResiSpec
 from engine.verifiers.resispec_wor import TorchResiSpecWithoutReplacement
 from engine.verifiers.shared_rule import torch_verifier_for
-from engine.verifiers.spectr import TorchSpecTr
 from resispec.verifiers import VERIFIERS
 from resispec.verifiers.base import BatchedSequentialVerifier
 
 _PORTS: dict[str, type[TorchVerifier]] = {
-    cls.name: cls for cls in (TorchSpecTr, TorchResiSpec, TorchPooled, TorchResiSpecWithoutReplacement,
+    cls.name: cls for cls in (TorchResiSpec, TorchPooled, TorchResiSpecWithoutReplacement,
                               TorchPooledWithoutReplacement)
 }
 

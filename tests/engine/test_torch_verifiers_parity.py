@@ -1,6 +1,6 @@
 """Decision-for-decision parity of the torch ports with their NumPy twins, given the same uniforms.
 
-Only the verifiers that still have a torch port (resispec, resispec_wor, pooled, pooled_wor, spectr)
+Only the verifiers that still have a torch port (resispec, resispec_wor, pooled, pooled_wor)
 have a twin to agree with; the others run the core's own rule on tensors (``engine.verifiers.shared_rule``).
 
 Thousands of seeded random nodes per verifier, corner cases included (p == q, one-hot p and q, zeros
@@ -21,9 +21,9 @@ import pytest
 import torch
 
 from engine.verifiers import TORCH_VERIFIERS, SequentialTorchVerifier, get_torch_verifier
-from engine.verifiers.shared_rule import SharedRuleTorchVerifier
 from engine.verifiers.drafting import top_k_tokens
 from engine.verifiers.sampling import inverse_cdf
+from engine.verifiers.shared_rule import SharedRuleTorchVerifier
 from resispec.drafting import top_k_tokens as numpy_top_k_tokens
 from resispec.sampling import inverse_cdf as numpy_inverse_cdf
 from resispec.verifiers import VERIFIERS, SequentialVerifier, get_verifier
