@@ -17,7 +17,7 @@ import numpy as np
 from array_api_compat import is_numpy_array, is_torch_array
 
 from resispec.ratio_profile import sort_by_ratio
-from resispec.rows import Array, namespace, searchsorted_rows
+from resispec.rows import Array, namespace, overflow_allowed, searchsorted_rows
 
 
 class RowRatioProfile:
@@ -30,7 +30,8 @@ class RowRatioProfile:
     def __init__(self, p: Array, q: Array) -> None:
         xp = namespace(p, q)
         zero = q == 0
-        ratio = xp.where(zero, xp.inf, p / xp.where(zero, 1.0, q))  # p / subnormal q may overflow: same order
+        with overflow_allowed(p):  # p / subnormal q may overflow to inf: still the right order
+            ratio = xp.where(zero, xp.inf, p / xp.where(zero, 1.0, q))
         self.ratio, self.order = sort_rows_by_ratio(ratio)
         self.p_prefix, self.q_prefix = _prefix_sums(p, self.order), _prefix_sums(q, self.order)
         # inf at the infinite ratios by itself: Q_{i-1} > 0 there (the first token has q > 0)

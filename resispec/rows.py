@@ -8,9 +8,12 @@ one-dimensional; the helpers below are the one backend-specific piece each.
 
 from __future__ import annotations
 
+import contextlib
+from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 from array_api_compat import array_namespace, is_torch_array
 
 Array = Any
@@ -20,6 +23,11 @@ Array = Any
 def namespace(*arrays: Array) -> ModuleType:
     """The array API namespace of ``arrays`` (python scalars and None are ignored)."""
     return array_namespace(*arrays)
+
+
+def overflow_allowed(x: Array) -> AbstractContextManager:
+    """A context in which float overflow to inf is intended: silences NumPy's warning (torch has none)."""
+    return contextlib.nullcontext() if is_torch_array(x) else np.errstate(over="ignore")
 
 
 def value_at(x: Array, index: Array | int) -> Array:

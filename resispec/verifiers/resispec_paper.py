@@ -55,6 +55,7 @@ class ResiSpecPaper(BatchedSequentialVerifier):
         target = p
         for i in range(candidates.shape[1]):
             target_x, q_x = value_at(target, candidates[:, i]), value_at(q, candidates[:, i])
-            yield xp.where(target_x >= q_x, 1.0, target_x / q_x)
+            below = target_x < q_x  # divide only there: no overflow in the rows that accept for sure
+            yield xp.where(below, target_x / xp.where(below, q_x, 1.0), 1.0)
             target = paper_residual(target, q, candidates[:, i], plan)
         return target

@@ -67,7 +67,8 @@ class SpecTr(BatchedSequentialVerifier):
         xp = namespace(p, q)
         for i in range(candidates.shape[1]):
             p_x, scaled_q = value_at(p, candidates[:, i]), plan.rho * value_at(q, candidates[:, i])
-            yield xp.where(p_x >= scaled_q, 1.0, p_x / scaled_q)
+            below = p_x < scaled_q  # divide only there: no overflow in the rows that accept for sure
+            yield xp.where(below, p_x / xp.where(below, scaled_q, 1.0), 1.0)
         accepted = xp.minimum(q, p / plan.rho[:, None]) * plan.factor[:, None]
         return xp.clip(p - accepted, min=0.0)
 
