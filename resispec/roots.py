@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from resispec.rows import Array, namespace
+from resispec.rows import Array, gather_rows, namespace
 
 GRID = 32
 """Cells per refinement round."""
@@ -33,8 +33,8 @@ def bracket_boundary(holds: Callable[[Array], Array], lo: Array, hi: Array, roun
     for _ in range(rounds):
         points = xp.concat([(offsets[:grid] * ((hi - lo) / grid)[:, None] + lo[:, None]), hi[:, None]], axis=-1)
         last = xp.max(xp.where(holds(points), cells, 0), axis=-1, keepdims=True)
-        new_lo = xp.take_along_axis(points, last, axis=-1)[:, 0]
-        new_hi = xp.take_along_axis(points, xp.clip(last + 1, max=grid), axis=-1)[:, 0]
+        new_lo = gather_rows(points, last)[:, 0]
+        new_hi = gather_rows(points, xp.clip(last + 1, max=grid))[:, 0]
         finished = ((new_lo == lo) & (new_hi == hi)) | (new_lo == new_hi)
         lo, hi = xp.where(done, lo, new_lo), xp.where(done, hi, new_hi)
         done = done | finished

@@ -17,7 +17,7 @@ import numpy as np
 from array_api_compat import is_numpy_array, is_torch_array
 
 from resispec.ratio_profile import sort_by_ratio
-from resispec.rows import Array, namespace, overflow_allowed, searchsorted_rows
+from resispec.rows import Array, float_errors_allowed, gather_rows, namespace, searchsorted_rows
 
 
 class RowRatioProfile:
@@ -29,9 +29,8 @@ class RowRatioProfile:
 
     def __init__(self, p: Array, q: Array) -> None:
         xp = namespace(p, q)
-        zero = q == 0
-        with overflow_allowed(p):  # p / subnormal q may overflow to inf: still the right order
-            ratio = xp.where(zero, xp.inf, p / xp.where(zero, 1.0, q))
+        with float_errors_allowed(p):  # p / subnormal q may overflow to inf: still the right order
+            ratio = xp.where(q == 0, xp.inf, p / q)
         self.ratio, self.order = sort_rows_by_ratio(ratio)
         self.p_prefix, self.q_prefix = _prefix_sums(p, self.order), _prefix_sums(q, self.order)
         # inf at the infinite ratios by itself: Q_{i-1} > 0 there (the first token has q > 0)
@@ -43,9 +42,8 @@ class RowRatioProfile:
 
     def g_on_piece(self, s: Array, piece: Array) -> Array:
         """``g(s) = P_i + s (Q - Q_i)`` (B, m) with the pieces i given."""
-        xp = namespace(s)
-        return (xp.take_along_axis(self.p_prefix, piece, axis=-1)
-                + s * (self.q_prefix[:, -1:] - xp.take_along_axis(self.q_prefix, piece, axis=-1)))
+        return (gather_rows(self.p_prefix, piece)
+                + s * (self.q_prefix[:, -1:] - gather_rows(self.q_prefix, piece)))
 
     def g(self, s: Array) -> Array:
         """``g(s) = sum_x min(p(x), s q(x))`` at s (B, m), ``s >= 0``."""
@@ -55,8 +53,8 @@ class RowRatioProfile:
         """``h(s) = s - g(s) = sum_x (s q(x) - p(x))+ = max(s Q_i - P_i, 0)`` at s (B, m), ``s >= 0``."""
         xp = namespace(s)
         piece = self.piece_of(s)
-        return xp.clip(s * xp.take_along_axis(self.q_prefix, piece, axis=-1)
-                       - xp.take_along_axis(self.p_prefix, piece, axis=-1), min=0.0)
+        return xp.clip(s * gather_rows(self.q_prefix, piece)
+                       - gather_rows(self.p_prefix, piece), min=0.0)
 
 
 def sort_rows_by_ratio(ratio: Array) -> tuple[Array, Array]:
@@ -81,5 +79,4 @@ def sort_rows_by_ratio(ratio: Array) -> tuple[Array, Array]:
 
 def _prefix_sums(values: Array, order: Array) -> Array:
     """``[0, v_1, v_1 + v_2, ...]`` per row in ``order`` (B, V + 1), summed sequentially."""
-    xp = namespace(values)
-    return xp.cumulative_sum(xp.take_along_axis(values, order, axis=-1), axis=-1, include_initial=True)
+    return namespace(values).cumulative_sum(gather_rows(values, order), axis=-1, include_initial=True)

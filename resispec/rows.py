@@ -25,16 +25,25 @@ def namespace(*arrays: Array) -> ModuleType:
     return array_namespace(*arrays)
 
 
-def overflow_allowed(x: Array) -> AbstractContextManager:
-    """A context in which float overflow to inf is intended: silences NumPy's warning (torch has none)."""
-    return contextlib.nullcontext() if is_torch_array(x) else np.errstate(over="ignore")
+def float_errors_allowed(x: Array) -> AbstractContextManager:
+    """A context in which inf and NaN from a division are intended (the caller masks them): silences
+    NumPy's warnings (torch has none)."""
+    return contextlib.nullcontext() if is_torch_array(x) else np.errstate(divide="ignore", over="ignore",
+                                                                          invalid="ignore")
+
+
+def gather_rows(x: Array, index: Array) -> Array:
+    """``x[..., index[..., j]]`` along the last axis (the standard's ``take_along_axis``, which
+    array-api-compat implements for torch about four times slower than ``torch.gather``)."""
+    if is_torch_array(x):
+        return x.gather(-1, index)
+    return namespace(x).take_along_axis(x, index, axis=-1)
 
 
 def value_at(x: Array, index: Array | int) -> Array:
     """``x[b, index[b]]`` for every row b: ``x`` (B, V), ``index`` (B,) integer -> (B,); also one row
     ``x`` (V,) with one index -> a 0-d array."""
-    xp = namespace(x)
-    return xp.take_along_axis(x, xp.asarray(index)[..., None], axis=-1)[..., 0]
+    return gather_rows(x, namespace(x).asarray(index)[..., None])[..., 0]
 
 
 def zero_at_(x: Array, index: Array) -> Array:

@@ -33,7 +33,8 @@ def rejection_residual(target: Array, proposal: Array) -> Array:
     residual = xp.clip(target - proposal, min=0.0)
     mass = xp.sum(residual, axis=-1, keepdims=True)
     has_mass = mass > 0
-    return xp.where(has_mass, residual / xp.where(has_mass, mass, 1.0), target)
+    residual /= xp.where(has_mass, mass, 1.0)
+    return xp.where(has_mass, residual, target)
 
 
 def rejection_step(target: Array, proposal: Array, candidate: Array,

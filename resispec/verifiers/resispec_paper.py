@@ -12,7 +12,7 @@ Acceptance: exact enumeration.
 
 from __future__ import annotations
 
-from resispec.rows import Array, add_at_, namespace, value_at, zero_at_
+from resispec.rows import Array, add_at_, gather_rows, namespace, value_at, zero_at_
 from resispec.verifiers.base import BatchedSequentialVerifier, RowStepGenerator
 
 
@@ -32,7 +32,7 @@ def paper_residual(target: Array, q: Array, rejected: Array, order: Array) -> Ar
     budget = (value_at(q, rejected) - value_at(target, rejected))[:, None]
     reserve = zero_at_(xp.minimum(budget * q, target), rejected)
     deficit = budget - xp.sum(reserve, axis=-1, keepdims=True)
-    capacity = xp.take_along_axis(zero_at_(target - reserve, rejected), order, axis=-1)
+    capacity = gather_rows(zero_at_(target - reserve, rejected), order)
     before = xp.cumulative_sum(capacity, axis=-1) - capacity
     poured = xp.minimum(xp.clip(deficit - before, min=0.0), capacity)
     add_at_(reserve, order, poured)
