@@ -17,7 +17,7 @@ import numpy as np
 from array_api_compat import is_numpy_array, is_torch_array
 
 from resispec.ratio_profile import sort_by_ratio
-from resispec.rows import Array, float_errors_allowed, gather_rows, namespace, searchsorted_rows
+from resispec.rows import Array, float_errors_allowed, gather_rows, namespace, ordered_prefix_sums, searchsorted_rows
 
 
 class RowRatioProfile:
@@ -32,7 +32,7 @@ class RowRatioProfile:
         with float_errors_allowed(p):  # p / subnormal q may overflow to inf: still the right order
             ratio = xp.where(q == 0, xp.inf, p / q)
         self.ratio, self.order = sort_rows_by_ratio(ratio)
-        self.p_prefix, self.q_prefix = _prefix_sums(p, self.order), _prefix_sums(q, self.order)
+        self.p_prefix, self.q_prefix = ordered_prefix_sums(p, self.order), ordered_prefix_sums(q, self.order)
         # inf at the infinite ratios by itself: Q_{i-1} > 0 there (the first token has q > 0)
         self.h_at_ratio = self.ratio * self.q_prefix[:, :-1] - self.p_prefix[:, :-1]
 
@@ -76,7 +76,3 @@ def sort_rows_by_ratio(ratio: Array) -> tuple[Array, Array]:
 
     return torch.from_numpy(ordered), torch.from_numpy(order)
 
-
-def _prefix_sums(values: Array, order: Array) -> Array:
-    """``[0, v_1, v_1 + v_2, ...]`` per row in ``order`` (B, V + 1), summed sequentially."""
-    return namespace(values).cumulative_sum(gather_rows(values, order), axis=-1, include_initial=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 from array_api_compat import array_namespace, is_torch_array
+from array_api_compat import device as device_of
 
 Array = Any
 """An array of the array API standard (``numpy.ndarray`` or ``torch.Tensor``)."""
@@ -61,6 +62,28 @@ def add_at_(x: Array, index: Array, values: Array) -> Array:
         return x.scatter_add_(1, index, values)
     x[namespace(x).arange(x.shape[0])[:, None], index] += values
     return x
+
+
+def positive_part_(x: Array) -> Array:
+    """``max(x, 0)`` in place (the standard's ``clip`` allocates; this runs on every rejection step)."""
+    if is_torch_array(x):
+        return x.clamp_(min=0.0)
+    return np.maximum(x, 0.0, out=x)
+
+
+def ordered_prefix_sums(values: Array, order: Array) -> Array:
+    """``[0, v_o1, v_o1 + v_o2, ...]`` per row of ``values`` (B, V) in ``order`` (B, V): (B, V + 1), summed
+    sequentially, into one preallocated array (``cumulative_sum(include_initial=True)`` copies twice)."""
+    xp = namespace(values)
+    prefix = xp.zeros((values.shape[0], values.shape[1] + 1), dtype=values.dtype, device=device_of(values))
+    if is_torch_array(values):
+        import torch
+
+        torch.gather(values, 1, order, out=prefix[:, 1:])
+        return prefix.cumsum_(dim=-1)
+    prefix[:, 1:] = np.take_along_axis(values, order, axis=1)
+    np.cumsum(prefix[:, 1:], axis=1, out=prefix[:, 1:])
+    return prefix
 
 
 def searchsorted_rows(sorted_rows: Array, values: Array) -> Array:

@@ -15,7 +15,7 @@ decided at this step costs no residual on NumPy at B = 1.
 
 from __future__ import annotations
 
-from resispec.rows import Array, namespace, value_at
+from resispec.rows import Array, namespace, positive_part_, value_at
 
 
 def rejection_acceptance(target: Array, proposal: Array, candidate: Array, slack: Array | float = 0.0) -> Array:
@@ -30,7 +30,7 @@ def rejection_acceptance(target: Array, proposal: Array, candidate: Array, slack
 def rejection_residual(target: Array, proposal: Array) -> Array:
     """The next target ``norm((r - s)+)`` per row (B, V); ``r`` itself where rounding left it no mass."""
     xp = namespace(target, proposal)
-    residual = xp.clip(target - proposal, min=0.0)
+    residual = positive_part_(target - proposal)
     mass = xp.sum(residual, axis=-1, keepdims=True)
     has_mass = mass > 0
     residual /= xp.where(has_mass, mass, 1.0)
