@@ -53,8 +53,7 @@ class RowRatioProfile:
         """``h(s) = s - g(s) = sum_x (s q(x) - p(x))+ = max(s Q_i - P_i, 0)`` at s (B, m), ``s >= 0``."""
         xp = namespace(s)
         piece = self.piece_of(s)
-        return xp.clip(s * gather_rows(self.q_prefix, piece)
-                       - gather_rows(self.p_prefix, piece), min=0.0)
+        return xp.maximum(s * gather_rows(self.q_prefix, piece) - gather_rows(self.p_prefix, piece), 0.0)
 
 
 def sort_rows_by_ratio(ratio: Array) -> tuple[Array, Array]:

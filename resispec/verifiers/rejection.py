@@ -23,7 +23,7 @@ def rejection_acceptance(target: Array, proposal: Array, candidate: Array, slack
     xp = namespace(target, proposal)
     target_x, proposal_x = value_at(target, candidate), value_at(proposal, candidate)
     rejectable = target_x < proposal_x  # divide only there: no overflow or 0/0 in the rows that accept
-    acceptance = xp.clip(target_x / xp.where(rejectable, proposal_x, 1.0) + slack, max=1.0)
+    acceptance = xp.minimum(target_x / xp.where(rejectable, proposal_x, 1.0) + slack, 1.0)
     return xp.where(rejectable & ~(acceptance >= 1.0), acceptance, 1.0)
 
 

@@ -34,7 +34,7 @@ def paper_residual(target: Array, q: Array, rejected: Array, order: Array) -> Ar
     deficit = budget - xp.sum(reserve, axis=-1, keepdims=True)
     capacity = gather_rows(zero_at_(target - reserve, rejected), order)
     before = xp.cumulative_sum(capacity, axis=-1) - capacity
-    poured = xp.minimum(xp.clip(deficit - before, min=0.0), capacity)
+    poured = xp.minimum(xp.maximum(deficit - before, 0.0), capacity)
     add_at_(reserve, order, poured)
     return reserve / xp.sum(reserve, axis=-1, keepdims=True)
 

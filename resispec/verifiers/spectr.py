@@ -70,7 +70,7 @@ class SpecTr(BatchedSequentialVerifier):
             below = p_x < scaled_q  # divide only there: no overflow in the rows that accept for sure
             yield xp.where(below, p_x / xp.where(below, scaled_q, 1.0), 1.0)
         accepted = xp.minimum(q, p / plan.rho[:, None]) * plan.factor[:, None]
-        return xp.clip(p - accepted, min=0.0)
+        return xp.maximum(p - accepted, 0.0)
 
     def _acceptance(self, bound: BoundVerifier) -> float:
         """Closed form ``1 - (1 - beta)^k``."""
