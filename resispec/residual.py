@@ -31,5 +31,7 @@ def supported_acceptance(acceptance: Array, p_x: Array) -> Array:
     Exact verifiers give ``a(x) = 0`` there by construction; this guard keeps rounding (and NaN from
     ``0/0`` in an underflowed ratio) from ever accepting such a token.
     """
+    if isinstance(acceptance, float) and isinstance(p_x, float):  # one candidate (NumPy scalars are floats)
+        return acceptance if p_x > 0 and acceptance == acceptance else 0.0
     xp = namespace(acceptance, p_x)
     return xp.where((p_x > 0) & (acceptance == acceptance), acceptance, 0.0)

@@ -40,10 +40,12 @@ def float_errors_allowed(x: Array) -> AbstractContextManager:
 def gather_rows(x: Array, index: Array) -> Array:
     """``x[..., index[..., j]]`` along the last axis (the standard's ``take_along_axis``, which
     array-api-compat implements for torch about four times slower than ``torch.gather``)."""
+    if type(x) is np.ndarray:
+        if x.ndim == 1 or x.shape[0] == 1:  # one row (the single-instance API): plain indexing is faster
+            return x[index] if x.ndim == 1 else x[0][index]
+        return np.take_along_axis(x, index, axis=-1)
     if is_torch_array(x):
         return x.gather(-1, index)
-    if x.ndim == 1 or x.shape[0] == 1:  # one row (the single-instance API): plain indexing is faster
-        return x[index] if x.ndim == 1 else x[0][index]
     return namespace(x).take_along_axis(x, index, axis=-1)
 
 
@@ -57,7 +59,7 @@ def zero_at_(x: Array, index: Array) -> Array:
     """Set ``x[b, index[b]] = 0`` in place for every row b (a scatter, which the standard lacks); returns x."""
     if is_torch_array(x):
         return x.scatter_(1, index[:, None], 0.0)
-    x[namespace(x).arange(x.shape[0]), index] = 0.0
+    x[np.arange(x.shape[0]), index] = 0.0
     return x
 
 
@@ -66,7 +68,7 @@ def add_at_(x: Array, index: Array, values: Array) -> Array:
     ``index`` (B, m) holds distinct ids. Returns x."""
     if is_torch_array(x):
         return x.scatter_add_(1, index, values)
-    x[namespace(x).arange(x.shape[0])[:, None], index] += values
+    x[np.arange(x.shape[0])[:, None], index] += values
     return x
 
 
