@@ -21,7 +21,7 @@ from resispec.bounds import optimal_acceptance
 from resispec.drafting import DRAFTING_SCHEMES, masked_draft, top_k_tokens
 from resispec.pooling import selection_law
 from resispec.ratio_profile import RatioProfile
-from resispec.verifiers.resispec_paper import paper_residual
+from resispec.verifiers.resispec_paper import paper_residual, pour_order
 from sim.batch import PairBatch
 from sim.kernels import K_INDEPENDENT, SINGLE_STEP, SUPPORTED, MonteCarlo, step_stats
 from sim.kernels.closed_form import resispec_wor_stats, shaped_residual_drift
@@ -166,7 +166,7 @@ def test_tuple_chains_follow_the_core_rules_tuple_by_tuple(instance):
                 if expected[i] >= 1.0:
                     break
                 if name == "resispec_paper":
-                    target = paper_residual(target, q, x)
+                    target = paper_residual(target[None], q[None], np.array([x]), pour_order(q[None]))[0]
 
 
 def test_shaped_residual_drift_reads_the_profile_for_any_thresholds():

@@ -1,36 +1,34 @@
-"""Torch ports of the verifier zoo, batched over nodes: ``TORCH_VERIFIERS`` and ``get_torch_verifier``.
+"""The verifier zoo in torch, batched over nodes: ``TORCH_VERIFIERS`` and ``get_torch_verifier``.
 
-One module per verifier, each the port of the NumPy verifier of the same name (its ``numpy_twin``),
-beside the ported helpers they share (validation, sampling, drafting, rejection step, ratio profile,
-schedule, bracketing). Adding a port is one module defining a ``TorchVerifier`` with its
-``numpy_twin``, plus its class in ``_PORTS``.
+A core verifier whose rule is written once over rows (``resispec.verifiers.base.BatchedSequentialVerifier``:
+sps, rrs, rrs_wor, spectr, topk and the controls rrs_skip_dup, wor_unmasked, ears, resispec_paper) runs here
+through ``shared_rule``, with no torch copy of its rule. The others (resispec, resispec_wor, pooled,
+pooled_wor) still have a torch port each, one module named after its NumPy twin, beside the helpers
+they share (validation, sampling, drafting, ratio profile, schedule, bracketing).
 """
 
 from __future__ import annotations
 
 from engine.verifiers.base import SequentialTorchVerifier, TorchVerifier
-from engine.verifiers.ears import TorchEARS
 from engine.verifiers.pooled import TorchPooled
 from engine.verifiers.pooled_wor import TorchPooledWithoutReplacement
 from engine.verifiers.resispec import TorchResiSpec
-from engine.verifiers.resispec_paper import TorchResiSpecPaper
 from engine.verifiers.resispec_wor import TorchResiSpecWithoutReplacement
-from engine.verifiers.rrs import TorchRRS
-from engine.verifiers.rrs_skip_dup import TorchRRSSkipDuplicates
-from engine.verifiers.rrs_wor import TorchRRSWithoutReplacement
-from engine.verifiers.spectr import TorchSpecTr
-from engine.verifiers.sps import TorchSPS
-from engine.verifiers.topk import TorchTopK
-from engine.verifiers.wor_unmasked import TorchWORUnmasked
+from engine.verifiers.shared_rule import torch_verifier_for
+from resispec.verifiers import VERIFIERS
+from resispec.verifiers.base import BatchedSequentialVerifier
 
-_PORTS: tuple[type[TorchVerifier], ...] = (
-    TorchSPS, TorchRRS, TorchRRSWithoutReplacement, TorchSpecTr, TorchTopK, TorchResiSpec, TorchPooled,
-    TorchResiSpecWithoutReplacement, TorchPooledWithoutReplacement, TorchResiSpecPaper, TorchRRSSkipDuplicates,
-    TorchWORUnmasked, TorchEARS,
-)
+_PORTS: dict[str, type[TorchVerifier]] = {
+    cls.name: cls for cls in (TorchResiSpec, TorchPooled, TorchResiSpecWithoutReplacement,
+                              TorchPooledWithoutReplacement)
+}
 
-TORCH_VERIFIERS: dict[str, type[TorchVerifier]] = {cls.name: cls for cls in _PORTS}
-"""Every torch port by the name of its NumPy twin: exact verifiers first, then the controls."""
+TORCH_VERIFIERS: dict[str, type[TorchVerifier]] = {
+    name: torch_verifier_for(cls) if issubclass(cls, BatchedSequentialVerifier) else _PORTS[name]
+    for name, cls in VERIFIERS.items()
+}
+"""Every torch verifier by the name of its core verifier, in ``VERIFIERS``' order: exact ones first, then
+the controls."""
 
 
 def get_torch_verifier(name: str) -> TorchVerifier:

@@ -11,7 +11,7 @@ Parity with the NumPy twin (``numpy_twin``, whose ``name``, ``drafting``, ``clai
 ``max_k`` the port takes over): the same randomness convention, decision for decision given the same
 uniforms. ``u[:, i]`` decides candidate i (accept iff ``u[:, i] < a_i``, computed in float64 by the
 same formulas), ``u[:, k]`` draws the final residual by inverse CDF over token ids ascending, and the
-twin's fallback holds (``engine.verifiers.residual``): a candidate with ``p(x) = 0`` is never
+twin's fallback holds (``resispec.residual``, shared): a candidate with ``p(x) = 0`` is never
 accepted, the residual is restricted to p's support, and p itself is drawn from where it has no mass
 left. Only sums
 are taken in another order, so the two can differ only where a uniform lies within rounding of a
@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 import torch
 
 from engine.verifiers.drafting import TORCH_DRAFTING_SCHEMES, TorchDraftingScheme
-from engine.verifiers.residual import supported_acceptance, supported_residual
 from engine.verifiers.sampling import inverse_cdf
 from engine.verifiers.validation import (
     as_candidate_batch,
@@ -36,6 +35,7 @@ from engine.verifiers.validation import (
     as_uniform_batch,
     same_device,
 )
+from resispec.residual import supported_acceptance, supported_residual
 from resispec.validation import as_count
 from resispec.verifiers.base import Verifier, _final_residual
 

@@ -3,7 +3,7 @@
 Per node (row), every step of ``resispec.pooling.pooled_plan`` on all B nodes at once, by the same
 float64 formulas (docs/pooled.md has the math):
 
-1. **Ranks.** ``TorchRatioProfile``: tokens by ``p/q`` ascending (``q = 0`` as ``inf``, ties by id),
+1. **Ranks.** ``RowRatioProfile``: tokens by ``p/q`` ascending (``q = 0`` as ``inf``, ties by id),
    prefix sums ``P``, ``Q``.
 2. **Cut.** ``i* = argmax_i (Q_i^k - P_i)`` (first maximiser); ``H*`` = the ``i*`` lowest ranks.
 3. **Max-ratio law.** ``f_c = q_c phi_c``, ``phi_c = sum_{j<k} Q_c^j Q_{c-1}^(k-1-j)`` (Horner).
@@ -49,9 +49,9 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.verifiers.ratio_profile import TorchRatioProfile
-from engine.verifiers.residual import supported_residual
 from engine.verifiers.sampling import TorchInverseCDF
+from resispec.residual import supported_residual
+from resispec.row_ratio_profile import RowRatioProfile
 
 _BLOCK_BIT = 62
 """Sort keys of levels off ``H*`` get ``2^62`` added (float64 bit patterns of values < 2 stay below it)."""
@@ -74,7 +74,7 @@ class TorchPooledPlan:
     - ``selection_law`` (B, V) by token id: ``t``; ``accept`` (B, V) by id: ``min(1, p/t)`` (1 where
       ``p >= t``, including ``t = 0``; 0 where ``p = 0``).
     - ``residual``: the prepared inverse CDF of ``(p - t)+`` by id on p's support, or of p where rounding
-      left that no mass (``engine.verifiers.residual.supported_residual``, the contract's fallback).
+      left that no mass (``resispec.residual.supported_residual``, the contract's fallback).
     - ``pool_donor``, ``pool_receiver`` (B, W) long ranks (meaningful where the slot has width):
       ``receiver < donor``; pools of ``H*`` first, each block in level order.
     - ``pool_reach`` (B, W): ``cumsum(M)`` over the slots (NumPy's ``S`` without its leading 0; slot
@@ -127,7 +127,7 @@ def _join(parts: list[torch.Tensor], cumulative: bool) -> torch.Tensor:
 
 def _ranked_plan(p: torch.Tensor, q: torch.Tensor, k: int) -> dict[str, torch.Tensor]:
     """``rank``, ``cut``, ``selection_law`` and the pool fields of ``TorchPooledPlan`` for rows of p, q."""
-    profile = TorchRatioProfile(p, q)
+    profile = RowRatioProfile(p, q)
     order = profile.order
     batch, size = p.shape
     ranks = torch.arange(size, device=p.device).expand(batch, size)
@@ -178,7 +178,7 @@ def max_ratio_density(q_prefix: torch.Tensor, k: int) -> torch.Tensor:
     return density
 
 
-def _inside_level(profile: TorchRatioProfile, cut: torch.Tensor, inside: torch.Tensor,
+def _inside_level(profile: RowRatioProfile, cut: torch.Tensor, inside: torch.Tensor,
                   target: torch.Tensor) -> torch.Tensor:
     """``mu`` (B, 1) with ``sum_{rank < cut} max(p, mu q) = target``; NaN where ``H*`` is empty.
 
@@ -193,7 +193,7 @@ def _inside_level(profile: TorchRatioProfile, cut: torch.Tensor, inside: torch.T
     return torch.where(cut > 0, mu, torch.nan)
 
 
-def _outside_level(profile: TorchRatioProfile, p_sorted: torch.Tensor, q_sorted: torch.Tensor, cut: torch.Tensor,
+def _outside_level(profile: RowRatioProfile, p_sorted: torch.Tensor, q_sorted: torch.Tensor, cut: torch.Tensor,
                    inside: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """``lam`` (B, 1) with ``sum_{rank >= cut} min(p, lam q) = target``; 0 where nothing off ``H*`` has q > 0.
 

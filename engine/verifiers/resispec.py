@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 
 from engine.verifiers.base import SequentialTorchVerifier, TorchStepGenerator
-from engine.verifiers.ratio_profile import TorchRatioProfile
 from engine.verifiers.shaping import TorchSchedule, schedule_from_profile
+from resispec.row_ratio_profile import RowRatioProfile
 from resispec.verifiers.resispec import ResiSpec
 
 
@@ -23,7 +23,7 @@ class TorchResiSpec(SequentialTorchVerifier):
     numpy_twin = ResiSpec
 
     def _prepare(self, p: torch.Tensor, q: torch.Tensor, k: int) -> TorchSchedule:
-        return schedule_from_profile(TorchRatioProfile(p, q), k)
+        return schedule_from_profile(RowRatioProfile(p, q), k)
 
     def _steps(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
                plan: TorchSchedule) -> TorchStepGenerator:

@@ -21,9 +21,9 @@ from __future__ import annotations
 import torch
 
 from engine.verifiers.base import SequentialTorchVerifier, TorchStepGenerator
-from engine.verifiers.rejection import rejection_step
 from engine.verifiers.validation import row_sums
 from engine.verifiers.wor_shaping import TorchLatestFirstPlan, latest_first_plan
+from resispec.verifiers.rejection import rejection_step
 from resispec.verifiers.resispec_wor import ResiSpecWithoutReplacement
 
 

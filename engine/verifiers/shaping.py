@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.verifiers.ratio_profile import TorchRatioProfile
+from resispec.row_ratio_profile import RowRatioProfile
 from resispec.shaping import MAX_NEWTON_STEPS
 
 STEP_DOWN_TRIES = 41
@@ -64,7 +64,7 @@ def _gather(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return values.gather(1, index[:, None])[:, 0]
 
 
-def _at(profile: TorchRatioProfile, z: torch.Tensor, k: int) -> _Points:
+def _at(profile: RowRatioProfile, z: torch.Tensor, k: int) -> _Points:
     """``T_k = h^{-1}(z)``, ``T_j = h^{-1}(z + T_{j+1})`` (kept non-increasing) and ``g(T_1)``, per node."""
     thresholds = z.new_empty(z.shape[0], k)
     pieces = torch.empty((z.shape[0], k + 1), dtype=torch.long, device=z.device)
@@ -81,7 +81,7 @@ def _at(profile: TorchRatioProfile, z: torch.Tensor, k: int) -> _Points:
     return _Points(z=z, T=thresholds, pieces=pieces, accepted=accepted)
 
 
-def _root_on_pieces(profile: TorchRatioProfile, pieces: torch.Tensor, k: int) -> torch.Tensor:
+def _root_on_pieces(profile: RowRatioProfile, pieces: torch.Tensor, k: int) -> torch.Tensor:
     """Root (B,) of ``z = 1 - g(T_1(z))`` with every map on the given pieces (one Newton step).
 
     ``T_j = alpha_j z + beta_j`` with ``alpha_j = (1 + alpha_{j+1})/Q_{i_j}``,
@@ -99,7 +99,7 @@ def _root_on_pieces(profile: TorchRatioProfile, pieces: torch.Tensor, k: int) ->
     return (1.0 - _gather(profile.p_prefix, m) - slope * beta) / (1.0 + slope * alpha)
 
 
-def _step_down_to_feasible(profile: TorchRatioProfile, root: torch.Tensor, floor: torch.Tensor,
+def _step_down_to_feasible(profile: RowRatioProfile, root: torch.Tensor, floor: torch.Tensor,
                            lanes: torch.Tensor, k: int) -> tuple[_Points, torch.Tensor]:
     """For the nodes in ``lanes``: the first feasible ``root - ulp 2^i`` above ``floor``, and where found."""
     magnitude = root.abs().clamp(min=1e-300)
@@ -117,7 +117,7 @@ def _step_down_to_feasible(profile: TorchRatioProfile, root: torch.Tensor, floor
     return result, found
 
 
-def schedule_from_profile(profile: TorchRatioProfile, k: int) -> TorchSchedule:
+def schedule_from_profile(profile: RowRatioProfile, k: int) -> TorchSchedule:
     """The optimal schedule of every node from its prepared ratio profile (see the module docstring)."""
     point = _at(profile, profile.p_prefix.new_zeros(profile.ratio.shape[0]), k)
     active = torch.ones_like(point.z, dtype=torch.bool)

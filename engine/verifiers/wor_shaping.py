@@ -9,7 +9,7 @@ the scalar fixed point (NumPy module docstring)
     S = F(S) = sum_x clip(q_x (1 + S) - r_x, 0, c_x),   c_x = q_x / (1 - q_x),
 
 with ``F = h_{r,q}(s) - h_{r+c,q}(s)`` (``s = 1 + S``), the hinges of two ratio profiles. Every node
-solves it at once by the NumPy algorithm: the two ``TorchRatioProfile`` sorts, a lockstep binary
+solves it at once by the NumPy algorithm: the two ``RowRatioProfile`` sorts, a lockstep binary
 search of the first profile's breakpoints and then of the second's inside the bracket found
 (``V.bit_length()`` rounds, no host sync), and the exact root of the final linear piece. Whatever S
 comes out, the plan is exact: C, ``a_2`` and f are derived from the A actually used.
@@ -35,9 +35,9 @@ from dataclasses import dataclass, fields
 import torch
 
 from engine.verifiers.pooling import CPU_CHUNK_ELEMENTS
-from engine.verifiers.ratio_profile import TorchRatioProfile
-from engine.verifiers.residual import supported_residual
 from engine.verifiers.validation import row_sums
+from resispec.residual import supported_residual
+from resispec.row_ratio_profile import RowRatioProfile
 
 
 def _others(values: torch.Tensor) -> torch.Tensor:
@@ -171,7 +171,7 @@ def solve_fixed_point(target: torch.Tensor, draft: torch.Tensor, cap: torch.Tens
     ``(1 - P_a + P'_b) / (1 - Q_a + Q'_b)`` (pieces a, b of ``low``) is clipped into the bracket.
     A slope that rounding made non-positive returns ``high - 1`` (``low - 1`` if high is infinite).
     """
-    rising, saturated = TorchRatioProfile(target, draft), TorchRatioProfile(target + cap, draft)
+    rising, saturated = RowRatioProfile(target, draft), RowRatioProfile(target + cap, draft)
 
     def excess(s: torch.Tensor) -> torch.Tensor:
         return s - 1.0 - rising.h(s) + saturated.h(s)

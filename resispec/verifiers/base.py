@@ -28,6 +28,7 @@ import numpy as np
 from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
 from resispec.enumeration import enumerate_law
 from resispec.residual import supported_acceptance, supported_residual
+from resispec.rows import Array
 from resispec.sampling import inverse_cdf
 from resispec.validation import as_candidates, as_count, as_distribution, as_generator, as_pair, as_uniforms
 
@@ -175,13 +176,51 @@ class SequentialVerifier(Verifier):
         reach = 1.0
         steps = self._steps(bound, candidates)
         for index in range(candidates.size):
-            acceptance = supported_acceptance(next(steps), bound.p[candidates[index]])
+            acceptance = float(supported_acceptance(next(steps), bound.p[candidates[index]]))
             accepted[index] = reach * acceptance
             reach *= 1.0 - acceptance
             if reach == 0.0:
                 return accepted, final, 0.0
         residual = supported_residual(_final_residual(steps), bound.p)
         return accepted, reach * (residual / residual.sum()), reach
+
+
+RowStepGenerator = Generator[Array, Array | None, Array]
+"""Yields ``a_i`` (B,) for every row, then returns the final residual weights (B, V), unnormalised and
+non-negative. Each resume receives the rows still undecided (bool (B,): every candidate so far
+rejected) or None (every row); a row that is decided, or accepts for sure (``a_i = 1``), is never
+read again and may hold anything, NaN included."""
+
+
+class BatchedSequentialVerifier(SequentialVerifier):
+    """A sequential verifier whose rule is written once over rows, for NumPy and torch alike.
+
+    ``_row_steps(p, q, candidates, plan)`` states the rule for B instances at once with the array API
+    (``resispec.rows``): ``p``, ``q`` (B, V) float64, candidates (B, k); ``_row_plan(p, q, k)`` the
+    per-instance work, batched. This class runs them at B = 1 for the single-instance API (``verify``,
+    ``conditional_law``, ``bind``, ...); the engine runs the same two methods on (B, V) tensors
+    (``engine.verifiers.shared_rule``).
+    """
+
+    def _row_plan(self, p: Array, q: Array, k: int) -> Any:
+        """Per-row work shared by every candidate tuple (B rows at once); none by default."""
+        return None
+
+    @abstractmethod
+    def _row_steps(self, p: Array, q: Array, candidates: Array, plan: Any) -> RowStepGenerator:
+        """The rule for B rows: acceptance probabilities step by step, then the final residuals."""
+
+    def _prepare(self, p: np.ndarray, q: np.ndarray, k: int) -> Any:
+        return self._row_plan(p[None], q[None], k)
+
+    def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
+        steps = self._row_steps(bound.p[None], bound.q[None], candidates[None], bound.plan)
+        acceptance = next(steps)
+        for _ in range(candidates.size - 1):
+            yield float(acceptance[0])
+            acceptance = steps.send(None)
+        yield float(acceptance[0])
+        return _final_residual(steps)[0]
 
 
 def _final_residual(steps: Generator[Any, Any, Any], sent: Any = None) -> Any:

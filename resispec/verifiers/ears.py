@@ -8,25 +8,25 @@ accepted mass is never paid back. Acceptance: exact enumeration.
 
 from __future__ import annotations
 
-import numpy as np
-
-from resispec.verifiers.base import BoundVerifier, SequentialVerifier, StepGenerator
-from resispec.verifiers.rejection import rejection_step
+from resispec.rows import Array, namespace
+from resispec.verifiers.base import BatchedSequentialVerifier, RowStepGenerator
+from resispec.verifiers.rejection import rejection_acceptance, rejection_residual
 
 TAU = 0.1
 
 
-class EARS(SequentialVerifier):
+class EARS(BatchedSequentialVerifier):
     """Relaxed-acceptance rrs; a known-biased control."""
 
     name = "ears"
     drafting = "iid"
     claims_exact = False
 
-    def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
-        target = bound.p
-        for candidate in candidates:
-            slack = TAU * (1.0 - float(target.max()))
-            acceptance, target = rejection_step(target, bound.q, candidate, slack)
-            yield acceptance
+    def _row_steps(self, p: Array, q: Array, candidates: Array, plan: None) -> RowStepGenerator:
+        xp = namespace(p, q)
+        target = p
+        for i in range(candidates.shape[1]):
+            slack = TAU * (1.0 - xp.max(target, axis=-1))
+            yield rejection_acceptance(target, q, candidates[:, i], slack)
+            target = rejection_residual(target, q)
         return target

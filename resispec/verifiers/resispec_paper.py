@@ -12,36 +12,50 @@ Acceptance: exact enumeration.
 
 from __future__ import annotations
 
-import numpy as np
-
-from resispec.verifiers.base import BoundVerifier, SequentialVerifier, StepGenerator
-
-
-def paper_residual(target: np.ndarray, q: np.ndarray, rejected: int) -> np.ndarray:
-    """The published proxy residual after rejecting ``rejected`` (shape (V,), normalised)."""
-    budget = q[rejected] - target[rejected]
-    reserve = np.minimum(budget * q, target)
-    reserve[rejected] = 0.0
-    deficit = budget - reserve.sum()
-    capacity = target - reserve
-    capacity[rejected] = 0.0
-    pour_order = np.lexsort((np.arange(q.size), -q))
-    poured = np.clip(deficit - (np.cumsum(capacity[pour_order]) - capacity[pour_order]), 0.0, capacity[pour_order])
-    reserve[pour_order] += poured
-    return reserve / reserve.sum()
+from resispec.rows import Array, add_at_, gather_rows, namespace, value_at, zero_at_
+from resispec.verifiers.base import BatchedSequentialVerifier, RowStepGenerator
 
 
-class ResiSpecPaper(SequentialVerifier):
+def pour_order(q: Array) -> Array:
+    """Each row's token ids by descending ``q``, ties by ascending id (B, V)."""
+    return namespace(q).argsort(-q, axis=-1, stable=True)
+
+
+def paper_residual(target: Array, q: Array, rejected: Array, order: Array) -> Array:
+    """The published proxy residual (B, V), normalised, after each row rejects ``rejected`` (B,).
+
+    ``order``: ``pour_order(q)``. The deficit is poured with one cumulative sum over each row's pour
+    order. Rows that could not reject (budget <= 0) come out meaningless; they accept at this step for
+    sure and never use them.
+    """
+    xp = namespace(target, q)
+    budget = (value_at(q, rejected) - value_at(target, rejected))[:, None]
+    reserve = zero_at_(xp.minimum(budget * q, target), rejected)
+    deficit = budget - xp.sum(reserve, axis=-1, keepdims=True)
+    capacity = gather_rows(zero_at_(target - reserve, rejected), order)
+    before = xp.cumulative_sum(capacity, axis=-1) - capacity
+    poured = xp.minimum(xp.maximum(deficit - before, 0.0), capacity)
+    add_at_(reserve, order, poured)
+    return reserve / xp.sum(reserve, axis=-1, keepdims=True)
+
+
+class ResiSpecPaper(BatchedSequentialVerifier):
     """The published residual-shaping rule; a known-biased control (claims_exact = False)."""
 
     name = "resispec_paper"
     drafting = "iid"
     claims_exact = False
 
-    def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
-        target = bound.p
-        for candidate in candidates:
-            q_x = bound.q[candidate]
-            yield 1.0 if target[candidate] >= q_x else target[candidate] / q_x
-            target = paper_residual(target, bound.q, candidate)
+    def _row_plan(self, p: Array, q: Array, k: int) -> Array:
+        """Each row's pour order, shared by the k steps."""
+        return pour_order(q)
+
+    def _row_steps(self, p: Array, q: Array, candidates: Array, plan: Array) -> RowStepGenerator:
+        xp = namespace(p, q)
+        target = p
+        for i in range(candidates.shape[1]):
+            target_x, q_x = value_at(target, candidates[:, i]), value_at(q, candidates[:, i])
+            below = target_x < q_x  # divide only there: no overflow in the rows that accept for sure
+            yield xp.where(below, target_x / xp.where(below, q_x, 1.0), 1.0)
+            target = paper_residual(target, q, candidates[:, i], plan)
         return target

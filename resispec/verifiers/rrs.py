@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from resispec.verifiers.base import BoundVerifier, SequentialVerifier, StepGenerator
-from resispec.verifiers.rejection import rejection_step
+from resispec.rows import Array
+from resispec.verifiers.base import BatchedSequentialVerifier, BoundVerifier, RowStepGenerator
+from resispec.verifiers.rejection import rejection_acceptance, rejection_residual
 
 
-class RRS(SequentialVerifier):
+class RRS(BatchedSequentialVerifier):
     """Recursive rejection sampling over i.i.d. draws from q. Exact."""
 
     name = "rrs"
@@ -23,11 +24,11 @@ class RRS(SequentialVerifier):
     claims_exact = True
     single_candidate_is_sps = True
 
-    def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
-        target = bound.p
-        for candidate in candidates:
-            acceptance, target = rejection_step(target, bound.q, candidate)
-            yield acceptance
+    def _row_steps(self, p: Array, q: Array, candidates: Array, plan: None) -> RowStepGenerator:
+        target = p
+        for i in range(candidates.shape[1]):
+            yield rejection_acceptance(target, q, candidates[:, i])
+            target = rejection_residual(target, q)
         return target
 
     def _acceptance(self, bound: BoundVerifier) -> float:

@@ -9,27 +9,24 @@ Acceptance: exact enumeration.
 
 from __future__ import annotations
 
-import numpy as np
+from resispec.rows import Array, namespace
+from resispec.verifiers.base import BatchedSequentialVerifier, RowStepGenerator
+from resispec.verifiers.rejection import rejection_acceptance, rejection_residual
 
-from resispec.verifiers.base import BoundVerifier, SequentialVerifier, StepGenerator
-from resispec.verifiers.rejection import rejection_step
 
-
-class RRSSkipDuplicates(SequentialVerifier):
+class RRSSkipDuplicates(BatchedSequentialVerifier):
     """rrs that skips repeated rejected candidates; a known-biased control."""
 
     name = "rrs_skip_dup"
     drafting = "iid"
     claims_exact = False
 
-    def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
-        target, rejected = bound.p, set()
-        for candidate in candidates:
-            if candidate in rejected:
-                yield 0.0
-                continue
-            acceptance, next_target = rejection_step(target, bound.q, candidate)
-            yield acceptance
-            rejected.add(int(candidate))
-            target = next_target
+    def _row_steps(self, p: Array, q: Array, candidates: Array, plan: None) -> RowStepGenerator:
+        """A row still verifying at step i rejected every earlier candidate, so "earlier rejected" is "earlier"."""
+        xp = namespace(p, q)
+        target = p
+        for i in range(candidates.shape[1]):
+            repeat = xp.any(candidates[:, :i] == candidates[:, i:i + 1], axis=-1)
+            yield xp.where(repeat, 0.0, rejection_acceptance(target, q, candidates[:, i]))
+            target = xp.where(repeat[:, None], target, rejection_residual(target, q))
         return target

@@ -8,13 +8,12 @@ Acceptance: exact enumeration of WOR tuples (no closed form: the residual depend
 
 from __future__ import annotations
 
-import numpy as np
+from resispec.rows import Array, namespace, zero_at_
+from resispec.verifiers.base import BatchedSequentialVerifier, RowStepGenerator
+from resispec.verifiers.rejection import rejection_acceptance, rejection_residual
 
-from resispec.verifiers.base import BoundVerifier, SequentialVerifier, StepGenerator
-from resispec.verifiers.rejection import rejection_step
 
-
-class RRSWithoutReplacement(SequentialVerifier):
+class RRSWithoutReplacement(BatchedSequentialVerifier):
     """Recursive rejection sampling over WOR draws, with the masked proposals q_i. Exact."""
 
     name = "rrs_wor"
@@ -22,11 +21,12 @@ class RRSWithoutReplacement(SequentialVerifier):
     claims_exact = True
     single_candidate_is_sps = True
 
-    def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
-        target, undrawn = bound.p, bound.q.copy()
-        for candidate in candidates:
-            proposal = undrawn / undrawn.sum()
-            acceptance, target = rejection_step(target, proposal, candidate)
-            yield acceptance
-            undrawn[candidate] = 0.0
+    def _row_steps(self, p: Array, q: Array, candidates: Array, plan: None) -> RowStepGenerator:
+        xp = namespace(p, q)
+        target, undrawn = p, xp.asarray(q, copy=True)
+        for i in range(candidates.shape[1]):
+            proposal = undrawn / xp.sum(undrawn, axis=-1, keepdims=True)  # the undrawn mass, summed directly
+            yield rejection_acceptance(target, proposal, candidates[:, i])
+            target = rejection_residual(target, proposal)
+            zero_at_(undrawn, candidates[:, i])
         return target

@@ -14,42 +14,45 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from resispec.ratio_profile import RatioProfile
 from resispec.roots import bracket_boundary
-from resispec.verifiers.base import BoundVerifier, SequentialVerifier, StepGenerator
+from resispec.row_ratio_profile import RowRatioProfile
+from resispec.rows import Array, namespace, value_at
+from resispec.verifiers.base import BatchedSequentialVerifier, BoundVerifier, RowStepGenerator
 
 
 @dataclass(frozen=True)
 class SpecTrPlan:
-    """``rho*``, ``beta = beta(rho*)`` and the accepted-mass factor ``(1 - (1 - beta)^k) / beta``."""
+    """Per row (B,): ``rho*``, ``beta = beta(rho*)`` and the accepted-mass factor
+    ``(1 - (1 - beta)^k) / beta`` (0 where beta = 0)."""
 
-    rho: float
-    beta: float
-    factor: float
+    rho: Array
+    beta: Array
+    factor: Array
 
 
-def spectr_plan(p: np.ndarray, q: np.ndarray, k: int) -> SpecTrPlan:
-    """Find ``rho*`` on the feasible side (``hi`` of the final bracket keeps the residual >= 0)."""
-    profile = RatioProfile(p, q)
+def spectr_plan(p: Array, q: Array, k: int) -> SpecTrPlan:
+    """``rho*`` of every row (B, V): 1 where feasible at 1, else the upper end of the final bracket in
+    ``[1, k]`` (the feasible side keeps the residual >= 0)."""
+    xp = namespace(p, q)
+    profile = RowRatioProfile(p, q)
 
-    def beta(rho: np.ndarray) -> np.ndarray:
+    def beta(rho: Array) -> Array:
         return profile.g(rho) / rho
 
-    def infeasible(rho: np.ndarray) -> np.ndarray:
+    def infeasible(rho: Array) -> Array:
         b = beta(rho)
         return 1.0 - (1.0 - b) ** k > rho * b
 
-    rho = 1.0
-    if infeasible(np.array([1.0]))[0]:
-        rho = bracket_boundary(infeasible, 1.0, float(k))[1]
-    b = float(beta(np.array([rho]))[0])
-    factor = (1.0 - (1.0 - b) ** k) / b if b > 0 else 0.0
+    one = xp.ones((p.shape[0],), dtype=p.dtype)
+    upper = bracket_boundary(infeasible, one, float(k) * one)[1]
+    rho = xp.where(infeasible(one[:, None])[:, 0], upper, 1.0)
+    b = beta(rho[:, None])[:, 0]
+    positive = b > 0
+    factor = xp.where(positive, (1.0 - (1.0 - b) ** k) / xp.where(positive, b, 1.0), 0.0)
     return SpecTrPlan(rho=rho, beta=b, factor=factor)
 
 
-class SpecTr(SequentialVerifier):
+class SpecTr(BatchedSequentialVerifier):
     """SpecTr k-SEQ with a constant acceptance rate over i.i.d. candidates. Exact."""
 
     name = "spectr"
@@ -57,17 +60,18 @@ class SpecTr(SequentialVerifier):
     claims_exact = True
     single_candidate_is_sps = True
 
-    def _prepare(self, p: np.ndarray, q: np.ndarray, k: int) -> SpecTrPlan:
+    def _row_plan(self, p: Array, q: Array, k: int) -> SpecTrPlan:
         return spectr_plan(p, q, k)
 
-    def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
-        plan: SpecTrPlan = bound.plan
-        for candidate in candidates:
-            scaled_q = plan.rho * bound.q[candidate]
-            yield 1.0 if bound.p[candidate] >= scaled_q else bound.p[candidate] / scaled_q
-        accepted = np.minimum(bound.q, bound.p / plan.rho) * plan.factor
-        return np.maximum(bound.p - accepted, 0.0)
+    def _row_steps(self, p: Array, q: Array, candidates: Array, plan: SpecTrPlan) -> RowStepGenerator:
+        xp = namespace(p, q)
+        for i in range(candidates.shape[1]):
+            p_x, scaled_q = value_at(p, candidates[:, i]), plan.rho * value_at(q, candidates[:, i])
+            below = p_x < scaled_q  # divide only there: no overflow in the rows that accept for sure
+            yield xp.where(below, p_x / xp.where(below, scaled_q, 1.0), 1.0)
+        accepted = xp.minimum(q, p / plan.rho[:, None]) * plan.factor[:, None]
+        return xp.maximum(p - accepted, 0.0)
 
     def _acceptance(self, bound: BoundVerifier) -> float:
         """Closed form ``1 - (1 - beta)^k``."""
-        return 1.0 - (1.0 - bound.plan.beta) ** bound.k
+        return float(1.0 - (1.0 - bound.plan.beta[0]) ** bound.k)

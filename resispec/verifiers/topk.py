@@ -8,24 +8,28 @@ sequential sampling from p, stopping early when the draw is a candidate). Accept
 
 from __future__ import annotations
 
-import numpy as np
-
 from resispec.drafting import top_k_tokens
-from resispec.verifiers.base import BoundVerifier, SequentialVerifier, StepGenerator
+from resispec.rows import Array, namespace, value_at, zero_at_
+from resispec.verifiers.base import BatchedSequentialVerifier, BoundVerifier, RowStepGenerator
 
 
-class TopK(SequentialVerifier):
-    """Verification of the draft's top-k tokens against p. Exact."""
+class TopK(BatchedSequentialVerifier):
+    """Verification of the draft's top-k tokens against p. Exact.
+
+    A row whose remaining mass is 0 at step i accepted earlier with certainty; its ``0/0`` there is
+    never compared.
+    """
 
     name = "topk"
     drafting = "topk"
     claims_exact = True
 
-    def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
-        remaining = bound.p.copy()
-        for candidate in candidates:
-            yield remaining[candidate] / remaining.sum()
-            remaining[candidate] = 0.0
+    def _row_steps(self, p: Array, q: Array, candidates: Array, plan: None) -> RowStepGenerator:
+        xp = namespace(p, q)
+        remaining = xp.asarray(p, copy=True)
+        for i in range(candidates.shape[1]):
+            yield value_at(remaining, candidates[:, i]) / xp.sum(remaining, axis=-1)
+            zero_at_(remaining, candidates[:, i])
         return remaining
 
     def _acceptance(self, bound: BoundVerifier) -> float:

@@ -69,10 +69,10 @@ def rrs_stats(batch: PairBatch, k: int) -> StepStats:
 
 def spectr_stats(batch: PairBatch, k: int) -> StepStats:
     """SpecTr k-SEQ: a constant rate ``beta`` per step, ``rho*`` from the core's ``spectr_plan``."""
-    plans = [spectr_plan(p, q, k) for p, q in zip(batch.p, batch.q)]
-    rho = np.array([plan.rho for plan in plans])[:, None]
-    beta = np.minimum([plan.beta for plan in plans], 1.0)  # rounding can put beta above 1 (p == q)
-    factor = np.array([plan.factor for plan in plans])[:, None]
+    plan = spectr_plan(batch.p, batch.q, k)  # every pair's rho* at once, the core's rows
+    rho = plan.rho[:, None]
+    beta = np.minimum(plan.beta, 1.0)  # rounding can put beta above 1 (p == q)
+    factor = plan.factor[:, None]
     kept = np.minimum(batch.q, batch.p / rho)
     final = np.maximum(batch.p - kept * factor, 0.0)
     survival = (1.0 - beta)[:, None] ** np.arange(k)

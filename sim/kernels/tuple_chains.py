@@ -17,7 +17,7 @@ array.
   the rejected prefix, so each pair's tuples are walked in lexicographic order, depth first, and a
   plan is built once per distinct prefix (O(V log V) each), keeping only the current path.
 - resispec_paper (biased): proposal q, ``a_i = min(1, r_i(x_i) / q(x_i))``, ``r_{i+1}`` the published
-  proxy residual (``resispec.verifiers.resispec_paper.paper_residual``), vectorised over rows.
+  proxy residual, the core's own row rule (``resispec.verifiers.resispec_paper.paper_residual``).
 
 A step whose residual has no mass cannot reject (``a = 1``), as in ``resispec.verifiers.rejection``.
 """
@@ -31,6 +31,7 @@ import numpy as np
 
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.sampling import inverse_cdf
+from resispec.verifiers.resispec_paper import paper_residual, pour_order
 from sim.batch import PairBatch
 from sim.kernels.wor_states import ResispecWorState
 from sim.steps import StepStats
@@ -146,7 +147,7 @@ def paper_chain(p: np.ndarray, q: np.ndarray, pair: np.ndarray, candidates: np.n
     """resispec_paper on each row (see the module docstring)."""
     rows, k = candidates.shape
     index = np.arange(rows)
-    pour_order = np.argsort(-q, axis=1, kind="stable")[pair]  # descending q, ties by token id
+    order = pour_order(q)[pair]
     accept, tv = np.ones((rows, k)), np.zeros((rows, k))
     target, q = p[pair], q[pair]
     for i in range(k):
@@ -157,29 +158,8 @@ def paper_chain(p: np.ndarray, q: np.ndarray, pair: np.ndarray, candidates: np.n
         tv[:, i] = np.maximum(target - q, 0.0).sum(axis=1)
         if i + 1 < k and rejectable.any():
             live = np.flatnonzero(rejectable)
-            target[live] = paper_residuals(target[live], q[live], x[live], pour_order[live])
+            target[live] = paper_residual(target[live], q[live], x[live], order[live])
     return accept, tv
-
-
-def paper_residuals(target: np.ndarray, q: np.ndarray, rejected: np.ndarray, pour_order: np.ndarray) -> np.ndarray:
-    """``paper_residual(target_r, q_r, rejected_r)`` for every row r (rows with ``q(x) > r(x)``).
-
-    Budget ``Z = q(x) - r(x)``; reserve ``min(Z q, r)`` off x; the deficit ``Z - sum(reserve)`` poured
-    in descending q (``pour_order``) up to each token's capacity ``r - reserve``; normalised.
-    """
-    index = np.arange(target.shape[0])
-    budget = q[index, rejected] - target[index, rejected]
-    reserve = np.minimum(budget[:, None] * q, target)
-    reserve[index, rejected] = 0.0
-    deficit = budget - reserve.sum(axis=1)
-    capacity = target - reserve
-    capacity[index, rejected] = 0.0
-    ordered_capacity = np.take_along_axis(capacity, pour_order, axis=1)
-    before = np.cumsum(ordered_capacity, axis=1) - ordered_capacity
-    poured = np.clip(deficit[:, None] - before, 0.0, ordered_capacity)
-    ordered_reserve = np.take_along_axis(reserve, pour_order, axis=1) + poured
-    np.put_along_axis(reserve, pour_order, ordered_reserve, axis=1)
-    return reserve / reserve.sum(axis=1, keepdims=True)
 
 
 def chain_stats(name: str, chain: Chain, batch: PairBatch, tuples: CandidateTuples, k: int, samples: int) -> StepStats:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from resispec.verifiers.rejection import rejection_step
+from resispec.verifiers.rejection import rejection_acceptance, rejection_residual
 from resispec.wor_shaping import LatestFirstPlan, latest_first_plan
 
 
@@ -57,12 +57,12 @@ class RrsWorState:
 
     def acceptance(self, candidate: int) -> float:
         if self.plan is None:
-            return rejection_step(self.target, self.proposal, candidate)[0]
+            return float(rejection_acceptance(self.target, self.proposal, candidate))
         return self.plan.first_acceptance(candidate)
 
     def after_rejecting(self, candidate: int, left: int) -> RrsWorState:
         if self.plan is None:
-            target = rejection_step(self.target, self.proposal, candidate)[1]
+            target = rejection_residual(self.target, self.proposal)
         else:
             target = self.plan.rejection_target(candidate)
         undrawn = self.undrawn.copy()

@@ -1,0 +1,34 @@
+"""The engine decodes the same tokens for the same seed as before the verifiers' rules were written once.
+
+``decoded_tokens.json`` holds the tokens main decoded (commit 6d12b60, when every verifier had a torch
+twin) with the tiny models (vocabularies 8 and 64), every verifier, sampling at temperature 1, seeds 1
+and 2: 24 tokens after the prompt [1, 3], tree (3, 2) ((1, 1, 1) for sps). A rule that moved by an ulp
+at a decision, or a changed random stream, changes them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine.decoding import Decoder
+from engine.processing import Sampling
+from engine.tiny import tiny_pair
+from engine.tree_lm import TreeLM
+from engine.verifiers import TORCH_VERIFIERS
+from resispec import VERIFIERS
+
+RECORDED = json.loads((Path(__file__).parent / "decoded_tokens.json").read_text())
+
+
+@pytest.mark.parametrize("vocab", [8, 64])
+@pytest.mark.parametrize("name", list(TORCH_VERIFIERS))
+def test_the_same_seed_decodes_the_recorded_tokens(name, vocab):
+    target, draft = tiny_pair(seed=0, vocab_size=vocab)
+    branching = (1, 1, 1) if VERIFIERS[name].max_k == 1 else (3, 2)
+    for seed in (1, 2):
+        decoder = Decoder(target, TreeLM(draft), name, branching, Sampling(1.0), seed=seed)
+        assert [int(t) for t in decoder.generate(torch.tensor([1, 3]), 24)] == RECORDED[f"{vocab}/{name}/{seed}"]
