@@ -24,6 +24,7 @@ from engine.draft_data import Sequences
 from engine.drafts.base import Draft
 from resispec import get_verifier
 from resispec.verifiers.base import Verifier
+from sim.stats import standard_error
 
 
 @torch.no_grad()
@@ -68,7 +69,7 @@ def mean_acceptance(
             np.mean([verifier.verify_rng(pi, qi, verifier.draft(qi, k, rng), rng)[1] >= 0 for _ in range(draws)])
             for pi, qi in zip(p, q)
         ])
-    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
+    return float(values.mean()), standard_error(values)
 
 
 def tokens_per_round(acceptance: dict[int, float], branching: Sequence[int]) -> float:

@@ -29,6 +29,7 @@ from tqdm import tqdm
 from resispec.sequence import get_round_verifier
 from resispec.sequence.tree import RoundTree, round_tree
 from sim.logged import LoggedPairs, has_children, root_rows, round_starts
+from sim.stats import standard_error
 
 DEFAULT_VERIFIERS = {
     "iid": ("rrs", "resispec", "pooled", "traversal", "traversal_resispec"),
@@ -132,11 +133,6 @@ class Summary:
     def resolved(self) -> bool:
         """Whether the paired difference is at least two standard errors away from 0."""
         return abs(self.difference) >= 2 * self.difference_se > 0
-
-
-def standard_error(values: np.ndarray) -> float:
-    """``sd / sqrt(n)`` (sample sd, ddof 1); 0 for a single value."""
-    return float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else 0.0
 
 
 def summarise(accepted: dict[str, np.ndarray], baseline: str) -> list[Summary]:

@@ -32,10 +32,16 @@ class Estimate:
         return [self.low, self.high]
 
 
+def standard_error(values: np.ndarray) -> float:
+    """Standard error of the mean, ``sd / sqrt(N)`` (sample sd, ddof 1), of ``values`` (shape (N,)); 0 for N = 1."""
+    values = np.asarray(values)
+    return float(np.std(values, ddof=1) / np.sqrt(values.size)) if values.size > 1 else 0.0
+
+
 def mean_estimate(values: np.ndarray) -> Estimate:
     """Mean of ``values`` (shape (N,)) with a normal 95 % interval (zero width for N = 1)."""
     mean = float(np.mean(values))
-    se = float(np.std(values, ddof=1) / np.sqrt(values.size)) if values.size > 1 else 0.0
+    se = standard_error(values)
     return Estimate(mean, mean - Z95 * se, mean + Z95 * se)
 
 
