@@ -36,6 +36,14 @@ class RowRatioProfile:
         # inf at the infinite ratios by itself: Q_{i-1} > 0 there (the first token has q > 0)
         self.h_at_ratio = self.ratio * self.q_prefix[:, :-1] - self.p_prefix[:, :-1]
 
+    def rows(self, index: Array) -> RowRatioProfile:
+        """The profile of the rows ``index`` (integer (B',)) only."""
+        xp = namespace(self.ratio)
+        part = object.__new__(RowRatioProfile)
+        for name in ("ratio", "order", "p_prefix", "q_prefix", "h_at_ratio"):
+            setattr(part, name, xp.take(getattr(self, name), index, axis=0))
+        return part
+
     def piece_of(self, s: Array) -> Array:
         """Piece indices (integer, shape of s = (B, m)): the number of tokens with ratio ``<= s``."""
         return searchsorted_rows(self.ratio, s)

@@ -16,7 +16,7 @@ from resispec.audit import EXACT_TOLERANCE, exact_law
 from resispec.bounds import optimal_acceptance, optimal_acceptance_lp
 from resispec.bounds_wor import sequential_optimum_wor_lp, wor_all_in_probability, wor_prefix_bound
 from resispec.drafting import DRAFTING_SCHEMES
-from resispec.wor_shaping import latest_first_plan
+from resispec.verifiers.resispec_wor_plan import LatestFirstPlan, latest_first_plan
 from tests.strategies import instances
 
 LP_TOLERANCE = 1e-7
@@ -67,13 +67,25 @@ def test_rejected_branches_average_back_to_the_residual(instance):
     p, q, _ = instance
     if not _drafts(q, 2):
         return
-    plan = latest_first_plan(p, q)
+    plan = latest_first_plan(p[None], q[None])
     averaged = np.zeros_like(p)
     for x in np.flatnonzero(q > 0):
-        rejected = q[x] * (1.0 - plan.first_acceptance(x))
+        rejected = q[x] * (1.0 - first_acceptance(plan, x))
         if rejected > 0:
-            averaged += rejected * plan.rejection_target(x)
-    np.testing.assert_allclose(averaged, p - plan.accepted, atol=1e-13)
+            averaged += rejected * plan.rejection_target(np.array([x]))[0]
+    np.testing.assert_allclose(averaged, p - plan.accepted[0], atol=1e-13)
+
+
+def first_acceptance(plan: LatestFirstPlan, candidate: int) -> float:
+    """Step 1's acceptance of ``candidate`` in a plan of one row."""
+    return float(plan.first_acceptance(np.array([candidate]))[0])
+
+
+def one_plan(p: np.ndarray, q: np.ndarray) -> LatestFirstPlan:
+    """The latest-first plan of one pair, every field that of its one row (``total``, ``acceptance``: scalars)."""
+    plan = latest_first_plan(p[None], q[None])
+    fields = {name: value[0] for name, value in vars(plan).items()}
+    return dataclasses.replace(plan, **fields)
 
 
 # --- the k = 2 plan --------------------------------------------------------------------------------
@@ -84,7 +96,7 @@ def test_plan_is_the_latest_first_fixed_point(instance):
     p, q, _ = instance
     if not _drafts(q, 2):
         return
-    plan = latest_first_plan(p, q)
+    plan = one_plan(p, q)
     if not np.isfinite(plan.total):  # 1 - q_x underflowed: the documented rrs_wor-like fallback
         np.testing.assert_array_equal(plan.accepted, np.minimum(p, plan.draft))
         return
@@ -132,7 +144,7 @@ def latest_first_dual(plan) -> tuple[float, float]:
 def test_optimal_stopping_certificate_on_generic_pairs():
     """Weak duality makes a feasible dual with the plan's value a proof that the plan is optimal."""
     for family, p, q in family_pairs(60, 7, seed=9):
-        plan = latest_first_plan(p, q)
+        plan = one_plan(p, q)
         objective, violation = latest_first_dual(plan)
         assert violation >= -1e-12, (family, p, q)
         assert objective == pytest.approx(plan.acceptance, abs=1e-12), (family, p, q)
@@ -162,9 +174,9 @@ def test_corner_cases(name, p, q):
         if _dominance_expected(p, q, k):
             assert law.acceptance >= exact_law("rrs_wor", p, q, k).acceptance - 1e-12, (name, k)
     if name == "p == q":
-        plan = latest_first_plan(p, q)
-        assert plan.total == 0.0 and plan.acceptance == pytest.approx(1.0, abs=1e-15)
-        np.testing.assert_array_equal(plan.accepted, q)
+        plan = latest_first_plan(p[None], q[None])
+        assert plan.total[0] == 0.0 and plan.acceptance[0] == pytest.approx(1.0, abs=1e-15)
+        np.testing.assert_array_equal(plan.accepted[0], q)
     if name == "disjoint":
         assert get_verifier("resispec_wor").acceptance(p, q, 2) == 0.0
 
@@ -172,13 +184,13 @@ def test_corner_cases(name, p, q):
 def test_a_rejection_that_would_leave_no_target_is_overturned():
     """Rounding can leave A_x a hair below q_x while rejecting x leads nowhere (no residual and no
     other token step 2 would accept): step 1 then accepts x, like the core's empty-residual rule."""
-    p = q = np.array([0.5, 0.5, 0.0])
+    p = q = np.array([[0.5, 0.5, 0.0]])
     exact = latest_first_plan(p, q)
-    nudged = dataclasses.replace(exact, accepted=np.array([0.5 - 1e-16, 0.0, 0.0]), second=np.zeros(3),
-                                 residual=np.zeros(3))
-    assert nudged.first_acceptance(0) == 1.0
-    assert dataclasses.replace(nudged, second=np.array([0.0, 1.0, 0.0])).first_acceptance(0) < 1.0
-    assert exact.first_acceptance(0) == 1.0
+    nudged = dataclasses.replace(exact, accepted=np.array([[0.5 - 1e-16, 0.0, 0.0]]), second=np.zeros((1, 3)),
+                                 residual=np.zeros((1, 3)))
+    assert first_acceptance(nudged, 0) == 1.0
+    assert first_acceptance(dataclasses.replace(nudged, second=np.array([[0.0, 1.0, 0.0]])), 0) < 1.0
+    assert first_acceptance(exact, 0) == 1.0
 
 
 def test_worked_example_by_hand():
@@ -188,14 +200,15 @@ def test_worked_example_by_hand():
     (r - A - C)+ = (1/70, 0, 0); acceptance 69/70. Rejecting 1: q_{-1} = (2/7, 0, 5/7), missed mass
     1/21, so r_1 = (1/3, 0, 2/3); the rrs_wor step then accepts 2 w.p. (2/3)/(5/7) = 14/15, else emits 0."""
     p, q = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5])
-    plan = latest_first_plan(p, q)
+    rows = latest_first_plan(p[None], q[None])
+    plan = one_plan(p, q)
     assert plan.total == pytest.approx(10 / 7, abs=1e-15)
     np.testing.assert_allclose(plan.accepted, [1 / 5, 0, 0], atol=1e-15)
     np.testing.assert_allclose(plan.reach, [2 / 7, 3 / 10, 3 / 14], atol=1e-15)
     np.testing.assert_allclose(plan.second, [1, 1, 14 / 15], atol=1e-15)
     np.testing.assert_allclose(plan.residual, [1 / 70, 0, 0], atol=1e-15)
-    assert plan.acceptance == pytest.approx(69 / 70, abs=1e-15)
-    np.testing.assert_allclose(plan.rejection_target(1), [1 / 3, 0, 2 / 3], atol=1e-15)
+    assert rows.acceptance[0] == pytest.approx(69 / 70, abs=1e-15)
+    np.testing.assert_allclose(rows.rejection_target(np.array([1]))[0], [1 / 3, 0, 2 / 3], atol=1e-15)
     verifier = get_verifier("resispec_wor")
     assert verifier.verify(p, q, [0, 1], [0.999, 0.0, 0.0]) == (0, 0)
     assert verifier.verify(p, q, [1, 2], [0.0, 14 / 15 - 1e-9, 0.0]) == (2, 1)

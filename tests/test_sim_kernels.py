@@ -20,7 +20,7 @@ from resispec.audit import exact_law
 from resispec.bounds import optimal_acceptance
 from resispec.drafting import DRAFTING_SCHEMES, masked_draft, top_k_tokens
 from resispec.pooling import selection_law
-from resispec.ratio_profile import RatioProfile
+from resispec.row_ratio_profile import RowRatioProfile
 from resispec.verifiers.resispec_paper import paper_residual, pour_order
 from sim.batch import PairBatch
 from sim.kernels import K_INDEPENDENT, SINGLE_STEP, SUPPORTED, MonteCarlo, step_stats
@@ -177,10 +177,11 @@ def test_shaped_residual_drift_reads_the_profile_for_any_thresholds():
         p, q = p / p.sum(), q / q.sum()
         T = np.sort(rng.exponential(2.0, size=4))[::-1]
         R = rng.uniform(0.0, 3.0, size=4)  # any R: both branches of the cut
-        profile = RatioProfile(p, q)
+        profile = RowRatioProfile(p[None], q[None])
         expected = [np.maximum(np.minimum(p, t * q) + np.maximum(p - T[0] * q, 0.0) - r * q, 0.0).sum()
                     for t, r in zip(T, R)]
-        assert np.allclose(shaped_residual_drift(profile, T, R, profile.g(T)), expected, atol=1e-12, rtol=0)
+        drift = shaped_residual_drift(profile, T[None].copy(), R[None], profile.g(T[None].copy()))
+        assert np.allclose(drift[0], expected, atol=1e-12, rtol=0)
 
 
 @given(instances(max_v=5, max_k=3))

@@ -8,7 +8,7 @@ import pytest
 
 from resispec import VERIFIERS, get_verifier
 from resispec.enumeration import enumerate_law, enumerate_steps
-from resispec.shaping import schedule
+from resispec.verifiers.resispec_plan import schedule
 from resispec.verifiers import SequentialVerifier
 
 RNG = np.random.default_rng(7)

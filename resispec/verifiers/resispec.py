@@ -1,7 +1,7 @@
 """resispec: exact residual shaping for i.i.d. candidates (the project's realisation of ResiSpec).
 
-With the schedule ``T_1 >= ... >= T_k >= T_{k+1} = 0``, ``R_j = 1 - g(T_1) + g(T_j)`` (see
-``resispec.shaping``), step j accepts candidate x with probability
+With the schedule ``T_1 >= ... >= T_k >= T_{k+1} = 0``, ``R_j = 1 - g(T_1) + g(T_j)`` (its plan,
+``resispec.verifiers.resispec_plan``), step j accepts candidate x with probability
 ``a_j(x) = [min(p(x), T_j q(x)) - min(p(x), T_{j+1} q(x))] / (R_j q(x))``; all rejected (probability
 ``z = 1 - g(T_1)``): emit from ``norm((p - T_1 q)+)``. The residual after j rejections is
 proportional to ``(p - T_1 q)+ + min(p, T_{j+1} q)``: draft-shaped mass kept for later candidates.
@@ -13,14 +13,12 @@ form) ``g(T_1) = 1 - z``, at least rrs's and spectr's, at most the i.i.d. optimu
 
 from __future__ import annotations
 
-import numpy as np
-
-from resispec.ratio_profile import RatioProfile
-from resispec.shaping import Schedule, schedule_from_profile
-from resispec.verifiers.base import BoundVerifier, SequentialVerifier, StepGenerator
+from resispec.rows import Array, float_errors_allowed, gather_rows, namespace, positive_part_
+from resispec.verifiers.base import BatchedSequentialVerifier, BoundVerifier, RowStepGenerator
+from resispec.verifiers.resispec_plan import Schedule, resispec_plan
 
 
-class ResiSpec(SequentialVerifier):
+class ResiSpec(BatchedSequentialVerifier):
     """Residual shaping with the optimal threshold schedule. Exact."""
 
     name = "resispec"
@@ -28,24 +26,24 @@ class ResiSpec(SequentialVerifier):
     claims_exact = True
     single_candidate_is_sps = True
 
-    def _prepare(self, p: np.ndarray, q: np.ndarray, k: int) -> Schedule:
-        return schedule_from_profile(RatioProfile(p, q), k)
+    def _row_plan(self, p: Array, q: Array, k: int) -> Schedule:
+        return resispec_plan(p, q, k)
 
-    def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
-        plan: Schedule = bound.plan
-        thresholds = np.append(plan.T, 0.0)
-        for j, candidate in enumerate(candidates):
-            # a_j = [min(rho, T_j) - min(rho, T_{j+1})] / R_j with rho = p(x)/q(x): the formula above
-            # divided by q(x) first, so tiny masses cannot underflow to 0/0 (rho = inf is harmless).
-            with np.errstate(over="ignore"):
-                ratio = bound.p[candidate] / bound.q[candidate]
-            accepted = min(ratio, thresholds[j]) - min(ratio, thresholds[j + 1])
-            reach = plan.R[j]
-            yield min(max(accepted / reach, 0.0), 1.0) if reach > 0 else 0.0
-        residual = plan.T[0] * bound.q
-        np.subtract(bound.p, residual, out=residual)
-        return np.maximum(residual, 0.0, out=residual)
+    def _row_steps(self, p: Array, q: Array, candidates: Array, plan: Schedule) -> RowStepGenerator:
+        xp = namespace(p, q)
+        # a_j = [min(rho, T_j) - min(rho, T_{j+1})] / R_j with rho = p(x)/q(x), every step at once (the
+        # candidates are i.i.d.: no step depends on the rejected ones): the formula above divided by q(x)
+        # first, so tiny masses cannot underflow to 0/0 (rho = inf is harmless).
+        with float_errors_allowed(p):
+            ratio = gather_rows(p, candidates) / gather_rows(q, candidates)
+        lower = xp.concat([plan.T[:, 1:], xp.zeros_like(plan.T[:, :1])], axis=1)
+        accepted = xp.minimum(ratio, plan.T) - xp.minimum(ratio, lower)
+        reached = plan.R > 0
+        acceptance = xp.where(reached, xp.minimum(xp.maximum(accepted / xp.where(reached, plan.R, 1.0), 0.0), 1.0), 0.0)
+        for j in range(candidates.shape[1]):
+            yield acceptance[:, j]
+        return positive_part_(p - plan.T[:, :1] * q)
 
     def _acceptance(self, bound: BoundVerifier) -> float:
         """Closed form ``g(T_1) = 1 - z``."""
-        return bound.plan.acceptance
+        return float(bound.plan.acceptance[0])

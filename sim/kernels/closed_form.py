@@ -21,7 +21,7 @@ reference verifiers by enumeration on small instances.
   (the plan's ``selection_law``), accepted with probability ``min(1, p/t)``: step 1 is reached with
   probability 1, accepts ``sum min(p, t)`` (= alpha*) and its drift is ``TV(p, t)`` (residual target p,
   proposal t); steps 2..k do not exist (reached 0), so the drift curve has one point.
-- resispec_wor, k = 2 (the latest-first plan A, C, ``a_2``, f of ``resispec.wor_shaping``): step 1
+- resispec_wor, k = 2 (the latest-first plan A, C, ``a_2``, f of ``resispec.verifiers.resispec_wor_plan``): step 1
   accepts ``sum A`` with drift ``TV(p, q)``; step 2 is reached with probability ``1 - sum A``, accepts
   ``sum min(p - A, C)``, and its drift is ``sum (p - A - C)+``: after rejecting x the target is
   ``r_x = q_{-x} a_2 + w_x f`` with ``w_x = 1 - <q_{-x}, a_2>``, and since ``f > 0`` only where
@@ -34,11 +34,11 @@ from __future__ import annotations
 import numpy as np
 
 from resispec.drafting import top_k_tokens
-from resispec.ratio_profile import RatioProfile
-from resispec.shaping import schedule_from_profile
+from resispec.row_ratio_profile import RowRatioProfile
 from resispec.verifiers import get_verifier
+from resispec.verifiers.resispec_plan import schedule_from_profile
+from resispec.verifiers.resispec_wor_plan import latest_first_plan
 from resispec.verifiers.spectr import spectr_plan
-from resispec.wor_shaping import latest_first_plan
 from sim.batch import PairBatch
 from sim.steps import StepStats
 
@@ -101,22 +101,19 @@ def topk_stats(batch: PairBatch, k: int) -> StepStats:
 
 
 def resispec_stats(batch: PairBatch, k: int) -> StepStats:
-    """resispec from the core's optimal schedule: accepted mass ``g(T_j) - g(T_{j+1})``, reach ``R_j``."""
-    size = len(batch)
-    accepted, reached, drift = np.zeros((size, k)), np.zeros((size, k)), np.zeros((size, k))
-    for n, (p, q) in enumerate(zip(batch.p, batch.q)):
-        profile = RatioProfile(p, q)
-        plan = schedule_from_profile(profile, k)
-        g = profile.g(np.append(plan.T, 0.0))
-        accepted[n], reached[n] = g[:-1] - g[1:], plan.R
-        drift[n] = shaped_residual_drift(profile, plan.T, plan.R, g[:-1])
-    return StepStats("resispec", k, accepted, reached, drift, exact=True)
+    """resispec from the core's optimal schedule (every pair at once): accepted mass ``g(T_j) - g(T_{j+1})``,
+    reach ``R_j``."""
+    profile = RowRatioProfile(batch.p, batch.q)
+    plan = schedule_from_profile(profile, k)
+    g = profile.g(np.concatenate([plan.T, np.zeros((len(batch), 1))], axis=1))
+    drift = shaped_residual_drift(profile, plan.T, plan.R, g[:, :-1])
+    return StepStats("resispec", k, g[:, :-1] - g[:, 1:], plan.R, drift, exact=True)
 
 
-def shaped_residual_drift(profile: RatioProfile, T: np.ndarray, R: np.ndarray, g_T: np.ndarray) -> np.ndarray:
-    """``sum_x (m_j(x) - R_j q(x))+`` for every step j from the ratio profile, O(k log V), where
-    ``m_j = min(p, T_j q) + (p - T_1 q)+`` is the mass left after j - 1 rejections; it equals
-    ``R_j TV(r_j, q)`` because ``m_j`` has mass ``R_j``.
+def shaped_residual_drift(profile: RowRatioProfile, T: np.ndarray, R: np.ndarray, g_T: np.ndarray) -> np.ndarray:
+    """``sum_x (m_j(x) - R_j q(x))+`` for every pair (row) and step j from the ratio profiles, O(k log V) per
+    pair, where ``m_j = min(p, T_j q) + (p - T_1 q)+`` is the mass left after j - 1 rejections; it equals
+    ``R_j TV(r_j, q)`` because ``m_j`` has mass ``R_j``. ``T``, ``R``, ``g_T`` (N, k).
 
     ``m_j(x) = q(x) phi_j(rho(x))`` with ``phi_j(rho) = min(rho, T_j) + (rho - T_1)+``, non-decreasing,
     so ``m_j > R_j q`` exactly on the tokens with ratio above ``rho* = R_j`` if ``R_j < T_j``, else
@@ -124,11 +121,14 @@ def shaped_residual_drift(profile: RatioProfile, T: np.ndarray, R: np.ndarray, g
     each term read off the prefix sums P, Q in ratio order (tokens with ``q = 0`` sort last).
     """
     P, Q = profile.p_prefix, profile.q_prefix
-    cut = np.where(R < T, R, T[0] + R - T)
-    a, b, c = (profile.piece_of(s) for s in (np.minimum(cut, T), cut, np.maximum(cut, T[0])))
-    kept = g_T - (P[a] + T * (Q[b] - Q[a]))
-    tail = (P[-1] - P[c]) - T[0] * (Q[-1] - Q[c])
-    return np.maximum(kept + tail - R * (Q[-1] - Q[b]), 0.0)
+    first = T[:, :1]
+    cut = np.where(R < T, R, first + R - T)
+    a, b, c = (profile.piece_of(s) for s in (np.minimum(cut, T), cut, np.maximum(cut, first)))
+    P_a, P_c = np.take_along_axis(P, a, axis=1), np.take_along_axis(P, c, axis=1)
+    Q_a, Q_b, Q_c = (np.take_along_axis(Q, piece, axis=1) for piece in (a, b, c))
+    kept = g_T - (P_a + T * (Q_b - Q_a))
+    tail = (P[:, -1:] - P_c) - first * (Q[:, -1:] - Q_c)
+    return np.maximum(kept + tail - R * (Q[:, -1:] - Q_b), 0.0)
 
 
 def _selection_stats(name: str, batch: PairBatch, k: int) -> StepStats:
@@ -156,19 +156,19 @@ def pooled_wor_stats(batch: PairBatch, k: int) -> StepStats:
 
 
 def resispec_wor_stats(batch: PairBatch, k: int) -> StepStats:
-    """resispec_wor at k <= 2 from the latest-first plan (module docstring); k is capped at q's support."""
+    """resispec_wor at k <= 2 from the latest-first plans of every pair at once (module docstring); k is
+    capped at q's support."""
     if k > 2:
         raise ValueError(f"k: resispec_wor has a closed form for k <= 2 only, got {k}")
     size = len(batch)
     accepted, reached, drift = (np.zeros((size, k)) for _ in range(3))
-    for n, (p, q) in enumerate(zip(batch.p, batch.q)):
-        reached[n, 0], drift[n, 0] = 1.0, 0.5 * np.abs(p - q).sum()
-        if k == 1 or np.count_nonzero(q) == 1:
-            accepted[n, 0] = np.minimum(p, q).sum()
-            continue
-        plan = latest_first_plan(p, q)
-        accepted[n, 0] = plan.accepted.sum()
-        reached[n, 1] = (plan.draft - plan.accepted).sum()  # sum of s, no 1 - sum A cancellation
-        accepted[n, 1] = np.minimum(plan.target - plan.accepted, plan.reach).sum()
-        drift[n, 1] = plan.residual.sum()
+    reached[:, 0], drift[:, 0] = 1.0, 0.5 * np.abs(batch.p - batch.q).sum(axis=1)
+    accepted[:, 0] = np.minimum(batch.p, batch.q).sum(axis=1)
+    rows = np.flatnonzero(np.count_nonzero(batch.q, axis=1) >= 2) if k == 2 else np.zeros(0, dtype=np.int64)
+    if rows.size:
+        plan = latest_first_plan(batch.p[rows], batch.q[rows])
+        accepted[rows, 0] = plan.accepted.sum(axis=1)
+        reached[rows, 1] = (plan.draft - plan.accepted).sum(axis=1)  # sum of s, no 1 - sum A cancellation
+        accepted[rows, 1] = np.minimum(plan.target - plan.accepted, plan.reach).sum(axis=1)
+        drift[rows, 1] = plan.residual.sum(axis=1)
     return StepStats("resispec_wor", k, accepted, reached, drift, exact=True)

@@ -12,7 +12,7 @@ and accepted with probability ``a_h(x)``. What the simulator reads off a state:
 
 rrs_wor: ``a_h(x) = min(1, r_h(x) / s_h(x))``, next target ``norm((r_h - s_h)+)`` (the core's
 ``rejection_step``), accepted mass ``min(r_h, s_h)``. resispec_wor with n >= 2 candidates left: the
-k = 2 latest-first plan of ``(r_h, s_h)`` (``resispec.wor_shaping``), ``a_h(x) = A(x) / s_h(x)``
+k = 2 latest-first plan of ``(r_h, s_h)`` (``resispec.verifiers.resispec_wor_plan``, one row), ``a_h(x) = A(x) / s_h(x)``
 (``first_acceptance``), accepted mass A, next target ``plan.rejection_target(x)``; with one left, the
 rrs_wor step. ``accepted_mass`` leaves out ``first_acceptance``'s rounding guard (it accepts x
 outright when rejecting it would leave no mass; then ``s_h(x) - A(x)`` is rounding only); the path
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from resispec.verifiers.rejection import rejection_acceptance, rejection_residual
-from resispec.wor_shaping import LatestFirstPlan, latest_first_plan
+from resispec.verifiers.resispec_wor_plan import LatestFirstPlan, latest_first_plan
 
 
 @dataclass(frozen=True)
@@ -53,18 +53,18 @@ class RrsWorState:
 
     @property
     def accepted_mass(self) -> np.ndarray:
-        return np.minimum(self.target, self.proposal) if self.plan is None else self.plan.accepted
+        return np.minimum(self.target, self.proposal) if self.plan is None else self.plan.accepted[0]
 
     def acceptance(self, candidate: int) -> float:
         if self.plan is None:
             return float(rejection_acceptance(self.target, self.proposal, candidate))
-        return self.plan.first_acceptance(candidate)
+        return float(self.plan.first_acceptance(np.array([candidate]))[0])
 
     def after_rejecting(self, candidate: int, left: int) -> RrsWorState:
         if self.plan is None:
             target = rejection_residual(self.target, self.proposal)
         else:
-            target = self.plan.rejection_target(candidate)
+            target = self.plan.rejection_target(np.array([candidate]))[0]
         undrawn = self.undrawn.copy()
         undrawn[candidate] = 0.0
         return type(self).of(target, undrawn, left)
@@ -76,7 +76,7 @@ class ResispecWorState(RrsWorState):
 
     @staticmethod
     def plan_for(target: np.ndarray, undrawn: np.ndarray, left: int) -> LatestFirstPlan | None:
-        return latest_first_plan(target, undrawn) if left >= 2 else None
+        return latest_first_plan(target[None], undrawn[None]) if left >= 2 else None
 
 
 WOR_STATES = {"rrs_wor": RrsWorState, "resispec_wor": ResispecWorState}
