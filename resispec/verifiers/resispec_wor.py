@@ -3,10 +3,10 @@
 State ``(r, q', n)``: the current target, the draft renormalised over the undrawn tokens, the number of
 candidates left; ``r = p``, ``q' = q``, ``n = k`` at the start. With ``n >= 2``, build the k = 2
 latest-first plan for ``(r, q')`` (the verifier's plan, ``resispec.verifiers.resispec_wor_plan``: step-1
-accepted mass A, step-2 reach C and acceptance ``a_2``, final residual ``f``) and accept the candidate x with probability ``A_x / q'_x``; on
-rejection the next state is ``(r_x, q'_{-x}, n - 1)`` with the law the plan would emit from there,
-``r_x = q'_{-x} a_2 + (1 - <q'_{-x}, a_2>) norm(f)``. With ``n = 1``: the rrs_wor step (accept
-``min(1, r_x / q'_x)``, else emit from ``norm((r - q')+)``).
+accepted mass A, step-2 reach C and acceptance ``a_2``, final residual ``f``) and accept the candidate x
+with probability ``A_x / q'_x``; on rejection the next state is ``(r_x, q'_{-x}, n - 1)`` with the law the
+plan would emit from there, ``r_x = q'_{-x} a_2 + (1 - <q'_{-x}, a_2>) norm(f)``. With ``n = 1``: the
+rrs_wor step (accept ``min(1, r_x / q'_x)``, else emit from ``norm((r - q')+)``).
 
 Exact, by induction on n: if every state emits its own target, the state ``(r, q', n)`` emits
 ``q' a + sum_x q'_x (1 - a_x) r_x = A + (r - A) = r``, because the plan's rejected branches average back
