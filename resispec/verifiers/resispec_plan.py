@@ -26,9 +26,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from array_api_compat import device as device_of
 
 from resispec.row_ratio_profile import RowRatioProfile
-from resispec.rows import Array, float_errors_allowed, namespace, placed_rows, searchsorted_rows, value_at
+from resispec.rows import (
+    Array,
+    ArrayRowValues,
+    ScalarRowValues,
+    float_errors_allowed,
+    namespace,
+    placed_rows,
+    row_values,
+)
 from resispec.validation import as_count, as_pair
 
 MAX_NEWTON_STEPS = 64
@@ -73,10 +82,11 @@ def resispec_plan(p: Array, q: Array, k: int) -> Schedule:
 
 @dataclass(frozen=True)
 class _Points:
-    """Tight thresholds at one z per row: ``z`` (B,), ``T`` (B, k), ``pieces`` (B, k + 1) (``pieces[:, j-1]``
-    is the piece of the inversion that gave ``T_j``, ``pieces[:, k]`` g's piece at ``T_1``), ``accepted``
-    ``= g(T_1)`` (B,)."""
+    """Tight thresholds at one z per row: ``z``, ``T`` (B, k), ``pieces`` (B, k + 1) (``pieces[:, j-1]`` is the
+    piece of the inversion that gave ``T_j``, ``pieces[:, k]`` g's piece at ``T_1``), ``accepted = g(T_1)``;
+    ``z`` and ``accepted`` are per-row values of ``rows`` (``resispec.rows.row_values``)."""
 
+    rows: ArrayRowValues | ScalarRowValues
     z: Array
     T: Array
     pieces: Array
@@ -84,39 +94,38 @@ class _Points:
 
     @property
     def feasible(self) -> Array:
-        return self.z <= namespace(self.z).maximum(1.0 - self.accepted, 0.0)
+        return self.z <= self.rows.maximum(1.0 - self.accepted, 0.0)
 
     def where(self, take: Array, other: _Points) -> _Points:
-        """``other`` in the rows where ``take`` (B,) holds, self elsewhere."""
-        xp = namespace(self.z)
-        return _Points(z=xp.where(take, other.z, self.z), T=xp.where(take[:, None], other.T, self.T),
-                       pieces=xp.where(take[:, None], other.pieces, self.pieces),
-                       accepted=xp.where(take, other.accepted, self.accepted))
+        """``other`` in the rows where ``take`` holds, self elsewhere."""
+        rows = self.rows
+        return _Points(rows=rows, z=rows.where(take, other.z, self.z), T=rows.where(take, other.T, self.T),
+                       pieces=rows.where(take, other.pieces, self.pieces),
+                       accepted=rows.where(take, other.accepted, self.accepted))
 
 
-def _at(profile: RowRatioProfile, z: Array, k: int) -> _Points:
+def _at(profile: RowRatioProfile, rows: ArrayRowValues | ScalarRowValues, z: Array, k: int) -> _Points:
     """``T_k = h^{-1}(z)``, ``T_j = h^{-1}(z + T_{j+1})`` (kept non-increasing) and ``g(T_1)``, per row.
 
     ``h^{-1}(y) = max((y + P_i) / Q_i, rho_(i))`` on the piece i with ``h(rho_(i)) <= y < h(rho_(i+1))``.
     """
-    xp = namespace(z)
-    thresholds, pieces = [], []
-    below = xp.zeros_like(z)
+    thresholds, pieces = [], []  # T_k, ..., T_1 and their pieces
+    below = rows.full(0.0)
     for _ in range(k):
         level = z + below
-        i = searchsorted_rows(profile.h_at_ratio, level[:, None])[:, 0]
-        inverse = (level + value_at(profile.p_prefix, i)) / value_at(profile.q_prefix, i)
-        below = xp.maximum(xp.maximum(inverse, value_at(profile.ratio, i - 1)), below)
+        i = rows.search(profile.h_at_ratio, level)
+        inverse = (level + rows.at(profile.p_prefix, i)) / rows.at(profile.q_prefix, i)
+        below = rows.maximum(rows.maximum(inverse, rows.at(profile.ratio, i - 1)), below)
         thresholds.append(below)
         pieces.append(i)
-    m = profile.piece_of(below[:, None])[:, 0]
-    accepted = value_at(profile.p_prefix, m) + below * (profile.q_prefix[:, -1] - value_at(profile.q_prefix, m))
-    return _Points(z=z, T=xp.stack(thresholds[::-1], axis=1), pieces=xp.stack([*pieces[::-1], m], axis=1),
+    m = rows.search(profile.ratio, below)
+    accepted = rows.at(profile.p_prefix, m) + below * (rows.column(profile.q_prefix, -1) - rows.at(profile.q_prefix, m))
+    return _Points(rows=rows, z=z, T=rows.stack(thresholds[::-1]), pieces=rows.stack([*pieces[::-1], m]),
                    accepted=accepted)
 
 
-def _root_on_pieces(profile: RowRatioProfile, pieces: Array, k: int) -> Array:
-    """Root (B,) of ``z = 1 - g(T_1(z))`` with every map on the given pieces (one Newton step).
+def _root_on_pieces(profile: RowRatioProfile, rows: ArrayRowValues | ScalarRowValues, pieces: Array, k: int) -> Array:
+    """Root of ``z = 1 - g(T_1(z))`` per row with every map on the given pieces (one Newton step).
 
     On fixed pieces ``T_j = alpha_j z + beta_j`` with ``alpha_k = 1/Q_{i_k}``, ``beta_k = P_{i_k}/Q_{i_k}``,
     ``alpha_j = (1 + alpha_{j+1})/Q_{i_j}``, ``beta_j = (beta_{j+1} + P_{i_j})/Q_{i_j}``, and
@@ -124,58 +133,54 @@ def _root_on_pieces(profile: RowRatioProfile, pieces: Array, k: int) -> Array:
     ``z = (1 - P_m - (Q - Q_m) beta_1) / (1 + (Q - Q_m) alpha_1)``. NaN where ``alpha_1`` overflows
     (pieces of tiny q-mass: the root is then below the smallest positive double).
     """
-    xp = namespace(pieces)
-    alpha = xp.zeros(pieces.shape[:1], dtype=profile.q_prefix.dtype)
-    beta = alpha
-    with float_errors_allowed(alpha):
+    alpha = beta = rows.full(0.0)
+    with float_errors_allowed(profile.ratio):
         for j in range(k - 1, -1, -1):
-            i = pieces[:, j]
-            q_i = value_at(profile.q_prefix, i)
-            alpha, beta = (1.0 + alpha) / q_i, (beta + value_at(profile.p_prefix, i)) / q_i
-        m = pieces[:, k]
-        slope = profile.q_prefix[:, -1] - value_at(profile.q_prefix, m)
-        root = (1.0 - value_at(profile.p_prefix, m) - slope * beta) / (1.0 + slope * alpha)
-    return xp.where(xp.isfinite(alpha), root, xp.nan)
+            i = rows.column(pieces, j)
+            q_i = rows.at(profile.q_prefix, i)
+            alpha, beta = (1.0 + alpha) / q_i, (beta + rows.at(profile.p_prefix, i)) / q_i
+        m = rows.column(pieces, k)
+        slope = rows.column(profile.q_prefix, -1) - rows.at(profile.q_prefix, m)
+        root = (1.0 - rows.at(profile.p_prefix, m) - slope * beta) / (1.0 + slope * alpha)
+    return rows.where(rows.isfinite(alpha), root, rows.full(float("nan")))
 
 
-def _step_down_to_feasible(profile: RowRatioProfile, root: Array, floor: Array, lanes: Array,
-                           k: int) -> tuple[_Points, Array]:
+def _step_down_to_feasible(profile: RowRatioProfile, rows: ArrayRowValues | ScalarRowValues, root: Array,
+                           floor: Array, lanes: Array, k: int) -> tuple[_Points, Array]:
     """For the rows in ``lanes``: the first feasible ``root - ulp 2^i`` above ``floor``, and where found."""
-    xp = namespace(root)
-    magnitude = xp.maximum(xp.abs(root), 1e-300)
-    ulp = xp.nextafter(magnitude, xp.full_like(magnitude, xp.inf)) - magnitude
-    alive, found = lanes, xp.zeros_like(lanes)
+    magnitude = rows.maximum(abs(root), 1e-300)
+    ulp = rows.next_up(magnitude) - magnitude
+    alive, found = lanes, rows.full(False)
     result = None
     for i in range(STEP_DOWN_TRIES):
         z = root - ulp * 2.0**i
         alive = alive & (z > floor)
-        point = _at(profile, xp.where(alive, z, root), k)  # other rows: a valid z, result unused
+        point = _at(profile, rows, rows.where(alive, z, root), k)  # other rows: a valid z, result unused
         hit = alive & point.feasible
         result = point if result is None else result.where(hit, point)
-        found, alive = found | hit, alive & ~hit
-        if not bool(xp.any(alive)):
+        found, alive = found | hit, alive & rows.logical_not(hit)
+        if not rows.any(alive):
             break
     return result, found
 
 
 def _newton(profile: RowRatioProfile, k: int) -> tuple[_Points, Array]:
     """The last feasible Newton iterate of every row, and where a step overflowed (``_root_on_pieces``)."""
-    xp = namespace(profile.ratio)
-    point = _at(profile, xp.zeros(profile.ratio.shape[:1], dtype=profile.ratio.dtype), k)
-    active = xp.ones(point.z.shape, dtype=xp.bool)
-    overflowed = xp.zeros_like(active)
+    rows = row_values(profile.ratio)
+    point = _at(profile, rows, rows.full(0.0), k)
+    active, overflowed = rows.full(True), rows.full(False)
     for _ in range(MAX_NEWTON_STEPS):
-        root = _root_on_pieces(profile, point.pieces, k)
-        overflowed = overflowed | (active & xp.isnan(root))
+        root = _root_on_pieces(profile, rows, point.pieces, k)
+        overflowed = overflowed | (active & rows.isnan(root))
         active = active & (root > point.z)
-        if not bool(xp.any(active)):
+        if not rows.any(active):
             break
-        trial = xp.where(active, xp.minimum(root, 1.0), point.z)
-        candidate = _at(profile, trial, k)
+        trial = rows.where(active, rows.minimum(root, 1.0), point.z)
+        candidate = _at(profile, rows, trial, k)
         feasible = candidate.feasible
-        stuck = active & ~feasible
-        if bool(xp.any(stuck)):
-            stepped, found = _step_down_to_feasible(profile, trial, point.z, stuck, k)
+        stuck = active & rows.logical_not(feasible)
+        if rows.any(stuck):
+            stepped, found = _step_down_to_feasible(profile, rows, trial, point.z, stuck, k)
             point = point.where(found, stepped)
         point = point.where(active & feasible, candidate)
         active = active & feasible
@@ -194,9 +199,12 @@ def schedule_from_profile(profile: RowRatioProfile, k: int) -> Schedule:
     """
     point, overflowed = _newton(profile, k)
     plan = _with_reach(profile, point.T)
-    xp = namespace(overflowed)
-    if not bool(xp.any(overflowed)):
+    if not point.rows.any(overflowed):
         return plan
+    xp = namespace(plan.T)
+    overflowed = xp.asarray(overflowed, dtype=xp.bool, device=device_of(plan.T))
+    if overflowed.ndim == 0:
+        overflowed = overflowed[None]
     rows = xp.nonzero(overflowed)[0]
     sub = profile.rows(rows)
     best = Schedule(T=xp.take(plan.T, rows, axis=0), R=xp.take(plan.R, rows, axis=0), z=xp.take(plan.z, rows, axis=0))
