@@ -107,6 +107,15 @@ def positive_part_(x: Array) -> Array:
 def ordered_prefix_sums(values: Array, order: Array) -> Array:
     """``[0, v_o1, v_o1 + v_o2, ...]`` per row of ``values`` (B, V) in ``order`` (B, V): (B, V + 1), summed
     sequentially, into one preallocated array (``cumulative_sum(include_initial=True)`` copies twice)."""
+    if type(values) is np.ndarray:
+        prefix = np.empty((values.shape[0], values.shape[1] + 1))
+        prefix[:, 0] = 0.0
+        if values.shape[0] == 1:  # one row: gathered straight into place ("clip": no buffered copy, ids valid)
+            np.take(values[0], order[0], out=prefix[0, 1:], mode="clip")
+        else:
+            prefix[:, 1:] = np.take_along_axis(values, order, axis=-1)
+        np.cumsum(prefix[:, 1:], axis=1, out=prefix[:, 1:])
+        return prefix
     xp = namespace(values)
     prefix = xp.zeros((values.shape[0], values.shape[1] + 1), dtype=values.dtype, device=device_of(values))
     if is_torch_array(values):
@@ -114,12 +123,8 @@ def ordered_prefix_sums(values: Array, order: Array) -> Array:
 
         torch.gather(values, 1, order, out=prefix[:, 1:])
         return prefix.cumsum_(dim=-1)
-    if values.shape[0] == 1:  # one row: gathered straight into place ("clip": no buffered copy, ids valid)
-        np.take(values[0], order[0], out=prefix[0, 1:], mode="clip")
-    else:
-        prefix[:, 1:] = gather_rows(values, order)
-    np.cumsum(prefix[:, 1:], axis=1, out=prefix[:, 1:])
-    return prefix
+    prefix[:, 1:] = gather_rows(values, order)
+    return xp.cumulative_sum(prefix, axis=1)
 
 
 def searchsorted_rows(sorted_rows: Array, values: Array, side: str = "right") -> Array:

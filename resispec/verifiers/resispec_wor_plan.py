@@ -45,19 +45,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+import numpy as np
 from array_api_compat import device as device_of
-from array_api_compat import is_numpy_array
 
 from resispec.residual import supported_residual
 from resispec.row_ratio_profile import RowRatioProfile
 from resispec.rows import (
     Array,
     float_errors_allowed,
-    gather_rows,
     namespace,
     placed_rows,
+    row_values,
     rows_per_chunk,
-    searchsorted_rows,
     value_at,
     zero_at_,
 )
@@ -221,36 +220,38 @@ def solve_fixed_point(target: Array, draft: Array, cap: Array) -> Array:
     their pieces a, b) is linear with a positive slope: its root is exact up to rounding (a slope that
     rounding made non-positive gives ``high - 1``, or ``low - 1`` if high is infinite). O(V log V) per row
     for the two sorts, then O(log^2 V); the bisection runs ``V.bit_length()`` lockstep rounds (no host
-    sync), on NumPy until every row's bracket is final.
+    sync), on NumPy until every row's bracket is final (one row: on NumPy scalars, ``resispec.rows.row_values``).
     """
-    xp = namespace(target, draft)
+    rows = row_values(target)
     rising, saturated = RowRatioProfile(target, draft), RowRatioProfile(target + cap, draft)
 
-    def excess(s: Array) -> Array:
-        return s - 1.0 - rising.h(s) + saturated.h(s)
+    def hinge(profile: RowRatioProfile, s: Array) -> Array:
+        """``h(s) = max(s Q_i - P_i, 0)`` on the piece i of s, one point per row."""
+        piece = rows.search(profile.ratio, s)
+        return rows.maximum(s * rows.at(profile.q_prefix, piece) - rows.at(profile.p_prefix, piece), 0.0)
 
-    batch, vocab = target.shape
-    low = xp.ones((batch, 1), dtype=target.dtype)
-    high = xp.full((batch, 1), xp.inf, dtype=target.dtype)
-    host = is_numpy_array(target)
+    def excess(s: Array) -> Array:
+        return s - 1.0 - hinge(rising, s) + hinge(saturated, s)
+
+    vocab = target.shape[1]
+    low, high = rows.full(1.0), rows.full(float("inf"))
     for profile in (rising, saturated):
-        first = searchsorted_rows(profile.ratio, low)
-        last = xp.sum(profile.ratio < high, axis=-1, keepdims=True)  # breakpoints strictly inside: [first, last)
-        i, j = first, last
+        first, last = rows.search(profile.ratio, low), rows.search(profile.ratio, high, side="left")
+        i, j = first, last  # breakpoints strictly inside (low, high): ratio[first:last]
         for _ in range(vocab.bit_length()):  # a bisection of at most V breakpoints ends in time
             searching = i < j
-            if host and not bool(xp.any(searching)):
+            if type(target) is np.ndarray and not rows.any(searching):  # on a device the check would sync
                 break
             middle = (i + j) // 2
-            below = excess(gather_rows(profile.ratio, xp.minimum(middle, vocab - 1))) < 0
-            i = xp.where(searching & below, middle + 1, i)
-            j = xp.where(searching & ~below, middle, j)
-        low = xp.where(i > first, gather_rows(profile.ratio, xp.maximum(i - 1, 0)), low)
-        high = xp.where(i < last, gather_rows(profile.ratio, xp.minimum(i, vocab - 1)), high)
-    a, b = rising.piece_of(low), saturated.piece_of(low)
-    slope = 1.0 - gather_rows(rising.q_prefix, a) + gather_rows(saturated.q_prefix, b)
-    with float_errors_allowed(slope):
-        root = (1.0 - gather_rows(rising.p_prefix, a) + gather_rows(saturated.p_prefix, b)) / slope
-    flat = xp.where(xp.isfinite(high), high, low) - 1.0
-    solved = xp.where(slope > 0, xp.minimum(xp.maximum(root, low), high) - 1.0, flat)
-    return xp.where(excess(xp.ones((batch, 1), dtype=target.dtype)) >= 0, 0.0, solved)[:, 0]
+            below = excess(rows.at(profile.ratio, rows.minimum(middle, vocab - 1))) < 0
+            i = rows.where(searching & below, middle + 1, i)
+            j = rows.where(searching & rows.logical_not(below), middle, j)
+        low = rows.where(i > first, rows.at(profile.ratio, rows.maximum(i - 1, 0)), low)
+        high = rows.where(i < last, rows.at(profile.ratio, rows.minimum(i, vocab - 1)), high)
+    a, b = rows.search(rising.ratio, low), rows.search(saturated.ratio, low)
+    slope = 1.0 - rows.at(rising.q_prefix, a) + rows.at(saturated.q_prefix, b)
+    with float_errors_allowed(target):
+        root = (1.0 - rows.at(rising.p_prefix, a) + rows.at(saturated.p_prefix, b)) / slope
+    flat = rows.where(rows.isfinite(high), high, low) - 1.0
+    solved = rows.where(slope > 0, rows.minimum(rows.maximum(root, low), high) - 1.0, flat)
+    return rows.where(excess(rows.full(1.0)) >= 0, rows.full(0.0), solved)
