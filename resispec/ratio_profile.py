@@ -11,7 +11,7 @@ With the ratios ``rho_(1) <= ... <= rho_(V)`` (``q = 0`` counts as ``rho = inf``
 
 One sort plus the prefix sums (O(V log V)) make every later evaluation O(log V), vectorised over s.
 Speed matters here (it dominates a resispec verify), so the construction avoids an argsort and
-sums p and q in one pass (see ``sort_by_ratio`` and ``_prefix_sums``).
+sums p and q in one pass (see ``sort_by_ratio`` and ``prefix_sums``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class RatioProfile:
         if q.min() == 0:
             ratio[q == 0] = np.inf
         self.order, self.ratio = sort_by_ratio(ratio)
-        prefix = _prefix_sums(p, q, self.order)
+        prefix = prefix_sums(p, q, self.order)
         self.p_prefix, self.q_prefix = prefix.real, prefix.imag
         # h at each finite breakpoint, h(rho_(i)) = rho_(i) Q_{i-1} - P_{i-1}. It is non-decreasing
         # (consecutive differences are (rho_(i+1) - rho_(i)) Q_i >= 0) up to rounding at near-ties,
@@ -132,7 +132,7 @@ def _resort_buckets(order: np.ndarray, ordered: np.ndarray, wrong: np.ndarray) -
     ordered[positions] = ordered[local]
 
 
-def _prefix_sums(p: np.ndarray, q: np.ndarray, order: np.ndarray) -> np.ndarray:
+def prefix_sums(p: np.ndarray, q: np.ndarray, order: np.ndarray) -> np.ndarray:
     """``[0, p_1 + i q_1, (p_1 + p_2) + i (q_1 + q_2), ...]`` in ``order`` (complex, length V + 1).
 
     Summing ``p + i q`` as complex numbers runs both sequential prefix sums in one pass (the real

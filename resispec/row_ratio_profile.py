@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from array_api_compat import is_numpy_array, is_torch_array
 
-from resispec.ratio_profile import sort_by_ratio
+from resispec.ratio_profile import prefix_sums, sort_by_ratio
 from resispec.rows import Array, float_errors_allowed, gather_rows, namespace, ordered_prefix_sums, searchsorted_rows
 
 
@@ -32,7 +32,11 @@ class RowRatioProfile:
         with float_errors_allowed(p):  # p / subnormal q may overflow to inf: still the right order
             ratio = xp.where(q == 0, xp.inf, p / q)
         self.ratio, self.order = sort_rows_by_ratio(ratio)
-        self.p_prefix, self.q_prefix = ordered_prefix_sums(p, self.order), ordered_prefix_sums(q, self.order)
+        if type(p) is np.ndarray and p.shape[0] == 1:  # one NumPy row: both sums in one complex pass, as exact
+            prefix = prefix_sums(p[0], q[0], self.order[0])
+            self.p_prefix, self.q_prefix = prefix.real[None], prefix.imag[None]
+        else:
+            self.p_prefix, self.q_prefix = ordered_prefix_sums(p, self.order), ordered_prefix_sums(q, self.order)
         # inf at the infinite ratios by itself: Q_{i-1} > 0 there (the first token has q > 0)
         self.h_at_ratio = self.ratio * self.q_prefix[:, :-1] - self.p_prefix[:, :-1]
 

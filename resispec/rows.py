@@ -97,6 +97,14 @@ def placed_rows(values: Array, rows: Array, batch: int, fill: float) -> Array:
     return placed
 
 
+def set_at_(x: Array, rows: Array, index: Array, values: Array) -> Array:
+    """``x[rows[m], index[m]] = values[m]`` in place (a scatter, which the standard lacks); returns x."""
+    if is_torch_array(x):
+        return x.index_put_((rows, index), values)
+    x[rows, index] = values
+    return x
+
+
 def positive_part_(x: Array) -> Array:
     """``max(x, 0)`` in place (the standard's ``clip`` allocates; this runs on every rejection step)."""
     if is_torch_array(x):

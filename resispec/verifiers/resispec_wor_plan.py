@@ -54,9 +54,9 @@ from resispec.rows import (
     Array,
     float_errors_allowed,
     namespace,
-    placed_rows,
     row_values,
     rows_per_chunk,
+    set_at_,
     value_at,
     zero_at_,
 )
@@ -75,13 +75,13 @@ def _others(values: Array) -> Array:
     rows = xp.nonzero(heavy)[0]
     part, part_largest = xp.take(values, rows, axis=0), xp.take(largest, rows, axis=0)
     keep = _token_ids(values) != part_largest[:, None]
-    direct = xp.sum(xp.reshape(part[keep], (part.shape[0], part.shape[1] - 1)), axis=-1)
-    at_largest = heavy[:, None] & (_token_ids(values) == largest[:, None])
-    return xp.where(at_largest, placed_rows(direct, rows, values.shape[0], 0.0)[:, None], others)
+    return set_at_(others, rows, part_largest, xp.sum(xp.reshape(part[keep], (rows.shape[0], -1)), axis=-1))
 
 
 def _token_ids(x: Array) -> Array:
     """``[0, 1, ..., V - 1]`` (1, V) on the device of ``x`` (B, V)."""
+    if type(x) is np.ndarray:
+        return np.arange(x.shape[-1])[None, :]
     return namespace(x).arange(x.shape[-1], device=device_of(x))[None, :]
 
 
