@@ -69,10 +69,9 @@ def _others(values: Array) -> Array:
     total = xp.sum(values, axis=-1, keepdims=True)
     others = total - values
     largest = xp.argmax(values, axis=-1)
-    heavy = value_at(values, largest) > 0.5 * total[:, 0]
-    if not bool(xp.any(heavy)):
+    rows = xp.nonzero(value_at(values, largest) > 0.5 * total[:, 0])[0]  # the heavy rows
+    if rows.shape[0] == 0:
         return others
-    rows = xp.nonzero(heavy)[0]
     part, part_largest = xp.take(values, rows, axis=0), xp.take(largest, rows, axis=0)
     keep = _token_ids(values) != part_largest[:, None]
     return set_at_(others, rows, part_largest, xp.sum(xp.reshape(part[keep], (rows.shape[0], -1)), axis=-1))
@@ -140,9 +139,11 @@ class LatestFirstPlan:
         """
         xp = namespace(self.draft)
         acceptance = xp.minimum(value_at(self.accepted, candidate) / value_at(self.draft, candidate), 1.0)
+        stranded = (acceptance < 1.0) & ~xp.any(self.residual > 0, axis=-1)  # residual >= 0: "sum > 0" is "any > 0"
+        if type(stranded) is np.ndarray and not stranded.any():  # on the host the check is free
+            return acceptance
         others = _token_ids(self.draft) != candidate[:, None]
-        reachable = xp.any((self.draft > 0) & (self.second > 0) & others, axis=-1)
-        stranded = ~xp.any(self.residual > 0, axis=-1) & ~reachable  # residual >= 0: "sum > 0" is "any > 0"
+        stranded = stranded & ~xp.any((self.draft > 0) & (self.second > 0) & others, axis=-1)
         return xp.where(stranded, 1.0, acceptance)
 
     def rejection_target(self, candidate: Array) -> Array:
