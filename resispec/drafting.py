@@ -56,6 +56,11 @@ class DraftingScheme(ABC):
     def tuple_count(self, q: np.ndarray, k: int) -> int:
         """How many tuples ``tuples`` yields (to refuse enumerations that are too large)."""
 
+    def impossible_rows(self, q: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """bool (n,): which rows of ``candidates`` (n, k), ids in range, this scheme could not have
+        produced (``check_candidates`` says why)."""
+        return (q[candidates] <= 0).any(axis=1)
+
     def check_candidates(self, q: np.ndarray, candidates: np.ndarray) -> None:
         """Raise ``ValueError`` if this scheme could not have produced ``candidates``."""
         self.check_count(q, candidates.size)
@@ -134,6 +139,10 @@ class WORDrafting(DraftingScheme):
     def tuple_count(self, q: np.ndarray, k: int) -> int:
         return math.perm(int(np.count_nonzero(q)), k)
 
+    def impossible_rows(self, q: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        ordered = np.sort(candidates, axis=1)
+        return super().impossible_rows(q, candidates) | (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+
     def check_candidates(self, q: np.ndarray, candidates: np.ndarray) -> None:
         super().check_candidates(q, candidates)
         values, counts = np.unique(candidates, return_counts=True)
@@ -171,6 +180,11 @@ class TopKDrafting(DraftingScheme):
 
     def tuple_count(self, q: np.ndarray, k: int) -> int:
         return 1
+
+    def impossible_rows(self, q: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        if candidates.shape[1] > self.max_candidates(q):
+            return np.ones(candidates.shape[0], dtype=bool)
+        return (candidates != top_k_tokens(q, candidates.shape[1])).any(axis=1)
 
     def check_candidates(self, q: np.ndarray, candidates: np.ndarray) -> None:
         super().check_candidates(q, candidates)

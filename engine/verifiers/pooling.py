@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.verifiers.sampling import TorchInverseCDF
+from resispec.sampling import RowInverseCDF
 from resispec.residual import supported_residual
 from resispec.row_ratio_profile import RowRatioProfile
 
@@ -87,7 +87,7 @@ class TorchPooledPlan:
     cut: torch.Tensor
     selection_law: torch.Tensor
     accept: torch.Tensor
-    residual: TorchInverseCDF
+    residual: RowInverseCDF
     pool_donor: torch.Tensor
     pool_receiver: torch.Tensor
     pool_reach: torch.Tensor
@@ -107,7 +107,7 @@ def pooled_plan(p: torch.Tensor, q: torch.Tensor, k: int) -> TorchPooledPlan:
     fields = {name: _join([chunk[name] for chunk in chunks], name == "pool_reach") for name in chunks[0]}
     t = fields["selection_law"]
     residual = supported_residual((p - t).clamp(min=0.0), p)
-    return TorchPooledPlan(accept=_acceptance_ratio(p, t), residual=TorchInverseCDF(residual), **fields)
+    return TorchPooledPlan(accept=_acceptance_ratio(p, t), residual=RowInverseCDF(residual), **fields)
 
 
 def _join(parts: list[torch.Tensor], cumulative: bool) -> torch.Tensor:
