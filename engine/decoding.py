@@ -40,9 +40,9 @@ from engine.node_verification import NodeVerifier
 from engine.processing import Sampling, draft_probs, target_probs
 from engine.round_verification import RoundVerification, is_sequence_level
 from engine.tree import CandidateTree
-from resispec.sampling import inverse_cdf_rows
 from resispec import get_verifier
 from resispec.audit import randomized_pit
+from resispec.sampling import inverse_cdf_rows
 
 AUTOREGRESSIVE = "ar"
 HOOKS_STREAM = 1

@@ -94,11 +94,16 @@ def ordered_prefix_sums(values: Array, order: Array) -> Array:
     return prefix
 
 
+COMPARE_BUDGET = 1 << 22
+"""Most comparisons (B m V) for which ``searchsorted_rows`` counts by broadcasting instead of looping."""
+
+
 def searchsorted_rows(sorted_rows: Array, values: Array) -> Array:
     """Per row, the number of entries of ``sorted_rows[b]`` (ascending) that are ``<= values[b, j]``.
 
     ``sorted_rows`` (B, V), ``values`` (B, m) -> (B, m) integer: ``searchsorted(..., side="right")`` row by
-    row (the standard's ``searchsorted`` takes one row; torch's takes a batch, NumPy's is looped).
+    row (the standard's ``searchsorted`` takes one row; torch's takes a batch; NumPy's is looped over rows,
+    or, for many short rows, replaced by counting the entries ``<=`` each value).
     """
     if is_torch_array(sorted_rows):
         import torch
@@ -106,4 +111,6 @@ def searchsorted_rows(sorted_rows: Array, values: Array) -> Array:
         return torch.searchsorted(sorted_rows, values, right=True)
     if sorted_rows.shape[0] == 1:
         return np.searchsorted(sorted_rows[0], values[0], side="right")[None]
+    if sorted_rows.size * values.shape[1] <= COMPARE_BUDGET:  # many short rows: count, no Python loop
+        return np.count_nonzero(sorted_rows[:, None, :] <= values[:, :, None], axis=-1)
     return np.stack([np.searchsorted(row, point, side="right") for row, point in zip(sorted_rows, values)])

@@ -18,10 +18,9 @@ from abc import ABC, abstractmethod
 import numpy as np
 import torch
 
-from resispec.sampling import inverse_cdf_rows
-from resispec.validation import raise_for_rows
 from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
-from resispec.validation import as_candidates
+from resispec.sampling import inverse_cdf_rows
+from resispec.validation import as_candidates, raise_for_rows
 
 
 class TorchDraftingScheme(ABC):

@@ -49,9 +49,9 @@ from dataclasses import dataclass
 
 import torch
 
-from resispec.sampling import RowInverseCDF
 from resispec.residual import supported_residual
 from resispec.row_ratio_profile import RowRatioProfile
+from resispec.sampling import RowInverseCDF
 
 _BLOCK_BIT = 62
 """Sort keys of levels off ``H*`` get ``2^62`` added (float64 bit patterns of values < 2 stay below it)."""

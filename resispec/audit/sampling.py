@@ -20,20 +20,14 @@ def sample_audit(verifier: Verifier | str, p: np.ndarray, q: np.ndarray, k: int,
     """Chi-square (sparse bins merged) and TV of n emitted tokens against p; passed iff p-value >= alpha.
 
     Each sample drafts k candidates with the verifier's drafting rule and verifies them with fresh
-    uniforms, all from ``numpy.random.default_rng(seed)`` in that order; the n verifications then run as
-    rows of one batched call (``BoundVerifier.verify_many``).
+    uniforms, all from ``numpy.random.default_rng(seed)`` in that order; the n verifications run as rows
+    of one batched call (``BoundVerifier.draft_and_verify``).
     """
     n = as_count(n, "n", "samples")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha: expected a significance level in (0, 1), got {alpha}")
     bound = resolve(verifier).bind(p, q, k)
-    rng = np.random.default_rng(seed)
-    uniforms = bound.verifier.uniforms_needed(bound.k)
-    candidates, u = np.empty((n, bound.k), dtype=np.int64), np.empty((n, uniforms))
-    for row in range(n):
-        candidates[row] = bound.draft(rng)
-        u[row] = rng.random(uniforms)
-    tokens, index = bound.verify_many(candidates, u)
+    tokens, index = bound.draft_and_verify(n, np.random.default_rng(seed))
     counts = np.bincount(tokens, minlength=bound.p.size)
     accepted = int(np.count_nonzero(index >= 0))
     chi = merged_chi_square(counts, bound.p)

@@ -19,8 +19,9 @@ the same rule, so the law errs by at most the mass rounding lost.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,7 +30,7 @@ from array_api_compat import device as device_of
 from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
 from resispec.enumeration import enumerate_law
 from resispec.residual import supported_acceptance, supported_residual
-from resispec.rows import Array, namespace, value_at
+from resispec.rows import Array, add_at_, float_errors_allowed, namespace, value_at
 from resispec.sampling import inverse_cdf, inverse_cdf_rows
 from resispec.validation import (
     as_candidates,
@@ -146,7 +147,14 @@ class Verifier(ABC):
     def _law(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, float]:
         """``(law, acceptance probability)`` given validated candidates."""
 
-    def _decide_many(self, bound: BoundVerifier, candidates: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _laws_many(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(laws (n, V), acceptance probabilities (n,))`` for validated candidate rows (n, k); default:
+        ``_law`` row by row."""
+        laws = [self._law(bound, row) for row in candidates]
+        return np.array([law for law, _ in laws]).reshape(-1, bound.p.size), np.array([a for _, a in laws])
+
+    def _decide_many(self, bound: BoundVerifier, candidates: np.ndarray,
+                     u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(tokens, index)`` (n,) for validated candidate rows (n, k) and uniform rows; default: ``_decide``
         row by row."""
         decided = np.array([self._decide(bound, row, uniforms) for row, uniforms in zip(candidates, u)],
@@ -233,18 +241,23 @@ class BatchedSequentialVerifier(SequentialVerifier):
     def _prepare(self, p: np.ndarray, q: np.ndarray, k: int) -> Any:
         return self._row_plan(p[None], q[None], k)
 
-    def _decide_many(self, bound: BoundVerifier, candidates: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """All n tuples as rows of one batched run of the rule (``row_decisions``), in chunks of at most
-        ``ROW_BUDGET`` entries of (rows, V), each with its own plan over copies of ``p`` and ``q``."""
+    def _decide_many(self, bound: BoundVerifier, candidates: np.ndarray,
+                     u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """All n tuples as rows of one batched run of the rule (``row_decisions``) on copies of ``p``, ``q``
+        and the bound plan, in chunks of at most ``ROW_BUDGET`` entries of (rows, V)."""
         tokens, index = np.empty(len(candidates), dtype=np.int64), np.empty(len(candidates), dtype=np.int64)
-        step = max(1, ROW_BUDGET // bound.p.size)
-        for start in range(0, len(candidates), step):
-            rows = slice(start, start + step)
-            count = len(candidates[rows])
-            p, q = np.repeat(bound.p[None], count, axis=0), np.repeat(bound.q[None], count, axis=0)
-            steps = self._row_steps(p, q, candidates[rows], self._row_plan(p, q, bound.k))
-            tokens[rows], index[rows] = row_decisions(steps, p, candidates[rows], u[rows])
+        for rows, p, q, plan in _row_copies(bound, len(candidates)):
+            tokens[rows], index[rows] = row_decisions(self._row_steps(p, q, candidates[rows], plan), p,
+                                                      candidates[rows], u[rows])
         return tokens, index
+
+    def _laws_many(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """All n conditional laws as rows of one batched run of the rule (``row_laws``), chunked as
+        ``_decide_many``."""
+        laws, accepted = np.empty((len(candidates), bound.p.size)), np.empty(len(candidates))
+        for rows, p, q, plan in _row_copies(bound, len(candidates)):
+            laws[rows], accepted[rows] = row_laws(self._row_steps(p, q, candidates[rows], plan), p, candidates[rows])
+        return laws, accepted
 
     def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
         steps = self._row_steps(bound.p[None], bound.q[None], candidates[None], bound.plan)
@@ -254,6 +267,53 @@ class BatchedSequentialVerifier(SequentialVerifier):
             acceptance = steps.send(None)
         yield float(acceptance[0])
         return _final_residual(steps)[0]
+
+
+def _row_copies(bound: BoundVerifier, n: int) -> Iterator[tuple[slice, np.ndarray, np.ndarray, Any]]:
+    """Chunks ``(rows, p, q, plan)`` covering n rows: copies of the bound ``p``, ``q`` (count, V) and its
+    plan, at most ``ROW_BUDGET`` entries of (count, V) each."""
+    step = max(1, ROW_BUDGET // bound.p.size)
+    for start in range(0, n, step):
+        count = min(step, n - start)
+        yield (slice(start, start + count), np.repeat(bound.p[None], count, axis=0),
+               np.repeat(bound.q[None], count, axis=0), repeat_rows(bound.plan, count))
+
+
+def row_laws(steps: RowStepGenerator, p: Array, candidates: Array) -> tuple[Array, Array]:
+    """``(laws (B, V), acceptance probabilities (B,))`` of B rows of a sequential rule, the verification
+    randomness integrated out: ``law = sum_i reach_i a_i delta(x_i) + reach_{k+1} norm(residual)`` with
+    ``reach_{i+1} = reach_i (1 - a_i)``; acceptance ``1 - reach_{k+1}``. Acceptances and the residual
+    are restricted to p's support, as in the decisions. A row no longer reached (``reach = 0``, after a
+    sure acceptance) takes nothing more, whatever its later steps hold. Row for row
+    ``SequentialVerifier._law``.
+    """
+    xp = namespace(p, candidates)
+    reach = xp.ones((p.shape[0],), dtype=p.dtype, device=device_of(p))
+    laws = xp.zeros(p.shape, dtype=p.dtype, device=device_of(p))
+    reached = None
+    for i in range(candidates.shape[1]):
+        acceptance = supported_acceptance(steps.send(reached), value_at(p, candidates[:, i]))
+        add_at_(laws, candidates[:, i:i + 1], xp.where(reach > 0, reach * acceptance, 0.0)[:, None])
+        reach = xp.where(reach > 0, reach * (1.0 - acceptance), 0.0)
+        reached = reach > 0
+    residual = supported_residual(_final_residual(steps, reached), p)
+    with float_errors_allowed(residual):  # a row no longer reached may hold anything: masked below
+        final = reach[:, None] * (residual / xp.sum(residual, axis=-1, keepdims=True))
+    return laws + xp.where(reached[:, None], final, 0.0), 1.0 - reach
+
+
+def repeat_rows(plan: Any, rows: int) -> Any:
+    """A one-row plan (``_row_plan`` at B = 1) for ``rows`` copies of its row: every array of the plan
+    (first axis of length 1) repeated along that axis, through tuples and dataclasses; anything else as is."""
+    if isinstance(plan, np.ndarray) and plan.ndim >= 1:
+        return np.repeat(plan, rows, axis=0)
+    if dataclasses.is_dataclass(plan) and not isinstance(plan, type):
+        return dataclasses.replace(plan, **{field.name: repeat_rows(getattr(plan, field.name), rows)
+                                            for field in dataclasses.fields(plan) if field.init})
+    if isinstance(plan, tuple):
+        repeated = [repeat_rows(item, rows) for item in plan]
+        return type(plan)(*repeated) if hasattr(plan, "_fields") else tuple(repeated)
+    return plan
 
 
 def row_decisions(steps: RowStepGenerator, p: Array, candidates: Array, u: Array) -> tuple[Array, Array]:
@@ -343,6 +403,14 @@ class BoundVerifier:
         uniforms = as_uniform_rows(u, rows.shape[0], self.verifier.uniforms_needed(self.k))
         return self.verifier._decide_many(self, rows, uniforms)
 
+    def draft_and_verify(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """n samples of the whole step, ``(tokens (n,), index (n,))``: each drafts k candidates, then its
+        uniforms, from ``rng`` in that order (the stream of n ``verify_rng(draft(rng), rng)`` calls); the
+        n verifications run as one ``verify_many``."""
+        candidates, u = self.verifier.scheme.draft_rows(self.q, self.k, as_count(n, "n", "samples"),
+                                                        self.verifier.uniforms_needed(self.k), as_generator(rng))
+        return self.verify_many(candidates, u)
+
     def _candidate_rows(self, candidates: np.ndarray) -> np.ndarray:
         """Validated candidate rows (n, k), int64; a bad row is re-checked alone, the error names it."""
         array = np.asarray(candidates)
@@ -360,6 +428,12 @@ class BoundVerifier:
     def conditional_law(self, candidates: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact law of the emitted token given these candidates."""
         return self.verifier._law(self, self._candidates(candidates))[0]
+
+    def conditional_laws(self, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(laws (n, V), acceptance probabilities (n,))`` for n tuples, the rows of ``candidates`` (n, k):
+        row i is ``conditional_law(candidates[i])`` and ``accept_probability(candidates[i])``, computed as
+        rows of one batched call where the rule is written over rows."""
+        return self.verifier._laws_many(self, self._candidate_rows(candidates))
 
     def step_masses(self, candidates: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """A sequential verifier's law given these candidates, step by step: ``(accepted, final, left)``

@@ -22,10 +22,10 @@ import torch
 
 from engine.verifiers import TORCH_VERIFIERS, SequentialTorchVerifier, get_torch_verifier
 from engine.verifiers.drafting import top_k_tokens
-from resispec.sampling import inverse_cdf_rows
 from engine.verifiers.shared_rule import SharedRuleTorchVerifier
 from resispec.drafting import top_k_tokens as numpy_top_k_tokens
 from resispec.sampling import inverse_cdf as numpy_inverse_cdf
+from resispec.sampling import inverse_cdf_rows
 from resispec.verifiers import VERIFIERS, SequentialVerifier, get_verifier
 from tests.engine.torch_verifier_helpers import DEVICES, near_ties, one_thread, random_batch  # noqa: F401 (fixture)
 
