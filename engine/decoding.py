@@ -40,9 +40,9 @@ from engine.node_verification import NodeVerifier
 from engine.processing import Sampling, draft_probs, target_probs
 from engine.round_verification import RoundVerification, is_sequence_level
 from engine.tree import CandidateTree
-from engine.verifiers.sampling import inverse_cdf
 from resispec import get_verifier
 from resispec.audit import randomized_pit
+from resispec.sampling import inverse_cdf_rows
 
 AUTOREGRESSIVE = "ar"
 HOOKS_STREAM = 1
@@ -180,7 +180,7 @@ class Decoder:
     def _sample(self, p: torch.Tensor) -> int:
         """One token from p (V,) by inverse CDF at a uniform of the loop's generator."""
         u = torch.tensor([self.rng.random()], dtype=torch.float64, device=p.device)
-        token = int(inverse_cdf(p[None], u)[0])
+        token = int(inverse_cdf_rows(p[None], u)[0])
         self._emit(p, token)
         return token
 

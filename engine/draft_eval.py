@@ -65,10 +65,8 @@ def mean_acceptance(
     if has_closed_form(verifier):
         values = np.array([verifier.acceptance(pi, qi, k) for pi, qi in zip(p, q)])
     else:
-        values = np.array([
-            np.mean([verifier.verify_rng(pi, qi, verifier.draft(qi, k, rng), rng)[1] >= 0 for _ in range(draws)])
-            for pi, qi in zip(p, q)
-        ])
+        values = np.array([np.mean(verifier.bind(pi, qi, k).draft_and_verify(draws, rng)[1] >= 0)
+                           for pi, qi in zip(p, q)])
     return float(values.mean()), standard_error(values)
 
 

@@ -44,6 +44,16 @@ class DraftingScheme(ABC):
     def draft(self, q: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
         """Draw k candidate ids (int64 array, in draw order)."""
 
+    def draft_rows(self, q: np.ndarray, k: int, n: int, uniforms: int,
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """n samples ``(candidates (n, k), u (n, uniforms))``, each k candidates then its verification
+        uniforms, drawn from ``rng`` in that order (the stream of n ``draft`` + ``rng.random(uniforms)``)."""
+        candidates, u = np.empty((n, k), dtype=np.int64), np.empty((n, uniforms))
+        for row in range(n):
+            candidates[row] = self.draft(q, k, rng)
+            u[row] = rng.random(uniforms)
+        return candidates, u
+
     @abstractmethod
     def probability(self, q: np.ndarray, candidates: np.ndarray) -> float:
         """Probability of the ordered tuple ``candidates`` under this scheme."""
@@ -55,6 +65,11 @@ class DraftingScheme(ABC):
     @abstractmethod
     def tuple_count(self, q: np.ndarray, k: int) -> int:
         """How many tuples ``tuples`` yields (to refuse enumerations that are too large)."""
+
+    def impossible_rows(self, q: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """bool (n,): which rows of ``candidates`` (n, k), ids in range, this scheme could not have
+        produced (``check_candidates`` says why)."""
+        return (q[candidates] <= 0).any(axis=1)
 
     def check_candidates(self, q: np.ndarray, candidates: np.ndarray) -> None:
         """Raise ``ValueError`` if this scheme could not have produced ``candidates``."""
@@ -78,6 +93,12 @@ class IIDDrafting(DraftingScheme):
 
     def draft(self, q: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
         return inverse_cdf(q, rng.random(k))
+
+    def draft_rows(self, q: np.ndarray, k: int, n: int, uniforms: int,
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """One ``rng.random((n, k + uniforms))``: the same stream, row by row, as n drafts and their uniforms."""
+        draws = rng.random((n, k + uniforms))
+        return inverse_cdf(q, draws[:, :k]), draws[:, k:]
 
     def probability(self, q: np.ndarray, candidates: np.ndarray) -> float:
         return float(np.prod(q[candidates]))
@@ -112,10 +133,18 @@ class WORDrafting(DraftingScheme):
 
     def draft(self, q: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
         self.check_count(q, k)
-        with np.errstate(divide="ignore"):
-            keys = np.log(q) + rng.gumbel(size=q.size)
-        top = np.argpartition(-keys, k - 1)[:k]
-        return top[np.argsort(-keys[top], kind="stable")].astype(np.int64)
+        return _largest_keys(_log(q) + rng.gumbel(size=q.size), k)
+
+    def draft_rows(self, q: np.ndarray, k: int, n: int, uniforms: int,
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """``draft`` then ``rng.random(uniforms)`` n times, with ``log q`` taken once."""
+        self.check_count(q, k)
+        log_q = _log(q)
+        candidates, u = np.empty((n, k), dtype=np.int64), np.empty((n, uniforms))
+        for row in range(n):
+            candidates[row] = _largest_keys(log_q + rng.gumbel(size=q.size), k)
+            u[row] = rng.random(uniforms)
+        return candidates, u
 
     def probability(self, q: np.ndarray, candidates: np.ndarray) -> float:
         if np.unique(candidates).size != candidates.size:
@@ -134,6 +163,10 @@ class WORDrafting(DraftingScheme):
     def tuple_count(self, q: np.ndarray, k: int) -> int:
         return math.perm(int(np.count_nonzero(q)), k)
 
+    def impossible_rows(self, q: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        ordered = np.sort(candidates, axis=1)
+        return super().impossible_rows(q, candidates) | (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+
     def check_candidates(self, q: np.ndarray, candidates: np.ndarray) -> None:
         super().check_candidates(q, candidates)
         values, counts = np.unique(candidates, return_counts=True)
@@ -142,6 +175,18 @@ class WORDrafting(DraftingScheme):
                 f"candidates: token {values[counts > 1][0]} appears more than once, which drafting "
                 f"without replacement cannot produce"
             )
+
+
+def _log(q: np.ndarray) -> np.ndarray:
+    """``log q``, -inf where q = 0 (a Gumbel key that never wins)."""
+    with np.errstate(divide="ignore"):
+        return np.log(q)
+
+
+def _largest_keys(keys: np.ndarray, k: int) -> np.ndarray:
+    """The ids of the k largest Gumbel keys, largest first (the successive-sampling draw order)."""
+    top = np.argpartition(-keys, k - 1)[:k]
+    return top[np.argsort(-keys[top], kind="stable")].astype(np.int64)
 
 
 def top_k_tokens(q: np.ndarray, k: int) -> np.ndarray:
@@ -161,6 +206,11 @@ class TopKDrafting(DraftingScheme):
         self.check_count(q, k)
         return top_k_tokens(q, k)
 
+    def draft_rows(self, q: np.ndarray, k: int, n: int, uniforms: int,
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """The one tuple n times; drafting draws nothing, so the uniforms are one ``rng.random((n, uniforms))``."""
+        return np.tile(self.draft(q, k, rng), (n, 1)), rng.random((n, uniforms))
+
     def probability(self, q: np.ndarray, candidates: np.ndarray) -> float:
         if candidates.size > self.max_candidates(q):
             return 0.0
@@ -171,6 +221,11 @@ class TopKDrafting(DraftingScheme):
 
     def tuple_count(self, q: np.ndarray, k: int) -> int:
         return 1
+
+    def impossible_rows(self, q: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        if candidates.shape[1] > self.max_candidates(q):
+            return np.ones(candidates.shape[0], dtype=bool)
+        return (candidates != top_k_tokens(q, candidates.shape[1])).any(axis=1)
 
     def check_candidates(self, q: np.ndarray, candidates: np.ndarray) -> None:
         super().check_candidates(q, candidates)

@@ -8,6 +8,7 @@ integrated out). The acceptance is ``sum_{xbar} P(xbar) * P(accept | xbar)``. Th
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,6 +21,10 @@ from resispec.validation import as_count
 if TYPE_CHECKING:
     from resispec.verifiers.base import BoundVerifier
 
+
+
+TUPLES_PER_CHUNK = 4096
+"""Tuples whose conditional laws one batched call computes (``Verifier._laws_many``)."""
 
 
 @dataclass(frozen=True)
@@ -44,10 +49,13 @@ def enumerate_law(bound: BoundVerifier, max_tuples: int = MAX_TUPLES) -> Enumera
         )
     law = np.zeros(bound.p.size)
     acceptance = 0.0
-    for candidates, probability in verifier.scheme.tuples(q, k):
-        conditional, accepted = verifier._law(bound, np.array(candidates, dtype=np.int64))
-        law += probability * conditional
-        acceptance += probability * accepted
+    tuples = verifier.scheme.tuples(q, k)
+    while chunk := list(itertools.islice(tuples, TUPLES_PER_CHUNK)):
+        candidates = np.array([candidates for candidates, _ in chunk], dtype=np.int64).reshape(-1, k)
+        probabilities = np.array([probability for _, probability in chunk])
+        conditional, accepted = verifier._laws_many(bound, candidates)
+        law += probabilities @ conditional
+        acceptance += float(probabilities @ accepted)
     return EnumeratedLaw(law=law, acceptance=acceptance, tuples=count)
 
 

@@ -135,12 +135,17 @@ def ordered_prefix_sums(values: Array, order: Array) -> Array:
     return xp.cumulative_sum(prefix, axis=1)
 
 
+COMPARE_BUDGET = 1 << 22
+"""Most comparisons (B m V) for which ``searchsorted_rows`` counts by broadcasting instead of looping."""
+
+
 def searchsorted_rows(sorted_rows: Array, values: Array, side: str = "right") -> Array:
     """Per row, the number of entries of ``sorted_rows[b]`` (ascending) that are ``<= values[b, j]``
     (``side="left"``: ``< values[b, j]``).
 
     ``sorted_rows`` (B, V), ``values`` (B, m) -> (B, m) integer: ``searchsorted`` row by row (the standard's
-    ``searchsorted`` takes one row; torch's takes a batch, NumPy's is looped).
+    ``searchsorted`` takes one row; torch's takes a batch; NumPy's is looped over rows, or, for many short
+    rows, replaced by counting the entries ``<=`` (``<``) each value).
     """
     if is_torch_array(sorted_rows):
         import torch
@@ -148,6 +153,10 @@ def searchsorted_rows(sorted_rows: Array, values: Array, side: str = "right") ->
         return torch.searchsorted(sorted_rows, values, right=side == "right")
     if sorted_rows.shape[0] == 1:
         return np.searchsorted(sorted_rows[0], values[0], side=side)[None]
+    if sorted_rows.size * values.shape[1] <= COMPARE_BUDGET:  # many short rows: count, no Python loop
+        below = sorted_rows[:, None, :] <= values[:, :, None] if side == "right" else (
+            sorted_rows[:, None, :] < values[:, :, None])
+        return np.count_nonzero(below, axis=-1)
     return np.stack([np.searchsorted(row, point, side=side) for row, point in zip(sorted_rows, values)])
 
 

@@ -8,6 +8,9 @@ non-negative weight vector ``w`` with a uniform ``u in [0, 1)`` returns the smal
 from __future__ import annotations
 
 import numpy as np
+from array_api_compat import device as device_of
+
+from resispec.rows import Array, namespace, searchsorted_rows
 
 BLOCK = 256
 """Tokens per block of the two-level cumulative sum used for large vocabularies."""
@@ -70,3 +73,36 @@ def _inverse_cdf_blocked(weights: np.ndarray, u: float) -> int:
     if offset >= inside.size:  # rounding between the block total and the in-block sums
         offset = int(np.flatnonzero(weights[start:start + BLOCK] > 0)[-1])
     return start + offset
+
+
+class RowInverseCDF:
+    """``inverse_cdf`` for B weight rows at once (``weights`` (B, V), >= 0; NumPy or torch, any device),
+    each row's cumulative sum computed once.
+
+    Each draw is the rule above over a plain sequential cumulative sum, one ``searchsorted`` per row,
+    O(log V): the smallest id ``y`` with ``cumsum(w)[y] > u * sum(w)``, the overshoot past the end mapped
+    onto the last token of positive weight. A row without positive weight draws -1 (the caller decides
+    what it emits; its value is never read when the row is decided otherwise). No host synchronisation.
+    """
+
+    def __init__(self, weights: Array) -> None:
+        xp = namespace(weights)
+        self.xp = xp
+        self.cumulative = xp.cumulative_sum(weights, axis=-1)
+        self.total = self.cumulative[:, -1:]
+        ids = xp.arange(weights.shape[-1], dtype=xp.int64, device=device_of(weights))
+        self.last_positive = xp.max(xp.where(weights > 0, ids, 0), axis=-1, keepdims=True)
+
+    def __call__(self, u: Array) -> Array:
+        """Token ids (int64, the shape of ``u``: (B,) or (B, m))."""
+        xp = self.xp
+        flat = u.ndim == 1
+        index = searchsorted_rows(self.cumulative, (u[:, None] if flat else u) * self.total)
+        index = xp.where(self.total > 0, xp.minimum(xp.astype(index, xp.int64), self.last_positive), -1)
+        return index[:, 0] if flat else index
+
+
+def inverse_cdf_rows(weights: Array, u: Array) -> Array:
+    """Token ids drawn by inverse CDF, one weight row (``weights`` (B, V)) per row of ``u`` ((B,) or (B, m));
+    -1 in a row without positive weight (``RowInverseCDF``)."""
+    return RowInverseCDF(weights)(u)

@@ -7,11 +7,13 @@ and says what is wrong, instead of producing a silent answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from resispec.limits import MAX_CANDIDATES, MAX_VOCAB, check_limit
+from resispec.rows import namespace
 
 SUM_TOLERANCE = 1e-6
 """A float64 distribution may sum to ``1 +- SUM_TOLERANCE``; it is then renormalised to sum to 1."""
@@ -143,7 +145,34 @@ def as_uniforms(u: Sequence[float] | np.ndarray, count: int) -> np.ndarray:
     bad = ~(np.isfinite(array) & (array >= 0.0) & (array < 1.0))
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"u: uniform {index} is {array[index]!r}; every uniform must lie in [0, 1)")
+        raise ValueError(f"u: uniform {index} is {float(array[index])!r}; every uniform must lie in [0, 1)")
+    return array
+
+
+def raise_for_rows(bad: Any, check_row: Callable[[int], None]) -> None:
+    """Run a one-row check on every flagged row (``bad``: bool (B,), NumPy or torch); its ``ValueError``
+    gains the row.
+
+    One host sync when no row is flagged. A flagged row that the check accepts (a sum within rounding
+    of the tolerance, summed in another order) is accepted.
+    """
+    if not bool(bad.any()):
+        return
+    for row in namespace(bad).nonzero(bad)[0].tolist():
+        try:
+            check_row(row)
+        except ValueError as error:
+            raise ValueError(f"{error} (batch row {row})") from None
+
+
+def as_uniform_rows(u: Sequence[Sequence[float]] | np.ndarray, rows: int, count: int) -> np.ndarray:
+    """Validate ``rows`` rows of verification uniforms: shape (rows, count), each finite in ``[0, 1)``."""
+    array, _ = _real_array(u, "u")
+    if array.shape != (rows, count):
+        raise ValueError(f"u: expected shape ({rows}, {count}) ({rows} rows of {count} uniforms), got shape "
+                         f"{array.shape}")
+    bad = ~(np.isfinite(array) & (array >= 0.0) & (array < 1.0)).all(axis=1)
+    raise_for_rows(bad, lambda row: as_uniforms(array[row], count))
     return array
 
 

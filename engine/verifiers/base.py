@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 import torch
 
 from engine.verifiers.drafting import TORCH_DRAFTING_SCHEMES, TorchDraftingScheme
-from engine.verifiers.sampling import inverse_cdf
 from engine.verifiers.validation import (
     as_candidate_batch,
     as_distributions,
@@ -35,9 +34,8 @@ from engine.verifiers.validation import (
     as_uniform_batch,
     same_device,
 )
-from resispec.residual import supported_acceptance, supported_residual
 from resispec.validation import as_count
-from resispec.verifiers.base import Verifier, _final_residual
+from resispec.verifiers.base import Verifier, row_decisions
 
 TorchStepGenerator = Generator[torch.Tensor, torch.Tensor | None, torch.Tensor]
 """Yields ``a_i`` (B,) for every node, then returns the final residual weights (B, V), unnormalised
@@ -130,13 +128,8 @@ class TorchVerifier(ABC):
 
 
 class SequentialTorchVerifier(TorchVerifier):
-    """Candidates examined one step at a time for all B nodes together, then the final residual.
-
-    A loop over the k steps (never over nodes or tokens), telling the step generator after each step
-    which nodes are still undecided: node b emits its first candidate i with
-    ``u[b, i] < a_i[b]``; if none, ``inverse_cdf(residual[b], u[b, k])`` over the residual restricted
-    to p's support, or over p where rounding left it no mass (``supported_residual``).
-    """
+    """Candidates examined one step at a time for all B nodes together, then the final residual: the
+    core's decision loop over rows (``resispec.verifiers.base.row_decisions``) run on the step generator."""
 
     @abstractmethod
     def _steps(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor, plan: Any) -> TorchStepGenerator:
@@ -144,19 +137,7 @@ class SequentialTorchVerifier(TorchVerifier):
 
     def _decide(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor, u: torch.Tensor,
                 plan: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        k = candidates.shape[1]
-        steps = self._steps(p, q, candidates, plan)
-        first = torch.full((candidates.shape[0],), k, dtype=torch.long, device=candidates.device)
-        undecided = None
-        for i in range(k):
-            p_x = p.gather(1, candidates[:, i:i + 1])[:, 0]
-            hit = u[:, i] < supported_acceptance(steps.send(undecided), p_x)
-            first = torch.where(hit & (first == k), i, first)
-            undecided = first == k
-        drawn = inverse_cdf(supported_residual(_final_residual(steps, undecided), p), u[:, k])
-        index = torch.where(first < k, first, -1)
-        tokens = torch.where(index >= 0, candidates.gather(1, index.clamp(min=0)[:, None])[:, 0], drawn)
-        return tokens, index
+        return row_decisions(self._steps(p, q, candidates, plan), p, candidates, u)
 
 
 def _check_generator(generator: torch.Generator, device: torch.device) -> None:

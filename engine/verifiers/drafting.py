@@ -18,10 +18,9 @@ from abc import ABC, abstractmethod
 import numpy as np
 import torch
 
-from engine.verifiers.sampling import inverse_cdf
-from engine.verifiers.validation import raise_for_rows
 from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
-from resispec.validation import as_candidates
+from resispec.sampling import inverse_cdf_rows
+from resispec.validation import as_candidates, raise_for_rows
 
 
 class TorchDraftingScheme(ABC):
@@ -73,7 +72,7 @@ class IIDDrafting(TorchDraftingScheme):
 
     def draft(self, q: torch.Tensor, k: int, generator: torch.Generator) -> torch.Tensor:
         u = torch.rand((q.shape[0], k), dtype=torch.float64, device=q.device, generator=generator)
-        return inverse_cdf(q, u)
+        return inverse_cdf_rows(q, u)
 
 
 IID_DRAFTING = IIDDrafting()

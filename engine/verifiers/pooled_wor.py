@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from engine.verifiers.base import TorchVerifier
-from engine.verifiers.sampling import TorchInverseCDF
+from resispec.sampling import RowInverseCDF
 from resispec.validation import as_count
 from resispec.verifiers.pooled_wor import PooledWithoutReplacement
 from resispec.verifiers.pooled_wor_plan import pooled_wor_plan
@@ -40,7 +40,7 @@ class TorchPooledWorPlan:
     scan_position: torch.Tensor
     inside: torch.Tensor
     first_drawn: torch.Tensor
-    residual: TorchInverseCDF
+    residual: RowInverseCDF
     has_residual: torch.Tensor
 
 
@@ -59,7 +59,7 @@ def pooled_wor_plans(p: torch.Tensor, q: torch.Tensor, k: int) -> TorchPooledWor
     residual = stack("residual")
     first_drawn = torch.tensor([plan.first_drawn for plan in plans], device=p.device)[spread]
     return TorchPooledWorPlan(theta=stack("theta"), accept=stack("accept"), scan_position=stack("scan_position"),
-                              inside=stack("inside"), first_drawn=first_drawn, residual=TorchInverseCDF(residual),
+                              inside=stack("inside"), first_drawn=first_drawn, residual=RowInverseCDF(residual),
                               has_residual=(residual > 0).any(dim=-1))
 
 

@@ -49,9 +49,9 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.verifiers.sampling import TorchInverseCDF
 from resispec.residual import supported_residual
 from resispec.row_ratio_profile import RowRatioProfile
+from resispec.sampling import RowInverseCDF
 
 _BLOCK_BIT = 62
 """Sort keys of levels off ``H*`` get ``2^62`` added (float64 bit patterns of values < 2 stay below it)."""
@@ -87,7 +87,7 @@ class TorchPooledPlan:
     cut: torch.Tensor
     selection_law: torch.Tensor
     accept: torch.Tensor
-    residual: TorchInverseCDF
+    residual: RowInverseCDF
     pool_donor: torch.Tensor
     pool_receiver: torch.Tensor
     pool_reach: torch.Tensor
@@ -107,7 +107,7 @@ def pooled_plan(p: torch.Tensor, q: torch.Tensor, k: int) -> TorchPooledPlan:
     fields = {name: _join([chunk[name] for chunk in chunks], name == "pool_reach") for name in chunks[0]}
     t = fields["selection_law"]
     residual = supported_residual((p - t).clamp(min=0.0), p)
-    return TorchPooledPlan(accept=_acceptance_ratio(p, t), residual=TorchInverseCDF(residual), **fields)
+    return TorchPooledPlan(accept=_acceptance_ratio(p, t), residual=RowInverseCDF(residual), **fields)
 
 
 def _join(parts: list[torch.Tensor], cumulative: bool) -> torch.Tensor:

@@ -9,11 +9,16 @@ names the argument and carries the NumPy message and tolerances (``SUM_TOLERANCE
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
-from resispec.validation import FLOAT32_SUM_TOLERANCE, ROUNDING_SLACK, SUM_TOLERANCE, as_distribution, as_uniforms
+from resispec.validation import (
+    FLOAT32_SUM_TOLERANCE,
+    ROUNDING_SLACK,
+    SUM_TOLERANCE,
+    as_distribution,
+    as_uniforms,
+    raise_for_rows,
+)
 
 
 def _tensor(values: object, name: str, ndim: int, shape_text: str) -> torch.Tensor:
@@ -29,21 +34,6 @@ def same_device(values: torch.Tensor, name: str, device: torch.device) -> None:
     """``ValueError`` unless ``values`` lives on ``device`` (the device of the target p)."""
     if values.device != device:
         raise ValueError(f"{name}: on device {values.device}, but p (target) is on {device}")
-
-
-def raise_for_rows(bad: torch.Tensor, check_row: Callable[[int], None]) -> None:
-    """Run the NumPy check on every flagged row (``bad``: bool (B,)); its ``ValueError`` gains the row.
-
-    One host sync when no row is flagged. A flagged row that the NumPy check accepts (a sum within
-    rounding of the tolerance, summed in another order) is accepted.
-    """
-    if not bool(bad.any()):
-        return
-    for row in torch.nonzero(bad).flatten().tolist():
-        try:
-            check_row(row)
-        except ValueError as error:
-            raise ValueError(f"{error} (batch row {row})") from None
 
 
 def as_distributions(values: torch.Tensor, name: str) -> torch.Tensor:

@@ -19,18 +19,29 @@ the same rule, so the law errs by at most the mass rounding lost.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+from array_api_compat import device as device_of
 
 from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
 from resispec.enumeration import enumerate_law
 from resispec.residual import supported_acceptance, supported_residual
-from resispec.rows import Array
-from resispec.sampling import inverse_cdf
-from resispec.validation import as_candidates, as_count, as_distribution, as_generator, as_pair, as_uniforms
+from resispec.rows import Array, add_at_, float_errors_allowed, namespace, value_at
+from resispec.sampling import inverse_cdf, inverse_cdf_rows
+from resispec.validation import (
+    as_candidates,
+    as_count,
+    as_distribution,
+    as_generator,
+    as_pair,
+    as_uniform_rows,
+    as_uniforms,
+    raise_for_rows,
+)
 
 StepGenerator = Generator[float, None, np.ndarray]
 """Yields the acceptance probability ``a_i`` of candidate i given that candidates 1..i-1 were
@@ -136,6 +147,20 @@ class Verifier(ABC):
     def _law(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, float]:
         """``(law, acceptance probability)`` given validated candidates."""
 
+    def _laws_many(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(laws (n, V), acceptance probabilities (n,))`` for validated candidate rows (n, k); default:
+        ``_law`` row by row."""
+        laws = [self._law(bound, row) for row in candidates]
+        return np.array([law for law, _ in laws]).reshape(-1, bound.p.size), np.array([a for _, a in laws])
+
+    def _decide_many(self, bound: BoundVerifier, candidates: np.ndarray,
+                     u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(tokens, index)`` (n,) for validated candidate rows (n, k) and uniform rows; default: ``_decide``
+        row by row."""
+        decided = np.array([self._decide(bound, row, uniforms) for row, uniforms in zip(candidates, u)],
+                           dtype=np.int64).reshape(-1, 2)
+        return decided[:, 0], decided[:, 1]
+
     def _acceptance(self, bound: BoundVerifier) -> float:
         """Exact acceptance; default: enumeration of every candidate tuple (small V and k only)."""
         return enumerate_law(bound).acceptance
@@ -185,6 +210,9 @@ class SequentialVerifier(Verifier):
         return accepted, reach * (residual / residual.sum()), reach
 
 
+ROW_BUDGET = 1 << 20
+"""Most entries of the (rows, V) copies of ``p`` and ``q`` that one batched chunk of ``verify_many`` holds."""
+
 RowStepGenerator = Generator[Array, Array | None, Array]
 """Yields ``a_i`` (B,) for every row, then returns the final residual weights (B, V), unnormalised and
 non-negative. Each resume receives the rows still undecided (bool (B,): every candidate so far
@@ -213,6 +241,24 @@ class BatchedSequentialVerifier(SequentialVerifier):
     def _prepare(self, p: np.ndarray, q: np.ndarray, k: int) -> Any:
         return self._row_plan(p[None], q[None], k)
 
+    def _decide_many(self, bound: BoundVerifier, candidates: np.ndarray,
+                     u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """All n tuples as rows of one batched run of the rule (``row_decisions``) on copies of ``p``, ``q``
+        and the bound plan, in chunks of at most ``ROW_BUDGET`` entries of (rows, V)."""
+        tokens, index = np.empty(len(candidates), dtype=np.int64), np.empty(len(candidates), dtype=np.int64)
+        for rows, p, q, plan in _row_copies(bound, len(candidates)):
+            tokens[rows], index[rows] = row_decisions(self._row_steps(p, q, candidates[rows], plan), p,
+                                                      candidates[rows], u[rows])
+        return tokens, index
+
+    def _laws_many(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """All n conditional laws as rows of one batched run of the rule (``row_laws``), chunked as
+        ``_decide_many``."""
+        laws, accepted = np.empty((len(candidates), bound.p.size)), np.empty(len(candidates))
+        for rows, p, q, plan in _row_copies(bound, len(candidates)):
+            laws[rows], accepted[rows] = row_laws(self._row_steps(p, q, candidates[rows], plan), p, candidates[rows])
+        return laws, accepted
+
     def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
         steps = self._row_steps(bound.p[None], bound.q[None], candidates[None], bound.plan)
         acceptance = next(steps)
@@ -221,6 +267,77 @@ class BatchedSequentialVerifier(SequentialVerifier):
             acceptance = steps.send(None)
         yield float(acceptance[0])
         return _final_residual(steps)[0]
+
+
+def _row_copies(bound: BoundVerifier, n: int) -> Iterator[tuple[slice, np.ndarray, np.ndarray, Any]]:
+    """Chunks ``(rows, p, q, plan)`` covering n rows: copies of the bound ``p``, ``q`` (count, V) and its
+    plan, at most ``ROW_BUDGET`` entries of (count, V) each."""
+    step = max(1, ROW_BUDGET // bound.p.size)
+    for start in range(0, n, step):
+        count = min(step, n - start)
+        yield (slice(start, start + count), np.repeat(bound.p[None], count, axis=0),
+               np.repeat(bound.q[None], count, axis=0), repeat_rows(bound.plan, count))
+
+
+def row_laws(steps: RowStepGenerator, p: Array, candidates: Array) -> tuple[Array, Array]:
+    """``(laws (B, V), acceptance probabilities (B,))`` of B rows of a sequential rule, the verification
+    randomness integrated out: ``law = sum_i reach_i a_i delta(x_i) + reach_{k+1} norm(residual)`` with
+    ``reach_{i+1} = reach_i (1 - a_i)``; acceptance ``1 - reach_{k+1}``. Acceptances and the residual
+    are restricted to p's support, as in the decisions. A row no longer reached (``reach = 0``, after a
+    sure acceptance) takes nothing more, whatever its later steps hold. Row for row
+    ``SequentialVerifier._law``.
+    """
+    xp = namespace(p, candidates)
+    reach = xp.ones((p.shape[0],), dtype=p.dtype, device=device_of(p))
+    laws = xp.zeros(p.shape, dtype=p.dtype, device=device_of(p))
+    reached = None
+    for i in range(candidates.shape[1]):
+        acceptance = supported_acceptance(steps.send(reached), value_at(p, candidates[:, i]))
+        add_at_(laws, candidates[:, i:i + 1], xp.where(reach > 0, reach * acceptance, 0.0)[:, None])
+        reach = xp.where(reach > 0, reach * (1.0 - acceptance), 0.0)
+        reached = reach > 0
+    residual = supported_residual(_final_residual(steps, reached), p)
+    with float_errors_allowed(residual):  # a row no longer reached may hold anything: masked below
+        final = reach[:, None] * (residual / xp.sum(residual, axis=-1, keepdims=True))
+    return laws + xp.where(reached[:, None], final, 0.0), 1.0 - reach
+
+
+def repeat_rows(plan: Any, rows: int) -> Any:
+    """A one-row plan (``_row_plan`` at B = 1) for ``rows`` copies of its row: every array of the plan
+    (first axis of length 1) repeated along that axis, through tuples and dataclasses; anything else as is."""
+    if isinstance(plan, np.ndarray) and plan.ndim >= 1:
+        return np.repeat(plan, rows, axis=0)
+    if dataclasses.is_dataclass(plan) and not isinstance(plan, type):
+        return dataclasses.replace(plan, **{field.name: repeat_rows(getattr(plan, field.name), rows)
+                                            for field in dataclasses.fields(plan) if field.init})
+    if isinstance(plan, tuple):
+        repeated = [repeat_rows(item, rows) for item in plan]
+        return type(plan)(*repeated) if hasattr(plan, "_fields") else tuple(repeated)
+    return plan
+
+
+def row_decisions(steps: RowStepGenerator, p: Array, candidates: Array, u: Array) -> tuple[Array, Array]:
+    """``(tokens (B,), index (B,))`` int64 emitted by B rows of a sequential rule, the decision loop of the
+    randomness convention written once over rows (NumPy or torch, no host synchronisation).
+
+    A loop over the k steps (never over rows or tokens), telling ``steps`` after each step which rows
+    are still undecided: row b emits its first candidate i with ``u[b, i] < a_i[b]`` (0 where
+    ``p(x_i) = 0``); if none, ``inverse_cdf(residual[b], u[b, k])`` over the residual restricted to p's
+    support, or over p where rounding left it no mass (``supported_residual``). ``index`` is the accepted
+    position, -1 for the final residual. Row for row the decision of ``SequentialVerifier._decide``.
+    """
+    xp = namespace(p, candidates)
+    k = candidates.shape[1]
+    first = xp.full((candidates.shape[0],), k, dtype=xp.int64, device=device_of(candidates))
+    undecided = None
+    for i in range(k):
+        hit = u[:, i] < supported_acceptance(steps.send(undecided), value_at(p, candidates[:, i]))
+        first = xp.where(hit & (first == k), i, first)
+        undecided = first == k
+    drawn = inverse_cdf_rows(supported_residual(_final_residual(steps, undecided), p), u[:, k])
+    index = xp.where(first < k, first, -1)
+    tokens = xp.where(index >= 0, value_at(candidates, xp.where(index >= 0, index, 0)), drawn)
+    return tokens, index
 
 
 def _final_residual(steps: Generator[Any, Any, Any], sent: Any = None) -> Any:
@@ -274,9 +391,49 @@ class BoundVerifier:
         """``verify`` with uniforms drawn from ``rng``."""
         return self.verify(candidates, as_generator(rng).random(self.verifier.uniforms_needed(self.k)))
 
+    def verify_many(self, candidates: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(tokens (n,), index (n,))`` int64 for n tuples, the rows of ``candidates`` (n, k), and their
+        uniforms ``u`` (n, uniforms_needed(k)): row i is ``verify(candidates[i], u[i])``.
+
+        A rule written over rows runs all n at once (``row_decisions``); its inverse-CDF draws then use a
+        plain cumulative sum, so above V = 1024 (where ``verify`` sums by blocks) a draw can differ only
+        where ``u`` lies within rounding of a boundary.
+        """
+        rows = self._candidate_rows(candidates)
+        uniforms = as_uniform_rows(u, rows.shape[0], self.verifier.uniforms_needed(self.k))
+        return self.verifier._decide_many(self, rows, uniforms)
+
+    def draft_and_verify(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """n samples of the whole step, ``(tokens (n,), index (n,))``: each drafts k candidates, then its
+        uniforms, from ``rng`` in that order (the stream of n ``verify_rng(draft(rng), rng)`` calls); the
+        n verifications run as one ``verify_many``."""
+        candidates, u = self.verifier.scheme.draft_rows(self.q, self.k, as_count(n, "n", "samples"),
+                                                        self.verifier.uniforms_needed(self.k), as_generator(rng))
+        return self.verify_many(candidates, u)
+
+    def _candidate_rows(self, candidates: np.ndarray) -> np.ndarray:
+        """Validated candidate rows (n, k), int64; a bad row is re-checked alone, the error names it."""
+        array = np.asarray(candidates)
+        if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] != self.k:
+            raise ValueError(f"candidates: expected a non-empty (n, {self.k}) array of candidate rows for this "
+                             f"instance, got shape {array.shape}")
+        if not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(f"candidates: token ids must be integers, got dtype {array.dtype}")
+        array = array.astype(np.int64)
+        bad = ((array < 0) | (array >= self.p.size)).any(axis=1)
+        bad |= self.verifier.scheme.impossible_rows(self.q, np.where(bad[:, None], 0, array))
+        raise_for_rows(bad, lambda row: self._candidates(array[row]))
+        return array
+
     def conditional_law(self, candidates: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact law of the emitted token given these candidates."""
         return self.verifier._law(self, self._candidates(candidates))[0]
+
+    def conditional_laws(self, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(laws (n, V), acceptance probabilities (n,))`` for n tuples, the rows of ``candidates`` (n, k):
+        row i is ``conditional_law(candidates[i])`` and ``accept_probability(candidates[i])``, computed as
+        rows of one batched call where the rule is written over rows."""
+        return self.verifier._laws_many(self, self._candidate_rows(candidates))
 
     def step_masses(self, candidates: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """A sequential verifier's law given these candidates, step by step: ``(accepted, final, left)``

@@ -12,7 +12,7 @@ Acceptance: exact enumeration.
 
 from __future__ import annotations
 
-from resispec.rows import Array, add_at_, gather_rows, namespace, value_at, zero_at_
+from resispec.rows import Array, add_at_, float_errors_allowed, gather_rows, namespace, value_at, zero_at_
 from resispec.verifiers.base import BatchedSequentialVerifier, RowStepGenerator
 
 
@@ -36,7 +36,8 @@ def paper_residual(target: Array, q: Array, rejected: Array, order: Array) -> Ar
     before = xp.cumulative_sum(capacity, axis=-1) - capacity
     poured = xp.minimum(xp.maximum(deficit - before, 0.0), capacity)
     add_at_(reserve, order, poured)
-    return reserve / xp.sum(reserve, axis=-1, keepdims=True)
+    with float_errors_allowed(reserve):  # a row without budget: 0 / 0, never read
+        return reserve / xp.sum(reserve, axis=-1, keepdims=True)
 
 
 class ResiSpecPaper(BatchedSequentialVerifier):

@@ -9,7 +9,7 @@ sequential sampling from p, stopping early when the draw is a candidate). Accept
 from __future__ import annotations
 
 from resispec.drafting import top_k_tokens
-from resispec.rows import Array, namespace, value_at, zero_at_
+from resispec.rows import Array, float_errors_allowed, namespace, value_at, zero_at_
 from resispec.verifiers.base import BatchedSequentialVerifier, BoundVerifier, RowStepGenerator
 
 
@@ -28,7 +28,9 @@ class TopK(BatchedSequentialVerifier):
         xp = namespace(p, q)
         remaining = xp.asarray(p, copy=True)
         for i in range(candidates.shape[1]):
-            yield value_at(remaining, candidates[:, i]) / xp.sum(remaining, axis=-1)
+            with float_errors_allowed(remaining):  # 0 / 0 only in a row that accepted for sure, never read
+                acceptance = value_at(remaining, candidates[:, i]) / xp.sum(remaining, axis=-1)
+            yield acceptance
             zero_at_(remaining, candidates[:, i])
         return remaining
 

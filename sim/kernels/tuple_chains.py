@@ -10,8 +10,8 @@ is reached with probability ``prod_{j<i} (1 - a_j)`` and accepts with probabilit
 chains run over all tuples of all pairs (rows), in chunks of at most ``CHUNK_ELEMENTS`` floats per
 array.
 
-- rrs_wor: proposal ``s_i = norm(q without x_1..x_{i-1})`` (the undrawn mass summed directly),
-  ``a_i = min(1, r_i(x_i) / s_i(x_i))``, ``r_{i+1} = norm((r_i - s_i)+)``; vectorised over rows.
+- rrs_wor: proposal ``s_i = norm(q without x_1..x_{i-1})`` (the undrawn mass summed directly), then the
+  core's rejection step over rows: ``a_i = min(1, r_i(x_i) / s_i(x_i))``, ``r_{i+1} = norm((r_i - s_i)+)``.
 - resispec_wor: the same proposal and the states of ``sim.kernels.wor_states`` (the k = 2 plan of the
   state while two or more candidates are left, the rrs_wor step for the last). A state depends only on
   the rejected prefix, so each pair's tuples are walked in lexicographic order, depth first, and a
@@ -19,7 +19,8 @@ array.
 - resispec_paper (biased): proposal q, ``a_i = min(1, r_i(x_i) / q(x_i))``, ``r_{i+1}`` the published
   proxy residual, the core's own row rule (``resispec.verifiers.resispec_paper.paper_residual``).
 
-A step whose residual has no mass cannot reject (``a = 1``), as in ``resispec.verifiers.rejection``.
+Where rounding leaves a residual without mass, the rrs_wor chain keeps the target, as the core rule does
+(``resispec.verifiers.rejection``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from resispec.drafting import DRAFTING_SCHEMES
+from resispec.rows import zero_at_
 from resispec.sampling import inverse_cdf
+from resispec.verifiers.rejection import rejection_acceptance, rejection_residual
 from resispec.verifiers.resispec_paper import paper_residual, pour_order
 from sim.batch import PairBatch
 from sim.kernels.wor_states import ResispecWorState
@@ -97,23 +100,19 @@ probability of each step given it is reached, and ``TV(r_i, s_i)`` (shape (R, k)
 
 def rrs_wor_chain(p: np.ndarray, q: np.ndarray, pair: np.ndarray, candidates: np.ndarray,
                   steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """rrs_wor on each row (see the module docstring)."""
+    """rrs_wor on each row: the core's rejection step (``resispec.verifiers.rejection``) against the WOR
+    proposal, plus the drift ``TV(r_i, s_i)`` it does not report. A padded step past a row's support has
+    no proposal (all zeros) and accepts for sure; its statistics are never counted."""
     rows, k = candidates.shape
-    index = np.arange(rows)
     accept, tv = np.ones((rows, k)), np.zeros((rows, k))
     target, undrawn = p[pair], q[pair]
     for i in range(k):
-        x = candidates[:, i]
         left = undrawn.sum(axis=1, keepdims=True)
         proposal = np.divide(undrawn, left, out=np.zeros_like(undrawn), where=left > 0)
-        excess = np.maximum(target - proposal, 0.0)
-        mass = excess.sum(axis=1)
-        target_x, proposal_x = target[index, x], proposal[index, x]
-        rejectable = (target_x < proposal_x) & (mass > 0)
-        accept[:, i] = np.where(rejectable, target_x / np.where(rejectable, proposal_x, 1.0), 1.0)
-        tv[:, i] = mass
-        np.divide(excess, mass[:, None], out=target, where=(mass > 0)[:, None])
-        undrawn[index, x] = 0.0
+        accept[:, i] = rejection_acceptance(target, proposal, candidates[:, i])
+        tv[:, i] = np.maximum(target - proposal, 0.0).sum(axis=1)
+        target = rejection_residual(target, proposal)
+        zero_at_(undrawn, candidates[:, i])
     return accept, tv
 
 

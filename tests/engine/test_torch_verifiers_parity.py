@@ -22,10 +22,10 @@ import torch
 
 from engine.verifiers import TORCH_VERIFIERS, SequentialTorchVerifier, get_torch_verifier
 from engine.verifiers.drafting import top_k_tokens
-from engine.verifiers.sampling import inverse_cdf
 from engine.verifiers.shared_rule import SharedRuleTorchVerifier
 from resispec.drafting import top_k_tokens as numpy_top_k_tokens
 from resispec.sampling import inverse_cdf as numpy_inverse_cdf
+from resispec.sampling import inverse_cdf_rows
 from resispec.verifiers import VERIFIERS, SequentialVerifier, get_verifier
 from tests.engine.torch_verifier_helpers import DEVICES, near_ties, one_thread, random_batch  # noqa: F401 (fixture)
 
@@ -98,12 +98,12 @@ def test_inverse_cdf_matches_numpy_including_overshoot(device):
     weights[:, -100:] = 0.0  # trailing zeros: an overshoot must land on the last positive weight
     u = rng.random((64, 5))
     u[:, 0] = np.nextafter(1.0, 0.0)
-    drawn = inverse_cdf(torch.tensor(weights, device=device), torch.tensor(u, device=device)).cpu().numpy()
+    drawn = inverse_cdf_rows(torch.tensor(weights, device=device), torch.tensor(u, device=device)).cpu().numpy()
     for b in range(64):
         assert drawn[b].tolist() == [numpy_inverse_cdf(weights[b], float(x)) for x in u[b]]
         assert drawn[b, 0] == np.flatnonzero(weights[b])[-1]
     zeros = torch.zeros(2, 4, dtype=torch.float64, device=device)
-    empty = inverse_cdf(zeros, zeros[:, 0])
+    empty = inverse_cdf_rows(zeros, zeros[:, 0])
     assert empty.tolist() == [-1, -1]
 
 
