@@ -232,7 +232,8 @@ def solve_fixed_point(target: Array, draft: Array, cap: Array) -> Array:
         return rows.maximum(s * rows.at(profile.q_prefix, piece) - rows.at(profile.p_prefix, piece), 0.0)
 
     def excess(s: Array) -> Array:
-        return s - 1.0 - hinge(rising, s) + hinge(saturated, s)
+        with float_errors_allowed(target):  # rows done searching may probe an infinite ratio: masked by the caller
+            return s - 1.0 - hinge(rising, s) + hinge(saturated, s)
 
     vocab = target.shape[1]
     low, high = rows.full(1.0), rows.full(float("inf"))
