@@ -1,6 +1,6 @@
 """Decision-for-decision parity of the torch ports with their NumPy twins, given the same uniforms.
 
-Only the verifiers that still have a torch port (resispec, resispec_wor, pooled, pooled_wor)
+Only the verifiers that still have a torch port (pooled, pooled_wor)
 have a twin to agree with; the others run the core's own rule on tensors (``engine.verifiers.shared_rule``).
 
 Thousands of seeded random nodes per verifier, corner cases included (p == q, one-hot p and q, zeros
