@@ -153,11 +153,35 @@ def searchsorted_rows(sorted_rows: Array, values: Array, side: str = "right") ->
         return torch.searchsorted(sorted_rows, values, right=side == "right")
     if sorted_rows.shape[0] == 1:
         return np.searchsorted(sorted_rows[0], values[0], side=side)[None]
-    if sorted_rows.size * values.shape[1] <= COMPARE_BUDGET:  # many short rows: count, no Python loop
+    if sorted_rows.shape[1] <= COUNT_UP_TO and sorted_rows.size * values.shape[1] <= COMPARE_BUDGET:
         below = sorted_rows[:, None, :] <= values[:, :, None] if side == "right" else (
             sorted_rows[:, None, :] < values[:, :, None])
-        return np.count_nonzero(below, axis=-1)
-    return np.stack([np.searchsorted(row, point, side=side) for row, point in zip(sorted_rows, values)])
+        return np.count_nonzero(below, axis=-1)  # many short rows: count, no Python loop
+    if values.shape[1] * LOCKSTEP_ROWS_PER_VALUE >= sorted_rows.shape[0]:  # few rows: NumPy's own search each
+        return np.stack([np.searchsorted(row, point, side=side) for row, point in zip(sorted_rows, values)])
+    return _bisected_rows(sorted_rows, values, side)
+
+
+COUNT_UP_TO = 64
+"""Longest rows that ``searchsorted_rows`` counts through by broadcasting (O(V) per value, one pass)."""
+
+LOCKSTEP_ROWS_PER_VALUE = 8
+"""``searchsorted_rows`` on NumPy bisects all rows in lockstep when there are more than this many rows per
+value searched; fewer rows go through NumPy's own ``searchsorted`` one row at a time."""
+
+
+def _bisected_rows(sorted_rows: np.ndarray, values: np.ndarray, side: str) -> np.ndarray:
+    """``searchsorted`` of every row at once on NumPy: a lockstep bisection of ``V.bit_length()`` rounds over
+    all (B, m) points (a few vector operations per round instead of B Python-level calls)."""
+    vocab = sorted_rows.shape[1]
+    lo, hi = np.zeros(values.shape, dtype=np.int64), np.full(values.shape, vocab, dtype=np.int64)
+    for _ in range(vocab.bit_length()):
+        middle = (lo + hi) >> 1
+        entry = np.take_along_axis(sorted_rows, np.minimum(middle, vocab - 1), axis=1)
+        right = (entry <= values if side == "right" else entry < values) & (lo < hi)
+        lo = np.where(right, middle + 1, lo)
+        hi = np.where(right | (lo >= hi), hi, middle)
+    return lo
 
 
 def row_values(x: Array) -> ArrayRowValues | ScalarRowValues:
