@@ -214,8 +214,9 @@ def schedule_from_profile(profile: RowRatioProfile, k: int) -> Schedule:
         padded = Schedule(T=xp.concat([shorter.T, zero], axis=1), R=xp.concat([shorter.R, shorter.z[:, None]], axis=1),
                           z=shorter.z)
         best = best.where(padded.acceptance > best.acceptance, padded)
-    cleaned = _with_reach(sub, _newton(_without_negligible_draft_mass(sub, k), k)[0].T)
-    best = best.where(_exact(cleaned) & (cleaned.acceptance > best.acceptance), cleaned)
+    without, negligible = _without_negligible_draft_mass(sub, k)
+    cleaned = _with_reach(sub, _newton(without, k)[0].T)
+    best = best.where(negligible & _exact(cleaned) & (cleaned.acceptance > best.acceptance), cleaned)
     batch = overflowed.shape[0]
     return Schedule(T=xp.where(overflowed[:, None], placed_rows(best.T, rows, batch, 0.0), plan.T),
                     R=xp.where(overflowed[:, None], placed_rows(best.R, rows, batch, 0.0), plan.R),
@@ -237,9 +238,9 @@ def _exact(plan: Schedule) -> Array:
     return xp.all((following <= plan.T) & (plan.T - following <= plan.R), axis=1)
 
 
-def _without_negligible_draft_mass(profile: RowRatioProfile, k: int) -> RowRatioProfile:
+def _without_negligible_draft_mass(profile: RowRatioProfile, k: int) -> tuple[RowRatioProfile, Array]:
     """The profile with every draft mass too small for k tight steps set to zero (``0 < q(x) <
-    max_double^(-1/(k+1))``, so that ``1/q^k`` overflows).
+    max_double^(-1/(k+1))``, so that ``1/q^k`` overflows), and the rows (bool (B,)) that had such a mass.
 
     Thresholds solved on it are checked against the true profile (``_exact``) before use: such a token's
     mass changes ``g`` by at most ``T q(x)``, below rounding next to the other tokens' mass.
@@ -248,4 +249,4 @@ def _without_negligible_draft_mass(profile: RowRatioProfile, k: int) -> RowRatio
     p = profile.p_prefix[:, 1:] - profile.p_prefix[:, :-1]
     q = profile.q_prefix[:, 1:] - profile.q_prefix[:, :-1]
     negligible = (q > 0.0) & (q < float(np.finfo(np.float64).max) ** (-1.0 / (k + 1)))
-    return RowRatioProfile(xp.maximum(p, 0.0), xp.where(negligible, 0.0, q))
+    return RowRatioProfile(xp.maximum(p, 0.0), xp.where(negligible, 0.0, q)), xp.any(negligible, axis=1)
