@@ -63,6 +63,16 @@ def zero_at_(x: Array, index: Array) -> Array:
     return x
 
 
+def set_at_(x: Array, index: Array, values: Array) -> Array:
+    """``x[b, index[b, j]] = values[b, j]`` in place (a scatter, which the standard lacks); ``values`` may be
+    broadcast to ``index``'s shape (B, m). Where a row repeats an id, one of its values lands (callers
+    send only what they discard to a repeated id). Returns x."""
+    if is_torch_array(x):
+        return x.scatter_(1, index, values.expand(index.shape) if values.shape != index.shape else values)
+    x[np.arange(x.shape[0])[:, None], index] = values
+    return x
+
+
 def add_at_(x: Array, index: Array, values: Array) -> Array:
     """``x[b, index[b, j]] += values[b, j]`` in place (a scatter-add, which the standard lacks); each row of
     ``index`` (B, m) holds distinct ids. Returns x."""

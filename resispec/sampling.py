@@ -8,6 +8,9 @@ non-negative weight vector ``w`` with a uniform ``u in [0, 1)`` returns the smal
 from __future__ import annotations
 
 import numpy as np
+from array_api_compat import device as device_of
+
+from resispec.rows import Array, namespace, searchsorted_rows
 
 BLOCK = 256
 """Tokens per block of the two-level cumulative sum used for large vocabularies."""
@@ -70,3 +73,25 @@ def _inverse_cdf_blocked(weights: np.ndarray, u: float) -> int:
     if offset >= inside.size:  # rounding between the block total and the in-block sums
         offset = int(np.flatnonzero(weights[start:start + BLOCK] > 0)[-1])
     return start + offset
+
+
+class RowInverseCDF:
+    """``InverseCDF`` for B rows at once, NumPy or torch: ``weights`` (B, V) non-negative float64.
+
+    Each row's plain sequential cumulative sum is taken once; a draw with ``u`` (B,) is then one
+    row-wise ``searchsorted``: the smallest id with ``cumsum(w)[y] > u sum(w)``, rounding past the end
+    going to the row's last token of positive weight (``inverse_cdf``'s rule). A row without positive
+    weight draws -1 (the caller decides what such a row emits).
+    """
+
+    def __init__(self, weights: Array) -> None:
+        xp = namespace(weights)
+        self.cumulative = xp.cumulative_sum(weights, axis=-1)
+        self.total = self.cumulative[:, -1]
+        ids = xp.arange(weights.shape[-1], device=device_of(weights))
+        self.last_positive = xp.max(xp.where(weights > 0, ids, -1), axis=-1)
+
+    def __call__(self, u: Array) -> Array:
+        """Token ids (B,) drawn with the uniforms ``u`` (B,)."""
+        index = searchsorted_rows(self.cumulative, (u * self.total)[:, None])[:, 0]
+        return namespace(index).minimum(index, self.last_positive)
