@@ -113,7 +113,7 @@ def searchsorted_rows(sorted_rows: Array, values: Array) -> Array:
     if is_torch_array(sorted_rows):
         import torch
 
-        return torch.searchsorted(sorted_rows, values, right=True)
+        return torch.searchsorted(sorted_rows.contiguous(), values.contiguous(), right=True)  # no-ops if they are
     if sorted_rows.shape[0] == 1:
         return np.searchsorted(sorted_rows[0], values[0], side="right")[None]
     return np.stack([np.searchsorted(row, point, side="right") for row, point in zip(sorted_rows, values)])

@@ -1,30 +1,29 @@
 """The verifier zoo in torch, batched over nodes: ``TORCH_VERIFIERS`` and ``get_torch_verifier``.
 
 A core verifier whose rule is written once over rows (``resispec.verifiers.base.BatchedSequentialVerifier``:
-sps, rrs, rrs_wor, spectr, topk and the controls rrs_skip_dup, wor_unmasked, ears, resispec_paper) runs here
-through ``shared_rule``, with no torch copy of its rule. The others (resispec, resispec_wor, pooled,
-pooled_wor) still have a torch port each, one module named after its NumPy twin, beside the helpers
-they share (validation, sampling, drafting, ratio profile, schedule, bracketing).
+sps, rrs, rrs_wor, spectr, topk and the controls rrs_skip_dup, wor_unmasked, ears, resispec_paper;
+``resispec.verifiers.select_then_verify.SelectThenVerify``: pooled, pooled_wor) runs here through
+``shared_rule``, with no torch copy of its rule. The others (resispec, resispec_wor) still have a torch
+port each, one module named after its NumPy twin, beside the helpers they share (validation, sampling,
+drafting, schedule).
 """
 
 from __future__ import annotations
 
 from engine.verifiers.base import SequentialTorchVerifier, TorchVerifier
-from engine.verifiers.pooled import TorchPooled
-from engine.verifiers.pooled_wor import TorchPooledWithoutReplacement
 from engine.verifiers.resispec import TorchResiSpec
 from engine.verifiers.resispec_wor import TorchResiSpecWithoutReplacement
 from engine.verifiers.shared_rule import torch_verifier_for
 from resispec.verifiers import VERIFIERS
 from resispec.verifiers.base import BatchedSequentialVerifier
+from resispec.verifiers.select_then_verify import SelectThenVerify
 
 _PORTS: dict[str, type[TorchVerifier]] = {
-    cls.name: cls for cls in (TorchResiSpec, TorchPooled, TorchResiSpecWithoutReplacement,
-                              TorchPooledWithoutReplacement)
+    cls.name: cls for cls in (TorchResiSpec, TorchResiSpecWithoutReplacement)
 }
 
 TORCH_VERIFIERS: dict[str, type[TorchVerifier]] = {
-    name: torch_verifier_for(cls) if issubclass(cls, BatchedSequentialVerifier) else _PORTS[name]
+    name: torch_verifier_for(cls) if issubclass(cls, (BatchedSequentialVerifier, SelectThenVerify)) else _PORTS[name]
     for name, cls in VERIFIERS.items()
 }
 """Every torch verifier by the name of its core verifier, in ``VERIFIERS``' order: exact ones first, then

@@ -209,7 +209,7 @@ def _outside_level(profile: RowRatioProfile, p_sorted: Array, q_sorted: Array, c
     xp = namespace(target)
     size = p_sorted.shape[1]
     ratio = profile.ratio
-    largest = xp.full((ratio.shape[0], 1), xp.finfo(ratio.dtype).max, device=device_of(ratio))
+    largest = xp.full((ratio.shape[0], 1), xp.finfo(ratio.dtype).max, dtype=ratio.dtype, device=device_of(ratio))
     finite = searchsorted_rows(ratio, largest)  # how many ratios are finite
     block = ~inside & (xp.arange(size, device=device_of(ratio)) < finite)
     q_above = xp.flip(xp.cumulative_sum(xp.flip(xp.where(block, q_sorted, 0.0), axis=-1), axis=-1), axis=-1)
