@@ -52,13 +52,18 @@ from array_api_compat import device as device_of
 from resispec.residual import supported_residual
 from resispec.row_ratio_profile import RowRatioProfile
 from resispec.rows import (
+    BLOCK_BIT,
     Array,
+    block_keys,
+    block_levels,
+    cpu_chunk_rows,
     float_errors_allowed,
     gather_rows,
     namespace,
     positive_part_,
     searchsorted_rows,
     set_at_,
+    stable_sort_rows,
     value_at,
 )
 from resispec.sampling import RowInverseCDF
@@ -120,16 +125,27 @@ class PooledPlan:
 
 
 def pooled_plan(p: Array, q: Array, k: int) -> PooledPlan:
-    """The plan for validated float64 ``p``, ``q`` (B, V) and ``k >= 1`` (see the module docstring)."""
+    """The plan for validated float64 ``p``, ``q`` (B, V) and ``k >= 1`` (see the module docstring).
+
+    On the CPU the rows go ``cpu_chunk_rows`` at a time (their passes then run in cache); the chunks'
+    pools are padded to the widest.
+    """
+    batch = p.shape[0]
+    rows = cpu_chunk_rows(p)
+    fields = _join([_plan_rows(p[start:start + rows], q[start:start + rows], k) for start in range(0, batch, rows)])
+    return PooledPlan(k=k, q=q, residual_sampler=RowInverseCDF(fields["residual"]), **fields)
+
+
+def _plan_rows(p: Array, q: Array, k: int) -> dict[str, Array]:
+    """Every field of ``PooledPlan`` but ``k``, ``q`` and the residual sampler, for rows of ``p``, ``q``."""
     xp = namespace(p, q)
-    batch, size = p.shape
+    size = p.shape[1]
     profile = RowRatioProfile(p, q)
     order = profile.order
     ranks = xp.arange(size, device=device_of(p))
     rank = set_at_(xp.empty_like(order), order, xp.broadcast_to(ranks, order.shape))
     gain = profile.q_prefix ** k - profile.p_prefix
     cut = xp.argmax(gain, axis=-1)  # the first maximiser
-    alpha = 1.0 - xp.maximum(value_at(gain, cut), 0.0)
     inside = ranks < cut[:, None]
     p_sorted, q_sorted = gather_rows(p, order), gather_rows(q, order)
     density = max_ratio_density(profile.q_prefix, k)
@@ -140,18 +156,38 @@ def pooled_plan(p: Array, q: Array, k: int) -> PooledPlan:
     lam = _outside_level(profile, p_sorted, q_sorted, cut, inside, outside_target)
     t_sorted = xp.where(inside, xp.maximum(p_sorted, mu[:, None] * q_sorted),
                         xp.minimum(p_sorted, lam[:, None] * q_sorted))
-    pools = _pools(f_sorted, t_sorted, density, inside)
-    f, t = xp.empty_like(p), xp.empty_like(p)
-    set_at_(f, order, f_sorted)
-    set_at_(t, order, t_sorted)
-    residual = supported_residual(positive_part_(p - t), p)
-    return PooledPlan(
-        k=k, q=q, order=order, rank=rank, cut=cut, inside_mass=value_at(profile.q_prefix, cut), alpha=alpha,
-        mu=mu, lam=lam, density=density, max_ratio_law=f, selection_law=t, accept=acceptance_ratio(p, t),
-        residual=residual, residual_sampler=RowInverseCDF(residual),
+    pools = _pools(f_sorted, t_sorted, density, cut, inside)
+    f, t = set_at_(xp.empty_like(p), order, f_sorted), set_at_(xp.empty_like(p), order, t_sorted)
+    return dict(
+        order=order, rank=rank, cut=cut, inside_mass=value_at(profile.q_prefix, cut),
+        alpha=1.0 - xp.maximum(value_at(gain, cut), 0.0), mu=mu, lam=lam, density=density, max_ratio_law=f,
+        selection_law=t, accept=acceptance_ratio(p, t), residual=supported_residual(positive_part_(p - t), p),
         pool_start=gather_rows(pools.pop("start_by_rank"), rank), pool_stop=gather_rows(pools.pop("stop_by_rank"), rank),
         **pools,
     )
+
+
+_POOL_PADDING = {"pool_transfer": 0.0, "pool_mass": 0.0}
+"""Padding of the pool columns past a row's pools (donor and receiver: V; cumulative: its last value)."""
+
+
+def _join(chunks: list[dict[str, Array]]) -> dict[str, Array]:
+    """The fields of row chunks as one batch, each chunk's pool columns padded to the widest."""
+    if len(chunks) == 1:
+        return chunks[0]
+    xp = namespace(chunks[0]["pool_mass"])
+    size, width = chunks[0]["order"].shape[1], max(chunk["pool_mass"].shape[1] for chunk in chunks)
+    joined = {}
+    for name, first in chunks[0].items():
+        parts = [chunk[name] for chunk in chunks]
+        if name.startswith("pool_") and first.ndim == 2 and name not in ("pool_start", "pool_stop"):
+            extra = 1 if name == "pool_cumulative" else 0
+            parts = [xp.concat([part, xp.broadcast_to(
+                part[:, -1:] if name == "pool_cumulative" else xp.full((1, 1), _POOL_PADDING.get(name, size),
+                                                                      dtype=part.dtype, device=device_of(part)),
+                (part.shape[0], width + extra - part.shape[1]))], axis=-1) for part in parts]
+        joined[name] = xp.concat(parts)
+    return joined
 
 
 def acceptance_ratio(p: Array, t: Array) -> Array:
@@ -228,51 +264,76 @@ def _outside_level(profile: RowRatioProfile, p_sorted: Array, q_sorted: Array, c
     return xp.where(finite <= cut, 0.0, lam)
 
 
-def _pools(f: Array, t: Array, density: Array, inside: Array) -> dict[str, Array]:
+def _pools(f: Array, t: Array, density: Array, cut: Array, inside: Array) -> dict[str, Array]:
     """The pool fields of ``PooledPlan`` from ``f``, ``t``, ``phi`` (B, V) by rank (module docstring),
-    with each rank's pool range by rank (``start_by_rank``, ``stop_by_rank``)."""
+    with each rank's pool range by rank (``start_by_rank``, ``stop_by_rank``).
+
+    The cumulative sums ``D``, ``R`` restart at the cut. Each row's levels, ``[0, 0, D, R]`` (a 0 per
+    block), are sorted stably in one pass by exact keys that put ``H*``'s levels first (``block_keys``),
+    so a level's repeats are adjacent and only the last of them can carry a positive ``transfer``; there
+    the donor ``min{y: D_y > l}`` is the count of ``D``'s entries at or before it, the receiver likewise
+    (the last level of a row, ``max(D_end, R_end)`` off ``H*``, is never a pool). A donor y's pools lie
+    between its block's levels ``D_{y-1}`` (the block's 0 for its first rank) and ``D_y``, a receiver's
+    between ``R_{z-1}`` and ``R_z``, so its columns run from the pools sorted before the one to the pools
+    sorted before the other.
+    """
     xp = namespace(f)
     batch, size = f.shape
-    donations, receipts = positive_part_(f - t), positive_part_(t - f)
-    # one row per block: H* in rows [0, B), the rest in rows [B, 2B)
-    donated = xp.cumulative_sum(xp.concat([xp.where(inside, donations, 0.0), xp.where(inside, 0.0, donations)]),
-                                axis=-1)
-    received = xp.cumulative_sum(xp.concat([xp.where(inside, receipts, 0.0), xp.where(inside, 0.0, receipts)]),
-                                 axis=-1)
-    total = xp.minimum(donated[:, -1:], received[:, -1:])
-    levels = xp.sort(xp.concat([xp.zeros_like(total), donated, received], axis=-1), axis=-1)
-    following = xp.minimum(xp.concat([levels[:, 1:], total], axis=-1), total)
-    transfer = xp.where(levels < total, following - levels, 0.0)
-    donor = xp.minimum(searchsorted_rows(donated, levels), size - 1)
-    receiver = xp.minimum(searchsorted_rows(received, levels), size - 1)
-    densities = xp.concat([density, density])
-    gap = gather_rows(densities, donor) - gather_rows(densities, receiver)
+    donated, donated_total = _blockwise_cumsum(positive_part_(f - t), cut, inside)
+    received, received_total = _blockwise_cumsum(positive_part_(t - f), cut, inside)
+    total = xp.minimum(donated_total, received_total)  # (B, 2): per block
+    zeros = xp.zeros((batch, 2), dtype=f.dtype, device=device_of(f))
+    outside = xp.concat([xp.zeros_like(inside[:, :1]), xp.ones_like(inside[:, :1]), ~inside, ~inside], axis=-1)
+    keys, origin = stable_sort_rows(block_keys(xp.concat([zeros, donated, received], axis=-1), outside))
+    levels = block_levels(keys)
+    block_total = xp.where(keys[:, :-1] >= 1 << BLOCK_BIT, total[:, 1:], total[:, :1])
+    # every level but the last against the next one (of the same block wherever the level is below its total)
+    transfer = xp.where(levels[:, :-1] < block_total, xp.minimum(levels[:, 1:], block_total) - levels[:, :-1], 0.0)
+    kind = origin[:, :-1]
+    donor = xp.minimum(xp.cumulative_sum(xp.astype((kind >= 2) & (kind < size + 2), xp.int64), axis=-1), size - 1)
+    receiver = xp.minimum(xp.cumulative_sum(xp.astype(kind >= size + 2, xp.int64), axis=-1), size - 1)
+    gap = gather_rows(density, donor) - gather_rows(density, receiver)
     pool = (transfer > 0) & (receiver < donor) & (gap > 0)
     with float_errors_allowed(gap):
         mass = xp.where(pool, transfer / gap, 0.0)
-    # back to one row per (p, q) pair: H*'s slots, then the rest's; pools compacted to the left
-    pool, donor, receiver, transfer, mass = (xp.concat([x[:batch], x[batch:]], axis=-1)
-                                             for x in (pool, donor, receiver, transfer, mass))
-    count = xp.sum(xp.astype(pool, xp.int64), axis=-1)
+    counted = xp.astype(pool, xp.int64)
+    running = xp.cumulative_sum(counted, axis=-1)
+    count = running[:, -1]
+    before = xp.concat([running - counted, count[:, None]], axis=-1)  # pools sorted before each level
     width = max(int(xp.max(count)), 1)
-    column = xp.where(pool, xp.cumulative_sum(xp.astype(pool, xp.int64), axis=-1) - 1, width)
-    compacted = {}
+    column = xp.where(pool, before[:, :-1], width)
+    compacted = {"pool_count": count}
     for name, values, padding in (("pool_donor", donor, size), ("pool_receiver", receiver, size),
                                   ("pool_transfer", transfer, 0.0), ("pool_mass", mass, 0.0)):
         row = xp.full((batch, width + 1), padding, dtype=values.dtype, device=device_of(values))
-        compacted[name] = set_at_(row, column, values)[:, :width]  # column `width` collects the non-pools
+        compacted[name] = set_at_(row, column, values)[:, :width]  # column `width` collects the slots that are no pools
     cumulative = xp.cumulative_sum(compacted["pool_mass"], axis=-1)
     compacted["pool_cumulative"] = xp.concat([xp.zeros_like(cumulative[:, :1]), cumulative], axis=-1)
-    # per rank, its pools' columns: donors and receivers are each non-decreasing (padding V past them),
-    # and no rank is both
-    ranks = xp.broadcast_to(xp.arange(size, device=device_of(f)), (batch, size))
-    ranges = [(searchsorted_rows(compacted[name], ranks - 1), searchsorted_rows(compacted[name], ranks))
-              for name in ("pool_donor", "pool_receiver")]
-    gives = ranges[0][1] > ranges[0][0]
-    compacted["start_by_rank"] = xp.where(gives, ranges[0][0], ranges[1][0])
-    compacted["stop_by_rank"] = xp.where(gives, ranges[0][1], ranges[1][1])
-    compacted["pool_count"] = count
+    # a rank's pools: from its block's level before it to its own level; no rank both gives and takes
+    placed = set_at_(xp.empty_like(origin), origin, xp.broadcast_to(
+        xp.arange(origin.shape[1], device=device_of(origin)), origin.shape))  # sorted position of each level
+    ranks = xp.arange(size, device=device_of(f))
+    first = (ranks == 0) | (ranks == cut[:, None])  # the first rank of a block
+    bounds = []
+    for offset in (2, size + 2):  # D's levels, then R's
+        own = gather_rows(before, placed[:, offset:offset + size])
+        block_zero = xp.where(inside, gather_rows(before, placed[:, :1]), gather_rows(before, placed[:, 1:2]))
+        earlier = xp.where(first, block_zero, xp.concat([own[:, :1], own[:, :-1]], axis=-1))
+        bounds.append((earlier, own))
+    gives = bounds[0][1] > bounds[0][0]
+    compacted["start_by_rank"] = xp.where(gives, bounds[0][0], bounds[1][0])
+    compacted["stop_by_rank"] = xp.where(gives, bounds[0][1], bounds[1][1])
     return compacted
+
+
+def _blockwise_cumsum(values: Array, cut: Array, inside: Array) -> tuple[Array, Array]:
+    """``(sums, totals)``: cumulative sums of ``values`` (B, V) by rank, restarting at the cut, and each
+    block's total (B, 2) (``H*`` first)."""
+    xp = namespace(values)
+    plain = xp.cumulative_sum(values, axis=-1)  # H*'s sums up to the cut
+    later = xp.cumulative_sum(xp.where(inside, 0.0, values), axis=-1)
+    inside_total = xp.where(cut > 0, value_at(plain, xp.maximum(cut - 1, 0)), 0.0)
+    return xp.where(inside, plain, later), xp.stack([inside_total, later[:, -1]], axis=-1)
 
 
 def score_intervals(plan: PooledPlan, candidates: Array, u: Array) -> Array:
