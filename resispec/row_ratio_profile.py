@@ -68,7 +68,10 @@ def sort_rows_by_ratio(ratio: Array) -> tuple[Array, Array]:
 
         return torch.sort(ratio, dim=-1, stable=True)
     rows = [sort_by_ratio(row) for row in (ratio if is_numpy_array(ratio) else ratio.numpy())]
-    order, ordered = np.stack([row[0] for row in rows]), np.stack([row[1] for row in rows])
+    if len(rows) == 1:  # one row (the single-instance API): no stacking
+        order, ordered = rows[0][0][None], rows[0][1][None]
+    else:
+        order, ordered = np.stack([row[0] for row in rows]), np.stack([row[1] for row in rows])
     if is_numpy_array(ratio):
         return ordered, order
     import torch

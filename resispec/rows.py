@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from array_api_compat import array_namespace, is_torch_array
-from array_api_compat import device as device_of
+from array_api_compat import device as _array_device
 from array_api_compat import numpy as numpy_namespace
 
 Array = Any
@@ -34,6 +34,11 @@ def cpu_chunk_rows(x: Array) -> int:
     if is_torch_array(x) and x.device.type != "cpu":
         return max(x.shape[0], 1)
     return max(1, CPU_CHUNK_ELEMENTS // x.shape[1])
+
+
+def device_of(x: Array) -> Any:
+    """The device of ``x`` (the standard's ``device``; "cpu" for a NumPy array, without array-api-compat's checks)."""
+    return "cpu" if type(x) is np.ndarray else _array_device(x)
 
 
 def _without_device(function: Any) -> Any:

@@ -8,9 +8,8 @@ non-negative weight vector ``w`` with a uniform ``u in [0, 1)`` returns the smal
 from __future__ import annotations
 
 import numpy as np
-from array_api_compat import device as device_of
 
-from resispec.rows import Array, namespace, searchsorted_rows
+from resispec.rows import Array, device_of, namespace, searchsorted_rows
 
 BLOCK = 256
 """Tokens per block of the two-level cumulative sum used for large vocabularies."""

@@ -34,10 +34,10 @@ from dataclasses import dataclass, fields
 
 import torch
 
-from engine.verifiers.pooling import CPU_CHUNK_ELEMENTS
 from engine.verifiers.validation import row_sums
 from resispec.residual import supported_residual
 from resispec.row_ratio_profile import RowRatioProfile
+from resispec.rows import CPU_CHUNK_ELEMENTS
 
 
 def _others(values: torch.Tensor) -> torch.Tensor:

@@ -47,7 +47,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from array_api_compat import device as device_of
 
 from resispec.residual import supported_residual
 from resispec.row_ratio_profile import RowRatioProfile
@@ -57,6 +56,7 @@ from resispec.rows import (
     block_keys,
     block_levels,
     cpu_chunk_rows,
+    device_of,
     float_errors_allowed,
     gather_rows,
     namespace,
@@ -143,7 +143,7 @@ def _plan_rows(p: Array, q: Array, k: int) -> dict[str, Array]:
     profile = RowRatioProfile(p, q)
     order = profile.order
     ranks = xp.arange(size, device=device_of(p))
-    rank = set_at_(xp.empty_like(order), order, xp.broadcast_to(ranks, order.shape))
+    rank = set_at_(xp.empty_like(order), order, ranks)
     gain = profile.q_prefix ** k - profile.p_prefix
     cut = xp.argmax(gain, axis=-1)  # the first maximiser
     inside = ranks < cut[:, None]
@@ -162,8 +162,8 @@ def _plan_rows(p: Array, q: Array, k: int) -> dict[str, Array]:
         order=order, rank=rank, cut=cut, inside_mass=value_at(profile.q_prefix, cut),
         alpha=1.0 - xp.maximum(value_at(gain, cut), 0.0), mu=mu, lam=lam, density=density, max_ratio_law=f,
         selection_law=t, accept=acceptance_ratio(p, t), residual=supported_residual(positive_part_(p - t), p),
-        pool_start=gather_rows(pools.pop("start_by_rank"), rank), pool_stop=gather_rows(pools.pop("stop_by_rank"), rank),
-        **pools,
+        pool_start=gather_rows(pools.pop("start_by_rank"), rank),
+        pool_stop=gather_rows(pools.pop("stop_by_rank"), rank), **pools,
     )
 
 
@@ -245,8 +245,7 @@ def _outside_level(profile: RowRatioProfile, p_sorted: Array, q_sorted: Array, c
     xp = namespace(target)
     size = p_sorted.shape[1]
     ratio = profile.ratio
-    largest = xp.full((ratio.shape[0], 1), xp.finfo(ratio.dtype).max, dtype=ratio.dtype, device=device_of(ratio))
-    finite = searchsorted_rows(ratio, largest)  # how many ratios are finite
+    finite = xp.sum(xp.astype(ratio < xp.inf, xp.int64), axis=-1, keepdims=True)  # how many ratios are finite
     block = ~inside & (xp.arange(size, device=device_of(ratio)) < finite)
     q_above = xp.flip(xp.cumulative_sum(xp.flip(xp.where(block, q_sorted, 0.0), axis=-1), axis=-1), axis=-1)
     p_upto = xp.cumulative_sum(xp.where(block, p_sorted, 0.0), axis=-1)
@@ -310,8 +309,8 @@ def _pools(f: Array, t: Array, density: Array, cut: Array, inside: Array) -> dic
     cumulative = xp.cumulative_sum(compacted["pool_mass"], axis=-1)
     compacted["pool_cumulative"] = xp.concat([xp.zeros_like(cumulative[:, :1]), cumulative], axis=-1)
     # a rank's pools: from its block's level before it to its own level; no rank both gives and takes
-    placed = set_at_(xp.empty_like(origin), origin, xp.broadcast_to(
-        xp.arange(origin.shape[1], device=device_of(origin)), origin.shape))  # sorted position of each level
+    positions = xp.arange(origin.shape[1], device=device_of(origin))
+    placed = set_at_(xp.empty_like(origin), origin, positions)  # the sorted position of each level
     ranks = xp.arange(size, device=device_of(f))
     first = (ranks == 0) | (ranks == cut[:, None])  # the first rank of a block
     bounds = []
@@ -382,7 +381,8 @@ def score_components(plan: PooledPlan, candidates: Array) -> tuple[Array, Array]
     batch, k = candidates.shape
     size = plan.rank.shape[1]
     own = gather_rows(plan.rank, candidates)[..., None]
-    start, stop = gather_rows(plan.pool_start, candidates)[..., None], gather_rows(plan.pool_stop, candidates)[..., None]
+    start = gather_rows(plan.pool_start, candidates)[..., None]
+    stop = gather_rows(plan.pool_stop, candidates)[..., None]
     count = stop - start
     columns = xp.arange(int(xp.max(count)) + 1, device=device_of(candidates))
     slot = xp.reshape(xp.minimum(start + columns, plan.pool_donor.shape[1] - 1), (batch, -1))

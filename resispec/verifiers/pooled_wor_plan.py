@@ -64,12 +64,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from array_api_compat import device as device_of
 from array_api_compat import is_numpy_array
 
 from resispec.bounds_wor import wor_prefix_values
 from resispec.residual import supported_residual
-from resispec.rows import Array, gather_rows, namespace, set_at_, value_at
+from resispec.rows import Array, device_of, gather_rows, namespace, set_at_, value_at
 from resispec.sampling import RowInverseCDF
 from resispec.verifiers.pooled_plan import acceptance_ratio
 

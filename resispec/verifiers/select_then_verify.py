@@ -56,18 +56,24 @@ class SelectThenVerify(Verifier):
         accepted = u[:, -2] < value_at(plan.accept, selected)
         return xp.where(accepted, selected, plan.residual_sampler(u[:, -1])), xp.where(accepted, index, -1)
 
+    def _row_split(self, plan: Any, candidates: Array) -> tuple[Array, Array]:
+        """``(accepted (B, k), rejected (B, V))`` given the candidates: ``accepted[i] = s_i a(x_i)``, the
+        probability that candidate i is selected and accepted, and ``rejected = (sum_i s_i (1 - a(x_i)))
+        norm((p - t)+)``, the sub-probability of each token being emitted from the residual."""
+        xp = namespace(candidates)
+        selected = self._row_selection_probabilities(plan, candidates)
+        accepted = selected * gather_rows(plan.accept, candidates)
+        rejected = xp.sum(selected, axis=-1) - xp.sum(accepted, axis=-1)
+        return accepted, (rejected / plan.residual_sampler.total)[:, None] * plan.residual
+
     def _row_law(self, plan: Any, candidates: Array) -> tuple[Array, Array]:
         """``(law (B, V), acceptance (B,))`` given the candidates:
         ``law = sum_i s_i [a(x_i) delta(x_i) + (1 - a(x_i)) norm((p - t)+)]``."""
         xp = namespace(candidates)
-        selected = self._row_selection_probabilities(plan, candidates)
-        accepted = selected * gather_rows(plan.accept, candidates)
-        law = xp.zeros_like(plan.residual)
+        accepted, law = self._row_split(plan, candidates)
         for i in range(candidates.shape[1]):  # column by column: a row may repeat a token
             add_at_(law, candidates[:, i:i + 1], accepted[:, i:i + 1])
-        acceptance = xp.sum(accepted, axis=-1)
-        rejected = xp.sum(selected, axis=-1) - acceptance
-        return law + (rejected / plan.residual_sampler.total)[:, None] * plan.residual, acceptance
+        return law, xp.sum(accepted, axis=-1)
 
     # --- the single-instance API: the row methods at B = 1 ------------------------------------------
 
