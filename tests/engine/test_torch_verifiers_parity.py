@@ -1,14 +1,14 @@
 """Decision-for-decision parity of the torch ports with their NumPy twins, given the same uniforms.
 
-Only the verifiers that still have a torch port (resispec, resispec_wor, pooled, pooled_wor)
-have a twin to agree with; the others run the core's own rule on tensors (``engine.verifiers.shared_rule``).
+Only the verifiers that still have a torch port (resispec, resispec_wor) have a twin to agree with; the
+others run the core's own rule on tensors (``engine.verifiers.shared_rule``).
 
 Thousands of seeded random nodes per verifier, corner cases included (p == q, one-hot p and q, zeros
 in p and q, masses of 1e-12, disjoint supports, ratio ties, peaky LLM-like pairs), float32
-probabilities, each verifier's own uniform count (pooled: 2k + 2). The NumPy reference verifies each
+probabilities, each verifier's own uniform count. The NumPy reference verifies each
 node on the float32 values cast to float64. Only summation order differs between the two, so a
 disagreement is allowed only where a uniform lies within 1e-12 of its threshold (a genuine rounding
-tie: an acceptance probability, a residual boundary, or one of pooled's score-interval boundaries);
+tie: an acceptance probability or a residual boundary);
 such near ties are counted and are 0 here.
 """
 
@@ -23,7 +23,7 @@ import torch
 from engine.verifiers import TORCH_VERIFIERS, SequentialTorchVerifier, get_torch_verifier
 from engine.verifiers.drafting import top_k_tokens
 from engine.verifiers.sampling import inverse_cdf
-from engine.verifiers.shared_rule import SharedRuleTorchVerifier
+from engine.verifiers.shared_rule import SharedRuleTorchVerifier, SharedSelectionTorchVerifier
 from resispec.drafting import top_k_tokens as numpy_top_k_tokens
 from resispec.sampling import inverse_cdf as numpy_inverse_cdf
 from resispec.verifiers import VERIFIERS, SequentialVerifier, get_verifier
@@ -31,12 +31,9 @@ from tests.engine.torch_verifier_helpers import DEVICES, near_ties, one_thread, 
 
 GROUPS = [(2, 1), (2, 2), (5, 1), (5, 3), (16, 1), (16, 2), (16, 4), (2000, 1), (2000, 4)]
 """(V, k) batches verified per verifier; V = 2000 takes NumPy's blocked inverse CDF."""
-SMALL_ONLY = {"pooled_wor": 16}
-"""Verifiers whose plan is a sequential scan over the tokens (10-30 ms per node at V = 2000, built
-twice here: 10 s or more for the V = 2000 groups): the largest V verified here (their plans are NumPy's
-own, row by row)."""
 NODES_PER_GROUP = 500
-PORTS = [name for name, cls in TORCH_VERIFIERS.items() if not issubclass(cls, SharedRuleTorchVerifier)]
+PORTS = [name for name, cls in TORCH_VERIFIERS.items()
+         if not issubclass(cls, (SharedRuleTorchVerifier, SharedSelectionTorchVerifier))]
 """The verifiers with a torch port of their rule (the others have one rule, the core's)."""
 
 
@@ -67,8 +64,6 @@ def test_decisions_match_numpy_given_the_same_uniforms(name, device):
     nodes, mismatched, ties, outcomes = 0, [], 0, set()
     for vocab, k in GROUPS:
         if verifier.max_k is not None and k > verifier.max_k or verifier.scheme.bounded and k > vocab:
-            continue
-        if vocab > SMALL_ONLY.get(name, vocab):
             continue
         p, q = random_batch(vocab, NODES_PER_GROUP, rng, k if verifier.scheme.bounded else 1, device)
         candidates = verifier.draft(q, k, generator)
