@@ -37,6 +37,9 @@ SCRIPT = textwrap.dedent("""
         verifier.verify_rng(p, q, candidates, rng)
         assert abs(verifier.conditional_law(p, q, candidates).sum() - 1.0) < 1e-12
     assert "torch" not in sys.modules
+    for module in ("resispec.rows", "resispec.verifiers.select_then_verify", "resispec.verifiers.pooled_plan",
+                   "resispec.verifiers.pooled_wor_plan"):  # the rules written once over rows ran
+        assert module in sys.modules, module
     print("ok", len(VERIFIERS))
 """)
 
