@@ -61,11 +61,19 @@ _NUMPY = ModuleType("resispec.rows.numpy_shortcuts", "array-api-compat's NumPy n
                     "rules call most replaced by NumPy's own (the same results, without its wrappers' cost).")
 _NUMPY.__dict__.update({name: value for name, value in vars(numpy_namespace).items() if not name.startswith("__")})
 _NUMPY.__dict__.update(
-    where=np.where, maximum=np.maximum, minimum=np.minimum, sum=np.sum, prod=np.prod, max=np.max, min=np.min,
-    argmax=np.argmax, all=np.all, any=np.any, flip=np.flip, concat=np.concatenate, broadcast_to=np.broadcast_to,
+    where=np.where, maximum=np.maximum, minimum=np.minimum, flip=np.flip, concat=np.concatenate,
+    broadcast_to=np.broadcast_to,
+    # reductions by the array's own methods (NumPy's functions add a Python wrapper)
+    sum=lambda x, /, *, axis=None, dtype=None, keepdims=False: x.sum(axis=axis, dtype=dtype, keepdims=keepdims),
+    prod=lambda x, /, *, axis=None, dtype=None, keepdims=False: x.prod(axis=axis, dtype=dtype, keepdims=keepdims),
+    max=lambda x, /, *, axis=None, keepdims=False: x.max(axis=axis, keepdims=keepdims),
+    min=lambda x, /, *, axis=None, keepdims=False: x.min(axis=axis, keepdims=keepdims),
+    all=lambda x, /, *, axis=None, keepdims=False: x.all(axis=axis, keepdims=keepdims),
+    any=lambda x, /, *, axis=None, keepdims=False: x.any(axis=axis, keepdims=keepdims),
+    argmax=lambda x, /, *, axis=None, keepdims=False: x.argmax(axis=axis, keepdims=keepdims),
     cumulative_sum=lambda x, /, *, axis=None, dtype=None, include_initial=False: (
         numpy_namespace.cumulative_sum(x, axis=axis, dtype=dtype, include_initial=True) if include_initial
-        else np.cumsum(x, axis=axis, dtype=dtype)),
+        else x.cumsum(axis=axis, dtype=dtype)),
     astype=lambda x, dtype, /, *, copy=True, device=None: x.astype(dtype, copy=copy),
     sort=_numpy_sort(np.sort), argsort=_numpy_sort(np.argsort),
     arange=_without_device(np.arange), zeros=_without_device(np.zeros), ones=_without_device(np.ones),

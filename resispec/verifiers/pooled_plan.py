@@ -287,12 +287,12 @@ def _pools(f: Array, t: Array, density: Array, cut: Array, inside: Array) -> dic
     levels = block_levels(keys)
     block_total = xp.where(keys[:, :-1] >= 1 << BLOCK_BIT, total[:, 1:], total[:, :1])
     # every level but the last against the next one (of the same block wherever the level is below its total)
-    transfer = xp.where(levels[:, :-1] < block_total, xp.minimum(levels[:, 1:], block_total) - levels[:, :-1], 0.0)
+    transfer = positive_part_(xp.minimum(levels[:, 1:], block_total) - levels[:, :-1])
     kind = origin[:, :-1]
     donor = xp.minimum(xp.cumulative_sum(xp.astype((kind >= 2) & (kind < size + 2), xp.int64), axis=-1), size - 1)
     receiver = xp.minimum(xp.cumulative_sum(xp.astype(kind >= size + 2, xp.int64), axis=-1), size - 1)
     gap = gather_rows(density, donor) - gather_rows(density, receiver)
-    pool = (transfer > 0) & (receiver < donor) & (gap > 0)
+    pool = (transfer > 0) & (gap > 0)  # phi is non-decreasing in rank, so gap > 0 puts the receiver below the donor
     with float_errors_allowed(gap):
         mass = xp.where(pool, transfer / gap, 0.0)
     counted = xp.astype(pool, xp.int64)
