@@ -147,6 +147,19 @@ def add_at_(x: Array, index: Array, values: Array) -> Array:
     return x
 
 
+def count_rows(index: Array, size: int) -> Array:
+    """Per row of ``index`` (B, m) integer, how often each id in ``[0, size)`` occurs (B, size); ids past
+    ``size`` are not counted (a row-wise ``bincount``, which the standard lacks)."""
+    if is_torch_array(index):
+        import torch
+
+        counts = torch.zeros((index.shape[0], size + 1), dtype=index.dtype, device=index.device)
+        return counts.scatter_add_(1, index.clamp(max=size), torch.ones_like(index))[:, :size]
+    rows, width = index.shape[0], size + 1
+    flat = (np.minimum(index, size) + width * np.arange(rows)[:, None]).ravel()
+    return np.bincount(flat, minlength=rows * width).reshape(rows, width)[:, :size]
+
+
 def positive_part_(x: Array) -> Array:
     """``max(x, 0)`` in place (the standard's ``clip`` allocates; this runs on every rejection step)."""
     if is_torch_array(x):

@@ -55,6 +55,7 @@ from resispec.rows import (
     Array,
     block_keys,
     block_levels,
+    count_rows,
     cpu_chunk_rows,
     device_of,
     float_errors_allowed,
@@ -271,10 +272,8 @@ def _pools(f: Array, t: Array, density: Array, cut: Array, inside: Array) -> dic
     block), are sorted stably in one pass by exact keys that put ``H*``'s levels first (``block_keys``),
     so a level's repeats are adjacent and only the last of them can carry a positive ``transfer``; there
     the donor ``min{y: D_y > l}`` is the count of ``D``'s entries at or before it, the receiver likewise
-    (the last level of a row, ``max(D_end, R_end)`` off ``H*``, is never a pool). A donor y's pools lie
-    between its block's levels ``D_{y-1}`` (the block's 0 for its first rank) and ``D_y``, a receiver's
-    between ``R_{z-1}`` and ``R_z``, so its columns run from the pools sorted before the one to the pools
-    sorted before the other.
+    (the last level of a row, ``max(D_end, R_end)`` off ``H*``, is never a pool). The pools are then
+    compacted to the left of each row.
     """
     xp = namespace(f)
     batch, size = f.shape
@@ -296,11 +295,10 @@ def _pools(f: Array, t: Array, density: Array, cut: Array, inside: Array) -> dic
     with float_errors_allowed(gap):
         mass = xp.where(pool, transfer / gap, 0.0)
     counted = xp.astype(pool, xp.int64)
-    running = xp.cumulative_sum(counted, axis=-1)
+    running = xp.cumulative_sum(counted, axis=-1)  # the pools up to each level
     count = running[:, -1]
-    before = xp.concat([running - counted, count[:, None]], axis=-1)  # pools sorted before each level
     width = max(int(xp.max(count)), 1)
-    column = xp.where(pool, before[:, :-1], width)
+    column = xp.where(pool, running - 1, width)
     compacted = {"pool_count": count}
     for name, values, padding in (("pool_donor", donor, size), ("pool_receiver", receiver, size),
                                   ("pool_transfer", transfer, 0.0), ("pool_mass", mass, 0.0)):
@@ -308,20 +306,11 @@ def _pools(f: Array, t: Array, density: Array, cut: Array, inside: Array) -> dic
         compacted[name] = set_at_(row, column, values)[:, :width]  # column `width` collects the slots that are no pools
     cumulative = xp.cumulative_sum(compacted["pool_mass"], axis=-1)
     compacted["pool_cumulative"] = xp.concat([xp.zeros_like(cumulative[:, :1]), cumulative], axis=-1)
-    # a rank's pools: from its block's level before it to its own level; no rank both gives and takes
-    positions = xp.arange(origin.shape[1], device=device_of(origin))
-    placed = set_at_(xp.empty_like(origin), origin, positions)  # the sorted position of each level
-    ranks = xp.arange(size, device=device_of(f))
-    first = (ranks == 0) | (ranks == cut[:, None])  # the first rank of a block
-    bounds = []
-    for offset in (2, size + 2):  # D's levels, then R's
-        own = gather_rows(before, placed[:, offset:offset + size])
-        block_zero = xp.where(inside, gather_rows(before, placed[:, :1]), gather_rows(before, placed[:, 1:2]))
-        earlier = xp.where(first, block_zero, xp.concat([own[:, :1], own[:, :-1]], axis=-1))
-        bounds.append((earlier, own))
-    gives = bounds[0][1] > bounds[0][0]
-    compacted["start_by_rank"] = xp.where(gives, bounds[0][0], bounds[1][0])
-    compacted["stop_by_rank"] = xp.where(gives, bounds[0][1], bounds[1][1])
+    # per rank, its pools' columns: donors and receivers are each non-decreasing along the columns, and no
+    # rank both gives and takes, so a rank's pools end after those of every rank below it on its side
+    gives, takes = count_rows(compacted["pool_donor"], size), count_rows(compacted["pool_receiver"], size)
+    stop = xp.where(gives > 0, xp.cumulative_sum(gives, axis=-1), xp.cumulative_sum(takes, axis=-1))
+    compacted["start_by_rank"], compacted["stop_by_rank"] = stop - xp.maximum(gives, takes), stop
     return compacted
 
 
