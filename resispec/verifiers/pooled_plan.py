@@ -277,9 +277,10 @@ def _pools(f: Array, t: Array, density: Array, cut: Array, inside: Array) -> dic
     """
     xp = namespace(f)
     batch, size = f.shape
-    donated, donated_total = _blockwise_cumsum(positive_part_(f - t), cut, inside)
-    received, received_total = _blockwise_cumsum(positive_part_(t - f), cut, inside)
-    total = xp.minimum(donated_total, received_total)  # (B, 2): per block
+    sums, totals = _blockwise_cumsum(positive_part_(xp.concat([f - t, t - f])), xp.concat([cut, cut]),
+                                     xp.concat([inside, inside]))  # donations, then receipts
+    donated, received = sums[:batch], sums[batch:]
+    total = xp.minimum(totals[:batch], totals[batch:])  # (B, 2): per block
     zeros = xp.zeros((batch, 2), dtype=f.dtype, device=device_of(f))
     outside = xp.concat([xp.zeros_like(inside[:, :1]), xp.ones_like(inside[:, :1]), ~inside, ~inside], axis=-1)
     keys, origin = stable_sort_rows(block_keys(xp.concat([zeros, donated, received], axis=-1), outside))
