@@ -32,13 +32,14 @@ This is the two-stage draw of docs/pooled.md with its two stages merged: both gi
 each candidate's score interval, and the merged form needs no price and one uniform fewer. Because
 the pools never mix blocks, the selected token lies in ``H*`` iff every candidate does.
 
-Rows. Each block of each row is coupled as a row of its own (2B rows; the other block's donations and
-receipts are zeros there, which leave the cumulative sums and hence every level, donor and receiver as
-they are); ``{0} u D u R`` is sorted with its repeats, which adds only level intervals of length 0, no
-pools. The pools are then compacted to the left of each row, padded to the row with most pools.
+Rows. Steps 1-3 are masked row operations (a where over ``rank < cut`` in place of NumPy's slices). In
+step 4 the cumulative sums restart at the cut, and each row's levels ``[0, 0, D, R]`` (a 0 per block)
+are sorted with their repeats (which add only level intervals of length 0, no pools) by exact integer
+keys that put ``H*``'s levels first (``resispec.rows.block_keys``); the pools are then compacted to the
+left of each row, padded to the row with most pools. On the CPU the rows go ``cpu_chunk_rows`` at a time.
 
-Cost: per row one ratio sort, one sort of 2V + 1 levels per block (two sorted runs, which NumPy's
-stable sort merges in linear time), O(V log V) searches; one tuple then costs O(k log V).
+Cost: per row one ratio sort, one sort of 2V + 2 integer keys (four sorted runs), a few dozen passes
+over (B, V); one tuple then costs O(k log V).
 """
 
 from __future__ import annotations
