@@ -71,6 +71,7 @@ _NUMPY.__dict__.update(
     all=lambda x, /, *, axis=None, keepdims=False: x.all(axis=axis, keepdims=keepdims),
     any=lambda x, /, *, axis=None, keepdims=False: x.any(axis=axis, keepdims=keepdims),
     argmax=lambda x, /, *, axis=None, keepdims=False: x.argmax(axis=axis, keepdims=keepdims),
+    argmin=lambda x, /, *, axis=None, keepdims=False: x.argmin(axis=axis, keepdims=keepdims),
     cumulative_sum=lambda x, /, *, axis=None, dtype=None, include_initial=False: (
         numpy_namespace.cumulative_sum(x, axis=axis, dtype=dtype, include_initial=True) if include_initial
         else x.cumsum(axis=axis, dtype=dtype)),

@@ -44,7 +44,7 @@ over (B, V); one tuple then costs O(k log V).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -99,6 +99,7 @@ class PooledPlan:
       less than its q).
     - ``pool_start``, ``pool_stop`` (B, V) by token id: the pools of token x are the columns
       ``pool_start[x] .. pool_stop[x] - 1`` (none for a token in no pool).
+    - ``components``: memo of ``score_components``' table of every token (filled by the exact law).
     """
 
     k: int
@@ -124,6 +125,7 @@ class PooledPlan:
     pool_cumulative: Array
     pool_start: Array
     pool_stop: Array
+    components: dict[str, tuple[Array, Array] | None] = field(default_factory=dict, repr=False, compare=False)
 
 
 def pooled_plan(p: Array, q: Array, k: int) -> PooledPlan:
@@ -360,14 +362,44 @@ def select(plan: PooledPlan, candidates: Array, u_interval: Array, u_position: A
     return xp.argmax(xp.astype(best, xp.int8), axis=-1)  # the first maximum
 
 
+COMPONENT_TABLE_LIMIT = 1 << 20
+"""``score_components`` keeps every token's interval law in the plan (built on first use, for the exact law
+of many tuples) when that table has at most this many entries (B V (most pools + 1))."""
+
+
 def score_components(plan: PooledPlan, candidates: Array) -> tuple[Array, Array]:
     """``(interval ranks, probabilities)`` (B, k, n + 1) each: the law of each candidate's score interval
-    (``score_intervals`` with U uniform), n = the most pools of any candidate.
+    (``score_intervals`` with U uniform), n = the most pools of any candidate (of any token when the
+    plan keeps the table of every token, ``COMPONENT_TABLE_LIMIT``).
 
     For token x with pools ``a..b-1``: partner j has probability ``clip((S_{j+1} - S_a) / q_x, 0, 1) -
     clip((S_j - S_a) / q_x, 0, 1)``, its own interval (column ``b - a``) the rest; the columns past it are
     padding (rank V, probability 0). A token's ranks are distinct.
     """
+    table = plan.components.get("table")
+    if table is None and "table" not in plan.components:
+        batch, size = plan.rank.shape
+        xp = namespace(plan.rank)
+        widest = int(xp.max(plan.pool_stop - plan.pool_start)) + 1
+        every = xp.broadcast_to(xp.arange(size, device=device_of(plan.rank)), (batch, size))
+        table = _components(plan, every) if batch * size * widest <= COMPONENT_TABLE_LIMIT else None
+        plan.components["table"] = table
+    if table is None:
+        return _components(plan, candidates)
+    return tuple(_token_rows(part, candidates) for part in table)
+
+
+def _token_rows(table: Array, candidates: Array) -> Array:
+    """``table[b, candidates[b, i], :]`` (B, k, n) from a per-token table (B, V, n)."""
+    if type(table) is np.ndarray and table.shape[0] == 1:
+        return table[0][candidates[0]][None]
+    xp = namespace(table)
+    index = xp.broadcast_to(candidates[..., None], (*candidates.shape, table.shape[-1]))
+    return xp.take_along_axis(table, index, axis=1)
+
+
+def _components(plan: PooledPlan, candidates: Array) -> tuple[Array, Array]:
+    """``score_components`` computed for these candidates (B, m)."""
     xp = namespace(candidates)
     batch, k = candidates.shape
     size = plan.rank.shape[1]
@@ -380,7 +412,7 @@ def score_components(plan: PooledPlan, candidates: Array) -> tuple[Array, Array]
     pooled = columns < count
     reached = xp.reshape(gather_rows(plan.pool_cumulative, slot + 1), pooled.shape) - xp.reshape(
         gather_rows(plan.pool_cumulative, xp.reshape(start, (batch, k))), (batch, k, 1))
-    with float_errors_allowed(reached):  # q_x = 0 only for a candidate that is never drafted
+    with float_errors_allowed(reached):  # q_x = 0 only for a token that is never drafted
         reached = reached / gather_rows(plan.q, candidates)[..., None]
     reached = xp.where(pooled, xp.minimum(xp.maximum(reached, 0.0), 1.0), 1.0)
     probabilities = reached - xp.concat([xp.zeros_like(reached[..., :1]), reached[..., :-1]], axis=-1)

@@ -68,7 +68,7 @@ from array_api_compat import is_numpy_array
 
 from resispec.bounds_wor import wor_prefix_values
 from resispec.residual import supported_residual
-from resispec.rows import Array, device_of, gather_rows, namespace, set_at_, value_at
+from resispec.rows import Array, device_of, gather_rows, namespace, set_at_
 from resispec.sampling import RowInverseCDF
 from resispec.verifiers.pooled_plan import acceptance_ratio
 
@@ -270,22 +270,16 @@ def pooled_wor_plans(p: Array, q: Array, k: int) -> PooledWorRows:
                          plans=[plans[row] for row in row_of.reshape(-1)])
 
 
-def visit_order(plan: PooledWorRows, candidates: Array) -> tuple[Array, Array]:
-    """``(visit, count)``: per row, the candidates' indices in visiting order (B, k; the active block's
-    first, by scan position, then the others), and how many the active block visits (B,). The active
-    block is the inside one iff every candidate is inside; the first-drawn plan visits all k in draw
-    order."""
+def _scan_keys(plan: PooledWorRows, candidates: Array) -> tuple[Array, Array]:
+    """``(key, active)`` (B, k) each: the candidates' visiting keys (scan position; draw order for the
+    first-drawn plan) and whether the active block visits them (the inside block iff every candidate is
+    inside; every candidate for the first-drawn plan)."""
     xp = namespace(candidates)
-    batch, k = candidates.shape
     inside = gather_rows(plan.inside, candidates)
-    active = xp.all(inside, axis=1, keepdims=True) | ~inside
     first_drawn = plan.first_drawn[:, None]
-    draw_order = xp.broadcast_to(xp.arange(k, device=device_of(candidates)), (batch, k))
-    key = xp.where(first_drawn, draw_order, gather_rows(plan.scan_position, candidates))
-    key = xp.where(active | first_drawn, key, xp.iinfo(key.dtype).max)
-    visit = xp.argsort(key, axis=1, stable=True)
-    count = xp.where(plan.first_drawn, k, xp.sum(xp.astype(active, xp.int64), axis=1))
-    return visit, count
+    active = xp.all(inside, axis=1, keepdims=True) | ~inside | first_drawn
+    draw_order = xp.arange(candidates.shape[1], device=device_of(candidates))
+    return xp.where(first_drawn, draw_order, gather_rows(plan.scan_position, candidates)), active
 
 
 def selection_probabilities(plan: PooledWorRows, candidates: Array) -> Array:
@@ -293,7 +287,9 @@ def selection_probabilities(plan: PooledWorRows, candidates: Array) -> Array:
     visit, the j-th visited is selected with probability ``left theta`` (``left`` = 1 minus what the
     earlier ones took), the last visited with ``left``."""
     xp = namespace(candidates)
-    visit, count = visit_order(plan, candidates)
+    key, active = _scan_keys(plan, candidates)
+    visit = xp.argsort(xp.where(active, key, xp.iinfo(key.dtype).max), axis=1, stable=True)  # active ones first
+    count = xp.sum(xp.astype(active, xp.int64), axis=1)
     theta = gather_rows(plan.theta, gather_rows(candidates, visit))
     chosen = xp.zeros_like(theta)
     left = xp.ones_like(theta[:, 0])
@@ -305,11 +301,10 @@ def selection_probabilities(plan: PooledWorRows, candidates: Array) -> Array:
 
 
 def select(plan: PooledWorRows, candidates: Array, u: Array) -> Array:
-    """Index (B,) of the selected candidate: the first visited with ``u[index] < theta``, else the last
-    visited."""
+    """Index (B,) of the selected candidate: the first visited with ``u[index] < theta`` (the active
+    candidate of least key among those), else the last visited (the active candidate of greatest key)."""
     xp = namespace(candidates)
-    visit, count = visit_order(plan, candidates)
-    takes = gather_rows(u, visit) < gather_rows(plan.theta, gather_rows(candidates, visit))
-    position = xp.arange(candidates.shape[1], device=device_of(candidates))
-    stops = (takes & (position < count[:, None])) | (position == count[:, None] - 1)
-    return value_at(visit, xp.argmax(xp.astype(stops, xp.int8), axis=1))  # the first stop
+    key, active = _scan_keys(plan, candidates)
+    takes = active & (u < gather_rows(plan.theta, candidates))
+    least = xp.where(takes, key, xp.iinfo(key.dtype).max)
+    return xp.where(xp.any(takes, axis=1), xp.argmin(least, axis=1), xp.argmax(xp.where(active, key, -1), axis=1))
