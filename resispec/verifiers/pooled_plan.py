@@ -291,9 +291,13 @@ def _pools(f: Array, t: Array, density: Array, cut: Array, inside: Array) -> dic
     block_total = xp.where(keys[:, :-1] >= 1 << BLOCK_BIT, total[:, 1:], total[:, :1])
     # every level but the last against the next one (of the same block wherever the level is below its total)
     transfer = positive_part_(xp.minimum(levels[:, 1:], block_total) - levels[:, :-1])
-    kind = origin[:, :-1]
-    donor = xp.minimum(xp.cumulative_sum(xp.astype((kind >= 2) & (kind < size + 2), xp.int64), axis=-1), size - 1)
-    receiver = xp.minimum(xp.cumulative_sum(xp.astype(kind >= size + 2, xp.int64), axis=-1), size - 1)
+    # the receipts' and the 0s' entries at or before each level (H*'s 0 sorts first, the other one after
+    # H*'s 2 cut sums); the donations' entries are the rest
+    received_count = xp.cumulative_sum(xp.astype(origin[:, :-1] >= size + 2, xp.int64), axis=-1)
+    position = xp.arange(1, 2 * size + 2, device=device_of(f))
+    zero_count = 1 + xp.astype(position > 2 * cut[:, None] + 1, xp.int64)
+    donor = xp.minimum(position - received_count - zero_count, size - 1)
+    receiver = xp.minimum(received_count, size - 1)
     gap = gather_rows(density, donor) - gather_rows(density, receiver)
     pool = (transfer > 0) & (gap > 0)  # phi is non-decreasing in rank, so gap > 0 puts the receiver below the donor
     with float_errors_allowed(gap):
