@@ -61,7 +61,9 @@ _NUMPY = ModuleType("resispec.rows.numpy_shortcuts", "array-api-compat's NumPy n
                     "rules call most replaced by NumPy's own (the same results, without its wrappers' cost).")
 _NUMPY.__dict__.update({name: value for name, value in vars(numpy_namespace).items() if not name.startswith("__")})
 _NUMPY.__dict__.update(
-    where=np.where, maximum=np.maximum, minimum=np.minimum, flip=np.flip, concat=np.concatenate,
+    where=np.where, maximum=np.maximum, minimum=np.minimum, concat=np.concatenate,
+    flip=lambda x, /, *, axis=None: np.flip(x) if axis is None else x[(slice(None),) * (axis % x.ndim) + (
+        slice(None, None, -1),)],
     broadcast_to=np.broadcast_to,
     # reductions by the array's own methods (NumPy's functions add a Python wrapper)
     sum=lambda x, /, *, axis=None, dtype=None, keepdims=False: x.sum(axis=axis, dtype=dtype, keepdims=keepdims),
@@ -135,6 +137,9 @@ def set_at_(x: Array, index: Array, values: Array) -> Array:
     send only what they discard to a repeated id). Returns x."""
     if is_torch_array(x):
         return x.scatter_(1, index, values.expand(index.shape) if values.shape != index.shape else values)
+    if x.shape[0] == 1:  # one row (the single-instance API): plain indexing is faster
+        x[0, index[0]] = values[0] if values.ndim == 2 else values
+        return x
     x[np.arange(x.shape[0])[:, None], index] = values
     return x
 
@@ -156,6 +161,8 @@ def count_rows(index: Array, size: int) -> Array:
 
         counts = torch.zeros((index.shape[0], size + 1), dtype=index.dtype, device=index.device)
         return counts.scatter_add_(1, index.clamp(max=size), torch.ones_like(index))[:, :size]
+    if index.shape[0] == 1:
+        return np.bincount(np.minimum(index[0], size), minlength=size + 1)[None, :size]
     rows, width = index.shape[0], size + 1
     flat = (np.minimum(index, size) + width * np.arange(rows)[:, None]).ravel()
     return np.bincount(flat, minlength=rows * width).reshape(rows, width)[:, :size]
