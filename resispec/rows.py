@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from array_api_compat import array_namespace, is_torch_array
-from array_api_compat import device as device_of
+from array_api_compat import device as _array_device
 from array_api_compat import numpy as numpy_namespace
 
 Array = Any
@@ -23,22 +23,76 @@ Array = Any
 
 
 CPU_CHUNK_ELEMENTS = 1 << 17
-"""On the CPU a plan's many passes over (B, V) arrays are made for about this many entries at a time, so
-that they run in cache (B = 64, V = 49152 two rows at a time: 2 to 4 times faster than all rows at once)."""
+"""On the CPU a plan of many passes over (B, V) arrays is built for about this many entries at a time, so
+that its passes run in cache (pooled's plan at B = 64, V = 49152, two rows at a time: 3 to 4 times
+faster than all rows at once on a shared 2-core EPYC)."""
 
 
-def rows_per_chunk(x: Array) -> int:
-    """How many rows of ``x`` (B, V) a plan processes at a time: ``max(1, CPU_CHUNK_ELEMENTS // V)`` on the
-    CPU, all B elsewhere."""
-    on_cpu = not is_torch_array(x) or x.device.type == "cpu"
-    return max(1, CPU_CHUNK_ELEMENTS // x.shape[-1]) if on_cpu else x.shape[0]
+def cpu_chunk_rows(x: Array) -> int:
+    """How many rows of ``x`` (B, V) such a plan takes at a time: ``max(1, CPU_CHUNK_ELEMENTS // V)`` on the
+    CPU (NumPy, or torch on the CPU), every row on other devices."""
+    if is_torch_array(x) and x.device.type != "cpu":
+        return max(x.shape[0], 1)
+    return max(1, CPU_CHUNK_ELEMENTS // x.shape[1])
+
+
+def device_of(x: Array) -> Any:
+    """The device of ``x`` (the standard's ``device``; "cpu" for a NumPy array, without array-api-compat's checks)."""
+    return "cpu" if type(x) is np.ndarray else _array_device(x)
+
+
+def _without_device(function: Any) -> Any:
+    """``function`` with the standard's ``device`` keyword accepted and dropped (NumPy arrays live on the CPU)."""
+    def call(*args: Any, device: Any = None, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+    return call
+
+
+def _numpy_sort(function: Any) -> Any:
+    """NumPy's (arg)sort with the standard's keywords; ascending only (descending goes to array-api-compat)."""
+    def call(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+        if descending:
+            return getattr(numpy_namespace, function.__name__)(x, axis=axis, descending=True, stable=stable)
+        return function(x, axis=axis, kind="stable" if stable else None)
+    return call
+
+
+_NUMPY = ModuleType("resispec.rows.numpy_shortcuts", "array-api-compat's NumPy namespace, with the functions the "
+                    "rules call most replaced by NumPy's own (the same results, without its wrappers' cost).")
+_NUMPY.__dict__.update({name: value for name, value in vars(numpy_namespace).items() if not name.startswith("__")})
+_NUMPY.__dict__.update(
+    where=np.where, maximum=np.maximum, minimum=np.minimum, concat=np.concatenate,
+    flip=lambda x, /, *, axis=None: np.flip(x) if axis is None else x[(slice(None),) * (axis % x.ndim) + (
+        slice(None, None, -1),)],
+    broadcast_to=np.broadcast_to,
+    # reductions by the array's own methods (NumPy's functions add a Python wrapper)
+    sum=lambda x, /, *, axis=None, dtype=None, keepdims=False: x.sum(axis=axis, dtype=dtype, keepdims=keepdims),
+    prod=lambda x, /, *, axis=None, dtype=None, keepdims=False: x.prod(axis=axis, dtype=dtype, keepdims=keepdims),
+    max=lambda x, /, *, axis=None, keepdims=False: x.max(axis=axis, keepdims=keepdims),
+    min=lambda x, /, *, axis=None, keepdims=False: x.min(axis=axis, keepdims=keepdims),
+    all=lambda x, /, *, axis=None, keepdims=False: x.all(axis=axis, keepdims=keepdims),
+    any=lambda x, /, *, axis=None, keepdims=False: x.any(axis=axis, keepdims=keepdims),
+    argmax=lambda x, /, *, axis=None, keepdims=False: x.argmax(axis=axis, keepdims=keepdims),
+    argmin=lambda x, /, *, axis=None, keepdims=False: x.argmin(axis=axis, keepdims=keepdims),
+    cumulative_sum=lambda x, /, *, axis=None, dtype=None, include_initial=False: (
+        numpy_namespace.cumulative_sum(x, axis=axis, dtype=dtype, include_initial=True) if include_initial
+        else x.cumsum(axis=axis, dtype=dtype)),
+    astype=lambda x, dtype, /, *, copy=True, device=None: x.astype(dtype, copy=copy),
+    sort=_numpy_sort(np.sort), argsort=_numpy_sort(np.argsort),
+    arange=_without_device(np.arange), zeros=_without_device(np.zeros), ones=_without_device(np.ones),
+    empty=_without_device(np.empty), full=_without_device(np.full), eye=_without_device(np.eye),
+    zeros_like=_without_device(np.zeros_like), ones_like=_without_device(np.ones_like),
+    empty_like=_without_device(np.empty_like), asarray=_without_device(np.asarray),
+)
 
 
 def namespace(*arrays: Array) -> ModuleType:
-    """The array API namespace of ``arrays`` (python scalars and None are ignored); NumPy arrays take a
-    shortcut (``array_namespace`` costs microseconds, and a rule at B = 1 asks it dozens of times)."""
+    """The array API namespace of ``arrays`` (python scalars and None are ignored). NumPy arrays take a
+    shortcut: array-api-compat's NumPy namespace with the functions the rules call most replaced by NumPy's
+    own (``array_namespace`` and array-api-compat's wrappers cost microseconds per call, and a rule at
+    B = 1 makes a hundred calls)."""
     if all(type(array) is np.ndarray for array in arrays):
-        return numpy_namespace
+        return _NUMPY
     return array_namespace(*arrays)
 
 
@@ -64,8 +118,10 @@ def gather_rows(x: Array, index: Array) -> Array:
 def value_at(x: Array, index: Array | int) -> Array:
     """``x[b, index[b]]`` for every row b: ``x`` (B, V), ``index`` (B,) integer -> (B,); also one row
     ``x`` (V,) with one index -> a 0-d array."""
-    if type(x) is np.ndarray and x.ndim == 2 and x.shape[0] == 1 and type(index) is np.ndarray:
-        return x[0][index]  # one row (the single-instance API): plain indexing
+    if type(x) is np.ndarray and x.ndim == 2:
+        if x.shape[0] == 1 and type(index) is np.ndarray:
+            return x[0][index]  # one row (the single-instance API): plain indexing
+        return x[np.arange(x.shape[0]), index]
     return gather_rows(x, namespace(x).asarray(index)[..., None])[..., 0]
 
 
@@ -74,6 +130,19 @@ def zero_at_(x: Array, index: Array) -> Array:
     if is_torch_array(x):
         return x.scatter_(1, index[:, None], 0.0)
     x[np.arange(x.shape[0]), index] = 0.0
+    return x
+
+
+def set_at_(x: Array, index: Array, values: Array) -> Array:
+    """``x[b, index[b, j]] = values[b, j]`` in place (a scatter, which the standard lacks); ``values`` may be
+    broadcast to ``index``'s shape (B, m). Where a row repeats an id, one of its values lands (callers
+    send only what they discard to a repeated id). Returns x."""
+    if is_torch_array(x):
+        return x.scatter_(1, index, values.expand(index.shape) if values.shape != index.shape else values)
+    if x.shape[0] == 1:  # one row (the single-instance API): plain indexing is faster
+        x[0, index[0]] = values[0] if values.ndim == 2 else values
+        return x
+    x[np.arange(x.shape[0])[:, None], index] = values
     return x
 
 
@@ -97,12 +166,28 @@ def placed_rows(values: Array, rows: Array, batch: int, fill: float) -> Array:
     return placed
 
 
-def set_at_(x: Array, rows: Array, index: Array, values: Array) -> Array:
-    """``x[rows[m], index[m]] = values[m]`` in place (a scatter, which the standard lacks); returns x."""
+def set_pairs_(x: Array, rows: Array, index: Array, values: Array) -> Array:
+    """``x[rows[m], index[m]] = values[m]`` in place for listed (row, id) pairs (a scatter, which the standard
+    lacks); returns x."""
     if is_torch_array(x):
         return x.index_put_((rows, index), values)
     x[rows, index] = values
     return x
+
+
+def count_rows(index: Array, size: int) -> Array:
+    """Per row of ``index`` (B, m) integer, how often each id in ``[0, size)`` occurs (B, size); ids past
+    ``size`` are not counted (a row-wise ``bincount``, which the standard lacks)."""
+    if is_torch_array(index):
+        import torch
+
+        counts = torch.zeros((index.shape[0], size + 1), dtype=index.dtype, device=index.device)
+        return counts.scatter_add_(1, index.clamp(max=size), torch.ones_like(index))[:, :size]
+    if index.shape[0] == 1:
+        return np.bincount(np.minimum(index[0], size), minlength=size + 1)[None, :size]
+    rows, width = index.shape[0], size + 1
+    flat = (np.minimum(index, size) + width * np.arange(rows)[:, None]).ravel()
+    return np.bincount(flat, minlength=rows * width).reshape(rows, width)[:, :size]
 
 
 def positive_part_(x: Array) -> Array:
@@ -150,7 +235,8 @@ def searchsorted_rows(sorted_rows: Array, values: Array, side: str = "right") ->
     if is_torch_array(sorted_rows):
         import torch
 
-        return torch.searchsorted(sorted_rows, values, right=side == "right")
+        # contiguous(): no-ops when they already are
+        return torch.searchsorted(sorted_rows.contiguous(), values.contiguous(), right=side == "right")
     if sorted_rows.shape[0] == 1:
         return np.searchsorted(sorted_rows[0], values[0], side=side)[None]
     if sorted_rows.shape[1] <= COUNT_UP_TO and sorted_rows.size * values.shape[1] <= COMPARE_BUDGET:
@@ -295,3 +381,46 @@ class ScalarRowValues:
 
 
 SCALAR_ROW_VALUES = ScalarRowValues()
+
+
+def stable_sort_rows(x: Array) -> tuple[Array, Array]:
+    """``(sorted rows, order)`` of ``x`` (B, n): each row ascending, equal values in their original order
+    (the standard has ``sort`` and ``argsort`` but no sort that returns both). On the CPU (NumPy, or torch
+    on the CPU) NumPy's stable sort, which merges already sorted runs in linear time (faster than
+    ``torch.sort`` on the pools' levels); on other devices ``torch.sort``."""
+    if is_torch_array(x) and x.device.type != "cpu":
+        import torch
+
+        return torch.sort(x, dim=-1, stable=True)
+    rows = x if type(x) is np.ndarray else x.numpy()  # on the CPU NumPy's stable sort merges sorted runs
+    order = np.argsort(rows, axis=-1, kind="stable")
+    ordered = rows[0][order[0]][None] if rows.shape[0] == 1 else np.take_along_axis(rows, order, axis=-1)
+    if type(x) is np.ndarray:
+        return ordered, order
+    import torch
+
+    return torch.from_numpy(ordered), torch.from_numpy(order)
+
+
+BLOCK_BIT = 62
+"""``block_keys`` adds ``2^62`` in the second block: the bit patterns of float64 values in [0, 2) stay below it."""
+
+
+def block_keys(x: Array, second: Array) -> Array:
+    """int64 sort keys of float64 ``x`` in [+0, 2) in two blocks: the keys order the first block's values
+    ascending, then the second block's (``second``, bool, broadcast to x), exactly (the bit pattern of a
+    non-negative float64, read as an integer, orders as the float does). ``block_levels`` inverts it."""
+    if is_torch_array(x):
+        import torch
+
+        return x.view(torch.int64) + (second.to(torch.int64) << BLOCK_BIT)
+    return x.view(np.int64) + (second.astype(np.int64) << BLOCK_BIT)
+
+
+def block_levels(keys: Array) -> Array:
+    """The float64 values of ``block_keys``' keys."""
+    if is_torch_array(keys):
+        import torch
+
+        return (keys & ~(1 << BLOCK_BIT)).view(torch.float64)
+    return (keys & ~(1 << BLOCK_BIT)).view(np.float64)

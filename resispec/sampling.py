@@ -8,9 +8,8 @@ non-negative weight vector ``w`` with a uniform ``u in [0, 1)`` returns the smal
 from __future__ import annotations
 
 import numpy as np
-from array_api_compat import device as device_of
 
-from resispec.rows import Array, namespace, searchsorted_rows
+from resispec.rows import Array, device_of, namespace, searchsorted_rows
 
 BLOCK = 256
 """Tokens per block of the two-level cumulative sum used for large vocabularies."""
@@ -79,26 +78,27 @@ class RowInverseCDF:
     """``inverse_cdf`` for B weight rows at once (``weights`` (B, V), >= 0; NumPy or torch, any device),
     each row's cumulative sum computed once.
 
-    Each draw is the rule above over a plain sequential cumulative sum, one ``searchsorted`` per row,
-    O(log V): the smallest id ``y`` with ``cumsum(w)[y] > u * sum(w)``, the overshoot past the end mapped
-    onto the last token of positive weight. A row without positive weight draws -1 (the caller decides
-    what it emits; its value is never read when the row is decided otherwise). No host synchronisation.
+    Each draw is the rule above over a plain sequential cumulative sum, one row-wise ``searchsorted``,
+    O(log V): the smallest id ``y`` with ``cumsum(w)[y] > u sum(w)``, rounding past the end going to the
+    row's last token of positive weight. A row without positive weight draws -1 (the caller decides what
+    it emits; its value is never read when the row is decided otherwise). No host synchronisation.
+    ``total`` (B,) holds each row's sum.
     """
 
     def __init__(self, weights: Array) -> None:
         xp = namespace(weights)
         self.xp = xp
         self.cumulative = xp.cumulative_sum(weights, axis=-1)
-        self.total = self.cumulative[:, -1:]
+        self.total = self.cumulative[:, -1]
         ids = xp.arange(weights.shape[-1], dtype=xp.int64, device=device_of(weights))
-        self.last_positive = xp.max(xp.where(weights > 0, ids, 0), axis=-1, keepdims=True)
+        self.last_positive = xp.max(xp.where(weights > 0, ids, -1), axis=-1)
 
     def __call__(self, u: Array) -> Array:
         """Token ids (int64, the shape of ``u``: (B,) or (B, m))."""
         xp = self.xp
         flat = u.ndim == 1
-        index = searchsorted_rows(self.cumulative, (u[:, None] if flat else u) * self.total)
-        index = xp.where(self.total > 0, xp.minimum(xp.astype(index, xp.int64), self.last_positive), -1)
+        index = searchsorted_rows(self.cumulative, (u[:, None] if flat else u) * self.total[:, None])
+        index = xp.minimum(xp.astype(index, xp.int64), self.last_positive[:, None])
         return index[:, 0] if flat else index
 
 

@@ -41,6 +41,9 @@ SCRIPT = textwrap.dedent("""
                    "resispec.verifiers.resispec_wor_plan"):
         assert module in sys.modules, module
     assert "torch" not in sys.modules
+    for module in ("resispec.rows", "resispec.verifiers.select_then_verify", "resispec.verifiers.pooled_plan",
+                   "resispec.verifiers.pooled_wor_plan"):  # the rules written once over rows ran
+        assert module in sys.modules, module
     print("ok", len(VERIFIERS))
 """)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,13 +16,41 @@ from resispec.benchmarks.verify_speed import llm_like_pair
 from resispec.bounds import optimal_acceptance
 from resispec.cli import main
 from resispec.drafting import DRAFTING_SCHEMES
-from resispec.pooling import PooledPlan, score_components, select, selection_law
 from resispec.verifiers.pooled import Pooled
+from resispec.verifiers.pooled_plan import PooledPlan, score_components, select, selection_probabilities
 from tests.strategies import instances
 from tests.timing_records import check_timing_records
 
 TOLERANCE = 1e-12
 POOLED = Pooled()
+
+
+def first_row(plan: PooledPlan) -> SimpleNamespace:
+    """Row 0 of a row plan (the single-instance API binds B = 1): its fields by token id or rank, and its
+    pools only (the first ``pool_count`` columns)."""
+    count = int(plan.pool_count[0])
+    fields = {name: getattr(plan, name)[0] for name in ("q", "order", "rank", "density", "max_ratio_law",
+                                                         "selection_law", "accept", "residual", "pool_start",
+                                                         "pool_stop")}
+    fields.update({name: getattr(plan, name)[0, :count] for name in ("pool_donor", "pool_receiver", "pool_transfer",
+                                                                     "pool_mass")})
+    return SimpleNamespace(k=plan.k, cut=int(plan.cut[0]), inside_mass=float(plan.inside_mass[0]),
+                           alpha=float(plan.alpha[0]), pool_count=count,
+                           pool_cumulative=plan.pool_cumulative[0, :count + 1], **fields)
+
+
+def components(plan: PooledPlan, token: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(interval ranks, probabilities)`` of one candidate of ``token`` in row 0, padding dropped."""
+    ranks, probabilities = score_components(plan, np.array([[token]]))
+    keep = ranks[0, 0] < plan.rank.shape[1]
+    return ranks[0, 0][keep], probabilities[0, 0][keep]
+
+
+def selected_by_token(plan: PooledPlan, candidates: np.ndarray) -> np.ndarray:
+    """The law of the selected token (V,) given the candidates of row 0."""
+    law = np.zeros(plan.rank.shape[1])
+    np.add.at(law, candidates, selection_probabilities(plan, candidates[None])[0])
+    return law
 
 
 def enumerate_pooled(p: np.ndarray, q: np.ndarray, k: int):
@@ -33,8 +62,7 @@ def enumerate_pooled(p: np.ndarray, q: np.ndarray, k: int):
         conditional, accepted = POOLED._law(bound, candidates)
         law += probability * conditional
         acceptance += probability * accepted
-        tokens, probabilities = selection_law(bound.plan, candidates)
-        selected[tokens] += probability * probabilities
+        selected += probability * selected_by_token(bound.plan, candidates)
     return bound, law, acceptance, selected
 
 
@@ -42,10 +70,10 @@ def check_exact_and_optimal(p: np.ndarray, q: np.ndarray, k: int) -> None:
     bound, law, acceptance, selected = enumerate_pooled(p, q, k)
     alpha_star = optimal_acceptance(p, q, k)
     assert np.abs(law - bound.p).max() <= TOLERANCE, (p, q, k, law)
-    assert np.abs(selected - bound.plan.selection_law).max() <= TOLERANCE, (p, q, k, selected)
+    assert np.abs(selected - bound.plan.selection_law[0]).max() <= TOLERANCE, (p, q, k, selected)
     assert acceptance == pytest.approx(alpha_star, abs=TOLERANCE)
     assert bound.acceptance() == pytest.approx(alpha_star, abs=TOLERANCE)
-    assert bound.plan.alpha == pytest.approx(alpha_star, abs=TOLERANCE)
+    assert bound.plan.alpha[0] == pytest.approx(alpha_star, abs=TOLERANCE)
 
 
 @given(instances(max_v=6, max_k=4))
@@ -82,8 +110,9 @@ def test_k1_is_single_draft_speculative_sampling():
                                    atol=1e-15)
 
 
-def plan_violations(plan: PooledPlan, p: np.ndarray, q: np.ndarray) -> dict[str, float]:
-    """How far the plan is from each step of the proof (all ~1e-16 when it is right)."""
+def plan_violations(rows: PooledPlan, p: np.ndarray, q: np.ndarray) -> dict[str, float]:
+    """How far the plan (row 0) is from each step of the proof (all ~1e-16 when it is right)."""
+    plan = first_row(rows)
     k, order, cut, f, t = plan.k, plan.order, plan.cut, plan.max_ratio_law, plan.selection_law
     inside, outside = order[:cut], order[cut:]
     m = plan.inside_mass
@@ -111,11 +140,11 @@ def plan_violations(plan: PooledPlan, p: np.ndarray, q: np.ndarray) -> dict[str,
     swapped = plan.pool_cumulative[plan.pool_stop] - plan.pool_cumulative[plan.pool_start]
     violations["pool masses <= q"] = float(np.max(swapped - q, initial=0.0))
     for x in np.flatnonzero(q > 0):
-        assert np.all(score_components(plan, int(x))[1] >= 0)
+        assert np.all(components(rows, int(x))[1] >= 0)
     # Scores stay Uniform(0, 1): the score mass landing in each interval c is q_c.
     landing = np.zeros(p.size)
     for x in np.flatnonzero(q > 0):
-        ranks, probabilities = score_components(plan, int(x))
+        ranks, probabilities = components(rows, int(x))
         np.add.at(landing, ranks, q[x] * probabilities)
     violations["scores uniform"] = float(np.abs(landing - q[order]).max())
     # The swaps move exactly t - f: g = M (phi_y - phi_z), into z, out of y.
@@ -144,29 +173,30 @@ def test_plan_on_a_large_llm_like_pair(k):
     plan = POOLED.bind(p, q, k).plan
     violations = plan_violations(plan, p, q)
     assert max(violations.values()) <= TOLERANCE, violations
-    assert plan.alpha == pytest.approx(optimal_acceptance(p, q, k), abs=TOLERANCE)
-    assert np.minimum(p, plan.selection_law).sum() == pytest.approx(plan.alpha, abs=TOLERANCE)
-    assert plan.pool_count > 100  # pools are many in general
+    assert plan.alpha[0] == pytest.approx(optimal_acceptance(p, q, k), abs=TOLERANCE)
+    assert np.minimum(p, plan.selection_law[0]).sum() == pytest.approx(plan.alpha[0], abs=TOLERANCE)
+    assert plan.pool_count[0] > 100  # pools are many in general
 
 
 def test_ties_in_ratio_are_ranked_by_token_id():
     p, q = np.full(6, 1 / 6), np.full(6, 1 / 6)
     plan = POOLED.bind(p, q, 3).plan
-    np.testing.assert_array_equal(plan.order, np.arange(6))
+    np.testing.assert_array_equal(plan.order[0], np.arange(6))
 
 
 def test_selection_follows_its_law_when_sampled():
-    """``select`` driven by uniforms picks each candidate's token as often as ``selection_law`` says."""
+    """``select`` driven by uniforms picks each candidate's token as often as ``selection_probabilities`` says."""
     p, q = np.array([0.05, 0.4, 0.1, 0.3, 0.15]), np.array([0.3, 0.1, 0.25, 0.1, 0.25])
     bound = POOLED.bind(p, q, 4)
-    assert bound.plan.pool_count > 0
+    assert bound.plan.pool_count[0] > 0
     rng = np.random.default_rng(11)
     for candidates in (np.array([0, 2, 4, 2]), np.array([1, 3, 0, 0]), np.array([2, 2, 2, 2])):
-        tokens, probabilities = selection_law(bound.plan, candidates)
+        tokens = np.unique(candidates)
+        probabilities = selected_by_token(bound.plan, candidates)[tokens]
         counts = np.zeros(p.size)
         for _ in range(4000):
-            u = rng.random(8)
-            counts[candidates[select(bound.plan, candidates, u[:4], u[4:])]] += 1
+            u = rng.random((1, 8))
+            counts[candidates[int(select(bound.plan, candidates[None], u[:, :4], u[:, 4:])[0])]] += 1
         live = probabilities > 0
         assert counts.sum() == counts[tokens[live]].sum()
         if live.sum() > 1:
@@ -203,14 +233,14 @@ def test_uniform_layout():
     bound = POOLED.bind(p, q, 2)
     plan = bound.plan
     # Two copies of a token: with the same interval uniform, the position uniform decides the index.
-    token = int(plan.order[0])
+    token = int(plan.order[0, 0])
     assert bound.verify([token, token], [0.5, 0.5, 0.2, 0.7, 0.0, 0.0])[1] == 1
     assert bound.verify([token, token], [0.5, 0.5, 0.7, 0.2, 0.0, 0.0])[1] == 0
     # The accept uniform: below min(1, p/t) accepts, above rejects into the residual.
-    assert plan.accept[token] < 1
+    assert plan.accept[0, token] < 1
     assert bound.verify([token, token], [0.5, 0.5, 0.7, 0.2, 0.99, 0.0])[1] == -1
     # The residual uniform: inverse CDF over ids ascending, u = 0 gives the first id with residual mass.
-    first = int(np.flatnonzero(plan.residual > 0)[0])
+    first = int(np.flatnonzero(plan.residual[0] > 0)[0])
     assert bound.verify([token, token], [0.5, 0.5, 0.7, 0.2, 0.99, 0.0]) == (first, -1)
 
 

@@ -157,7 +157,7 @@ def test_theorem_checks_fail_on_broken_plans(monkeypatch):
         assert not check().passed
 
 
-# --- the exact plan against the float plan (resispec.pooling) ---------------------------------------
+# --- the exact plan against the float plan (resispec.verifiers.pooled_plan) --------------------------
 
 CROSS = plan_cases()[::2]
 
@@ -167,16 +167,18 @@ def floats(law) -> np.ndarray:
 
 
 def float_plan(inst: Instance):
-    from resispec.pooling import pooled_plan
+    """The float plan of the instance (one row)."""
     from resispec.validation import as_pair
+    from resispec.verifiers.pooled_plan import pooled_plan
 
-    return pooled_plan(*as_pair(floats(inst.p), floats(inst.q)), inst.k)
+    p, q = as_pair(floats(inst.p), floats(inst.q))
+    return pooled_plan(p[None], q[None], inst.k)
 
 
 def same_ranks(inst: Instance) -> bool:
     """Rounding keeps the exact rank order and cut (it may break an exact tie differently)."""
     exact, plan = build(inst.p, inst.q, inst.k), float_plan(inst)
-    return list(plan.order) == list(exact.order) and plan.cut == exact.cut
+    return list(plan.order[0]) == list(exact.order) and int(plan.cut[0]) == exact.cut
 
 
 @pytest.mark.parametrize("inst", CROSS, ids=str)
@@ -185,29 +187,31 @@ def test_exact_plan_matches_the_float_plan(inst: Instance):
     (the float cut or order can differ), which leaves t and alpha* unchanged; f and each rank's swapped
     score mass are compared where the ranks agree."""
     exact, plan = build(inst.p, inst.q, inst.k), float_plan(inst)
-    assert plan.alpha == pytest.approx(float(exact.alpha), abs=1e-12)
-    assert np.abs(plan.selection_law - floats(exact.t)).max() <= 1e-12
+    assert plan.alpha[0] == pytest.approx(float(exact.alpha), abs=1e-12)
+    assert np.abs(plan.selection_law[0] - floats(exact.t)).max() <= 1e-12
     if same_ranks(inst):
-        assert np.abs(plan.max_ratio_law - floats(exact.f)).max() <= 1e-12
+        assert np.abs(plan.max_ratio_law[0] - floats(exact.f)).max() <= 1e-12
         swapped = np.zeros(inst.V)
         for pool in exact.pools:
             swapped[[pool.donor, pool.receiver]] += float(pool.mass)
-        float_swapped = np.bincount(plan.pool_donor, plan.pool_mass, inst.V)
-        float_swapped += np.bincount(plan.pool_receiver, plan.pool_mass, inst.V)
+        count = int(plan.pool_count[0])
+        donor, receiver, mass = plan.pool_donor[0, :count], plan.pool_receiver[0, :count], plan.pool_mass[0, :count]
+        float_swapped = np.bincount(donor, mass, inst.V) + np.bincount(receiver, mass, inst.V)
         assert np.abs(float_swapped - swapped).max() <= 1e-12
 
 
 @pytest.mark.parametrize("inst", [i for _, i in enumeration_cases()[::3] if same_ranks(i)], ids=str)
 def test_float_conditional_selection_law_matches_the_exact_integral(inst: Instance):
-    """``resispec.pooling.selection_law`` (Gauss-Legendre over distinct tokens) against the exact
-    per-candidate integral of ``theory.pooling.selection_given``, for every candidate multiset."""
-    from resispec.pooling import selection_law
+    """``resispec.verifiers.pooled_plan.selection_probabilities`` (Gauss-Legendre, per candidate) against the
+    exact per-candidate integral of ``theory.pooling.selection_given``, for every candidate multiset."""
+    from resispec.verifiers.pooled_plan import selection_probabilities
 
     exact, plan = build(inst.p, inst.q, inst.k), float_plan(inst)
     laws = {x: interval_law(exact, x) for x in range(inst.V) if inst.q[x] > 0}
     for tup in itertools.combinations_with_replacement(sorted(laws), inst.k):
         expected = selection_given([laws[x] for x in tup], tup)
-        tokens, probabilities = selection_law(plan, np.array(tup))
-        got = dict(zip(tokens.tolist(), probabilities.tolist()))
+        got: dict[int, float] = {}
+        for token, probability in zip(tup, selection_probabilities(plan, np.array([tup]))[0].tolist()):
+            got[token] = got.get(token, 0.0) + probability
         for y in set(tup):
             assert got.get(y, 0.0) == pytest.approx(float(expected.get(y, 0)), abs=1e-12), (tup, y)

@@ -43,7 +43,7 @@ def real_rows() -> dict[str, dict]:
                 bound = POOLED_WOR.bind(p, q, k)
                 seconds.append(time.perf_counter() - start)
                 accepted.append(bound.acceptance())
-                bounds.append(bound.plan.bound)
+                bounds.append(bound.plan.plans[0].bound)
             gap = np.array(bounds) - np.array(accepted)
             out[f"{draft},{k}"] = {"acc": float(np.mean(accepted)), "bound": float(np.mean(bounds)),
                                    "mean_gap": float(gap.mean()), "max_gap": float(gap.max()),
@@ -67,8 +67,8 @@ def speed(vocab: int = 49152, calls: int = 5) -> list[dict]:
         per_tuple = (time.perf_counter() - start) / len(tuples)
         out.append({"V": vocab, "k": k, "build_s": build, "softmax_s": reference, "build_over_softmax": ratio,
                     "tuple_s": per_tuple, "tuple_over_softmax": per_tuple / reference,
-                    "nodes": int(race_grid(q, k).t.size), "cut": bound.plan.cut,
-                    "acceptance": bound.acceptance(), "bound": bound.plan.bound})
+                    "nodes": int(race_grid(q, k).t.size), "cut": bound.plan.plans[0].cut,
+                    "acceptance": bound.acceptance(), "bound": bound.plan.plans[0].bound})
         print(json.dumps(out[-1]))
     return out
 

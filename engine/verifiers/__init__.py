@@ -2,28 +2,17 @@
 
 A core verifier whose rule is written once over rows (``resispec.verifiers.base.BatchedSequentialVerifier``:
 sps, rrs, rrs_wor, spectr, topk, resispec, resispec_wor and the controls rrs_skip_dup, wor_unmasked, ears,
-resispec_paper) runs here through ``shared_rule``, with no torch copy of its rule. The others (pooled,
-pooled_wor) still have a torch port each, one module named after its NumPy twin, beside the helpers
-they share (validation, sampling, drafting).
+resispec_paper; ``resispec.verifiers.select_then_verify.SelectThenVerify``: pooled, pooled_wor) runs here
+through ``shared_rule``, with no torch copy of its rule: every verifier of the zoo.
 """
 
 from __future__ import annotations
 
 from engine.verifiers.base import SequentialTorchVerifier, TorchVerifier
-from engine.verifiers.pooled import TorchPooled
-from engine.verifiers.pooled_wor import TorchPooledWithoutReplacement
 from engine.verifiers.shared_rule import torch_verifier_for
 from resispec.verifiers import VERIFIERS
-from resispec.verifiers.base import BatchedSequentialVerifier
 
-_PORTS: dict[str, type[TorchVerifier]] = {
-    cls.name: cls for cls in (TorchPooled, TorchPooledWithoutReplacement)
-}
-
-TORCH_VERIFIERS: dict[str, type[TorchVerifier]] = {
-    name: torch_verifier_for(cls) if issubclass(cls, BatchedSequentialVerifier) else _PORTS[name]
-    for name, cls in VERIFIERS.items()
-}
+TORCH_VERIFIERS: dict[str, type[TorchVerifier]] = {name: torch_verifier_for(cls) for name, cls in VERIFIERS.items()}
 """Every torch verifier by the name of its core verifier, in ``VERIFIERS``' order: exact ones first, then
 the controls."""
 

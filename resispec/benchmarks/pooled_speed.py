@@ -57,7 +57,7 @@ def bench_pooled(vocabs: Sequence[int] = DEFAULT_VOCABS, ks: Sequence[int] = DEF
             one, softmax_tuple, tuple_ratio = median_ratio(lambda: bound.verify(*next(inputs)), reference,
                                                            tuple_repeats)
             softmax_seconds = float(np.median([softmax_build, softmax_tuple]))
-            results.append(PooledTiming(vocab, k, bound.plan.pool_count, softmax_seconds,
+            results.append(PooledTiming(vocab, k, int(bound.plan.pool_count[0]), softmax_seconds,
                                         build, build_ratio, one, tuple_ratio))
             if progress:
                 progress(f"V={vocab} k={k}: build {build_ratio:.1f}x softmax, one tuple {tuple_ratio:.3f}x softmax")

@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from resispec.pooling import selection_law
 from resispec.sampling import inverse_cdf
 from resispec.sequence.base import RoundVerifier
 from resispec.sequence.tree import RoundLaw, RoundTree
 from resispec.verifiers import SequentialVerifier, Verifier, get_verifier
 from resispec.verifiers.base import BoundVerifier, _final_residual
-from resispec.verifiers.pooled import Pooled
-from resispec.verifiers.pooled_wor import PooledWithoutReplacement
-from resispec.verifiers.pooled_wor_plan import selection_probabilities
+from resispec.verifiers.select_then_verify import SelectThenVerify
 
 
 def node_split(bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -51,21 +48,9 @@ def node_split(bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray
             accepted[-1] += reach
             return accepted, np.zeros(bound.p.size)
         return accepted, reach * residual / mass
-    if isinstance(verifier, Pooled):
-        plan = bound.plan
-        tokens, selected = selection_law(plan, candidates)
-        by_token = selected * plan.accept[tokens] if plan.residual_sampler is not None else selected
-        counts = np.array([np.count_nonzero(candidates == t) for t in tokens])
-        for token, mass, count in zip(tokens, by_token, counts):
-            accepted[candidates == token] = mass / count
-        residual = np.zeros(bound.p.size)
-        if plan.residual_sampler is not None:
-            residual = (selected.sum() - by_token.sum()) / plan.residual_sampler.total * plan.residual
-        return accepted, residual
-    if isinstance(verifier, PooledWithoutReplacement):
-        plan = bound.plan
-        accepted = selection_probabilities(plan, candidates) * plan.accept[candidates]
-        return accepted, (1.0 - accepted.sum()) / plan.residual_sampler.total * plan.residual
+    if isinstance(verifier, SelectThenVerify):
+        accepted, rejected = verifier._row_split(bound.plan, candidates[None])
+        return accepted[0], rejected[0]
     raise ValueError(f"verifier: {verifier.name} has no per-slot law for round verification")
 
 

@@ -47,6 +47,11 @@ independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built o
 6. **Verify** the selected y: accept with probability ``min(1, p_y / t_y)``, else emit from
    ``norm((p - t)+)``; exact because ``t`` is the selection's law.
 
+Rows. The plan is NumPy only (its scans are sequential and compiled): ``pooled_wor_plans`` builds it once
+per distinct row of a (B, V) batch, NumPy or torch, and stacks what the selection and the verification
+read into a ``PooledWorRows`` on the rows' device; ``select`` and ``selection_probabilities`` then work on
+rows with the array API (``resispec.rows``), for the single-instance API at B = 1 and for the engine alike.
+
 Cost: O(V log V) for the ratio order, O(V N) exponentials, ``P_k`` of every prefix (O(V k N)) and,
 per tried cut, four compiled scans of O(V k N) each (three token products and one contraction per
 token); N is 30-40 nodes on LLM rows. The scans are sequential in the token order (each ``theta``
@@ -59,11 +64,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from array_api_compat import is_numpy_array
 
 from resispec.bounds_wor import wor_prefix_values
-from resispec.pooling import acceptance_ratio
 from resispec.residual import supported_residual
-from resispec.sampling import InverseCDF
+from resispec.rows import Array, device_of, gather_rows, namespace, set_at_
+from resispec.sampling import RowInverseCDF
+from resispec.verifiers.pooled_plan import acceptance_ratio
 
 if TYPE_CHECKING:
     from resispec.race import Race
@@ -99,9 +106,9 @@ class PooledWorPlan:
     - ``theta`` (V,) by token id: the thinning probabilities of the scans.
     - ``reach`` (V,), ``fallback`` (V,) by token id: ``D`` and ``L`` of the module docstring.
     - ``selection_law`` (V,) by token id: ``t = L + theta (D - L)``.
-    - ``accept`` (V,): ``min(1, p/t)`` (1 where ``p >= t``); ``residual`` (V,): ``(p - t)+`` and its
-      ``residual_sampler`` (the residual falls back to p where rounding left it no mass,
-      ``resispec.residual.supported_residual``; ``accept`` is 0 where p = 0).
+    - ``accept`` (V,): ``min(1, p/t)`` (1 where ``p >= t``); ``residual`` (V,): ``(p - t)+`` (falling back
+      to p where rounding left it no mass, ``resispec.residual.supported_residual``; ``accept`` is 0
+      where p = 0).
     """
 
     k: int
@@ -119,15 +126,6 @@ class PooledWorPlan:
     selection_law: np.ndarray
     accept: np.ndarray
     residual: np.ndarray
-    residual_sampler: InverseCDF
-
-    def visit(self, candidates: np.ndarray) -> np.ndarray:
-        """Indices of the candidates the active block visits, in scan order."""
-        if self.first_drawn:
-            return np.arange(candidates.size)
-        inside = self.inside[candidates]
-        active = np.arange(candidates.size) if inside.all() else np.flatnonzero(~inside)
-        return active[np.argsort(self.scan_position[candidates[active]], kind="stable")]
 
 
 def _scan(race: Race, p_rows: np.ndarray, rows: np.ndarray, other: np.ndarray) -> dict[str, np.ndarray]:
@@ -224,29 +222,89 @@ def _finish(p: np.ndarray, k: int, order: np.ndarray, cut: int, inside: np.ndarr
     law = by_id["law"]
     accept = acceptance_ratio(p, law)
     residual = supported_residual(np.maximum(p - law, 0.0), p)
-    sampler = InverseCDF(residual)
     return PooledWorPlan(k=k, order=order, rank=rank, cut=cut, inside=inside, scan_position=position,
                          first_drawn=first_drawn, all_inside=float(law[inside].sum()), bound=bound,
                          theta=by_id["theta"], reach=by_id["reach"], fallback=by_id["fallback"],
-                         selection_law=law, accept=accept, residual=residual, residual_sampler=sampler)
+                         selection_law=law, accept=accept, residual=residual)
 
 
-def selection_probabilities(plan: PooledWorPlan, candidates: np.ndarray) -> np.ndarray:
-    """Probability that each candidate (by index) is selected, given the candidates."""
-    chosen = np.zeros(candidates.size)
-    left = 1.0
-    visit = plan.visit(candidates)
-    for index in visit[:-1]:
-        chosen[index] = left * plan.theta[candidates[index]]
-        left -= chosen[index]
-    chosen[visit[-1]] = left
-    return chosen
+@dataclass(frozen=True)
+class PooledWorRows:
+    """The plans of B rows, as the selection and the verification read them (arrays of the rows' kind,
+    on their device): ``theta``, ``selection_law``, ``accept``, ``residual`` (B, V) by token id,
+    ``scan_position`` (B, V) integer, ``inside`` (B, V) bool; ``first_drawn`` (B,) bool;
+    ``residual_sampler`` the ``RowInverseCDF`` of ``residual``; ``plans``, the NumPy plan of each row
+    (rows with the same pair share one)."""
+
+    theta: Array
+    selection_law: Array
+    accept: Array
+    residual: Array
+    scan_position: Array
+    inside: Array
+    first_drawn: Array
+    residual_sampler: RowInverseCDF
+    plans: list[PooledWorPlan]
 
 
-def select(plan: PooledWorPlan, candidates: np.ndarray, u: np.ndarray) -> int:
-    """Index of the selected candidate: the first visited with ``u[index] < theta``, else the last."""
-    visit = plan.visit(candidates)
-    for index in visit[:-1]:
-        if u[index] < plan.theta[candidates[index]]:
-            return int(index)
-    return int(visit[-1])
+def pooled_wor_plans(p: Array, q: Array, k: int) -> PooledWorRows:
+    """The NumPy plan of every distinct row of validated float64 ``p``, ``q`` (B, V), stacked and spread
+    back over the rows, on their device."""
+    xp = namespace(p, q)
+    host_p, host_q = (x if is_numpy_array(x) else x.cpu().numpy() for x in (p, q))
+    if host_p.shape[0] == 1:
+        distinct, row_of = [(host_p[0], host_q[0])], np.zeros(1, dtype=np.int64)
+    else:
+        pairs, row_of = np.unique(np.concatenate([host_p, host_q], axis=1), axis=0, return_inverse=True)
+        distinct = [(pair[:p.shape[1]], pair[p.shape[1]:]) for pair in pairs]
+    plans = [pooled_wor_plan(pair_p, pair_q, k) for pair_p, pair_q in distinct]
+    spread = xp.asarray(row_of.reshape(-1), device=device_of(p))
+
+    def stack(values: list) -> Array:
+        stacked = xp.asarray(np.stack(values), device=device_of(p))
+        return stacked if p.shape[0] == len(plans) == 1 else stacked[spread]
+
+    fields = {name: stack([getattr(plan, name) for plan in plans])
+              for name in ("theta", "selection_law", "accept", "residual", "scan_position", "inside", "first_drawn")}
+    return PooledWorRows(**fields, residual_sampler=RowInverseCDF(fields["residual"]),
+                         plans=[plans[row] for row in row_of.reshape(-1)])
+
+
+def _scan_keys(plan: PooledWorRows, candidates: Array) -> tuple[Array, Array]:
+    """``(key, active)`` (B, k) each: the candidates' visiting keys (scan position; draw order for the
+    first-drawn plan) and whether the active block visits them (the inside block iff every candidate is
+    inside; every candidate for the first-drawn plan)."""
+    xp = namespace(candidates)
+    inside = gather_rows(plan.inside, candidates)
+    first_drawn = plan.first_drawn[:, None]
+    active = xp.all(inside, axis=1, keepdims=True) | ~inside | first_drawn
+    draw_order = xp.arange(candidates.shape[1], device=device_of(candidates))
+    return xp.where(first_drawn, draw_order, gather_rows(plan.scan_position, candidates)), active
+
+
+def selection_probabilities(plan: PooledWorRows, candidates: Array) -> Array:
+    """``s`` (B, k): the probability that each candidate is selected, given the candidates. Along the
+    visit, the j-th visited is selected with probability ``left theta`` (``left`` = 1 minus what the
+    earlier ones took), the last visited with ``left``."""
+    xp = namespace(candidates)
+    key, active = _scan_keys(plan, candidates)
+    visit = xp.argsort(xp.where(active, key, xp.iinfo(key.dtype).max), axis=1, stable=True)  # active ones first
+    count = xp.sum(xp.astype(active, xp.int64), axis=1)
+    theta = gather_rows(plan.theta, gather_rows(candidates, visit))
+    chosen = xp.zeros_like(theta)
+    left = xp.ones_like(theta[:, 0])
+    for position in range(candidates.shape[1]):
+        here = xp.where(position < count - 1, left * theta[:, position], xp.where(position == count - 1, left, 0.0))
+        chosen[:, position] = here
+        left = left - here
+    return set_at_(xp.zeros_like(chosen), visit, chosen)
+
+
+def select(plan: PooledWorRows, candidates: Array, u: Array) -> Array:
+    """Index (B,) of the selected candidate: the first visited with ``u[index] < theta`` (the active
+    candidate of least key among those), else the last visited (the active candidate of greatest key)."""
+    xp = namespace(candidates)
+    key, active = _scan_keys(plan, candidates)
+    takes = active & (u < gather_rows(plan.theta, candidates))
+    least = xp.where(takes, key, xp.iinfo(key.dtype).max)
+    return xp.where(xp.any(takes, axis=1), xp.argmin(least, axis=1), xp.argmax(xp.where(active, key, -1), axis=1))

@@ -38,7 +38,7 @@ directly. C adds the heaviest token's term as ``s_d (q_y / (1 - q_d))`` (``_step
 cannot overflow. If ``q / (1 - q)`` itself overflows (``1 - q_x`` below ~1e-308), S is not
 representable and that row falls back to ``A = min(r, q)`` (exact, not optimal). Tokens with
 ``q_x = 0`` (drawn, or outside the draft) take no part: ``A = C = 0`` there and their target mass goes
-to the final residual. On the CPU the plans are built a few rows at a time (``rows_per_chunk``).
+to the final residual. On the CPU the plans are built a few rows at a time (``cpu_chunk_rows``).
 """
 
 from __future__ import annotations
@@ -52,11 +52,11 @@ from resispec.residual import supported_residual
 from resispec.row_ratio_profile import RowRatioProfile
 from resispec.rows import (
     Array,
+    cpu_chunk_rows,
     float_errors_allowed,
     namespace,
     row_values,
-    rows_per_chunk,
-    set_at_,
+    set_pairs_,
     value_at,
     zero_at_,
 )
@@ -74,7 +74,7 @@ def _others(values: Array) -> Array:
         return others
     part, part_largest = xp.take(values, rows, axis=0), xp.take(largest, rows, axis=0)
     keep = _token_ids(values) != part_largest[:, None]
-    return set_at_(others, rows, part_largest, xp.sum(xp.reshape(part[keep], (rows.shape[0], -1)), axis=-1))
+    return set_pairs_(others, rows, part_largest, xp.sum(xp.reshape(part[keep], (rows.shape[0], -1)), axis=-1))
 
 
 def _token_ids(x: Array) -> Array:
@@ -174,7 +174,7 @@ def latest_first_plan(target: Array, undrawn: Array) -> LatestFirstPlan:
     zeroed, unnormalised); the draft is ``undrawn / sum(undrawn)`` and ``1 - q_x`` is the undrawn mass of
     the other tokens divided by the same sum. Tokens off a row's draft support get ``A = C = 0``.
     """
-    rows = rows_per_chunk(target)
+    rows = cpu_chunk_rows(target)
     if rows >= target.shape[0]:
         return _plan(target, undrawn)
     xp = namespace(target)

@@ -141,7 +141,7 @@ def _selection_stats(name: str, batch: PairBatch, k: int) -> StepStats:
         drawn = k if verifier.drafting == "iid" else min(k, int(np.count_nonzero(q)))
         bound = verifier.bind(p, q, drawn)
         accepted[n, 0], reached[n, 0] = bound.acceptance(), 1.0
-        drift[n, 0] = 0.5 * np.abs(p - bound.plan.selection_law).sum()
+        drift[n, 0] = 0.5 * np.abs(p - bound.plan.selection_law[0]).sum()
     return StepStats(name, k, accepted, reached, drift, exact=True)
 
 

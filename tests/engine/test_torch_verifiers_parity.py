@@ -1,15 +1,9 @@
-"""Decision-for-decision parity of the torch ports with their NumPy twins, given the same uniforms.
+"""The engine agrees with the NumPy core where the two have separate code: the registry (every verifier of
+the zoo runs its core rule on tensors through one adapter, ``engine.verifiers.shared_rule``), the batched
+inverse CDF (overshoot and empty rows), top-k ties, and the residual fallback of the decision loop.
 
-Only the verifiers that still have a torch port (pooled, pooled_wor)
-have a twin to agree with; the others run the core's own rule on tensors (``engine.verifiers.shared_rule``).
-
-Thousands of seeded random nodes per verifier, corner cases included (p == q, one-hot p and q, zeros
-in p and q, masses of 1e-12, disjoint supports, ratio ties, peaky LLM-like pairs), float32
-probabilities, each verifier's own uniform count (pooled: 2k + 2). The NumPy reference verifies each
-node on the float32 values cast to float64. Only summation order differs between the two, so a
-disagreement is allowed only where a uniform lies within 1e-12 of its threshold (a genuine rounding
-tie: an acceptance probability, a residual boundary, or one of pooled's score-interval boundaries);
-such near ties are counted and are 0 here.
+There are no torch ports of rules left to keep in parity; the engine's decisions are checked against
+recorded tokens (``test_decoded_tokens.py``) and the exact law (``test_torch_verifiers_exactness.py``).
 """
 
 from __future__ import annotations
@@ -22,73 +16,28 @@ import torch
 
 from engine.verifiers import TORCH_VERIFIERS, SequentialTorchVerifier, get_torch_verifier
 from engine.verifiers.drafting import top_k_tokens
-from engine.verifiers.shared_rule import SharedRuleTorchVerifier
+from engine.verifiers.shared_rule import SharedRuleTorchVerifier, SharedSelectionTorchVerifier
 from resispec.drafting import top_k_tokens as numpy_top_k_tokens
 from resispec.sampling import inverse_cdf as numpy_inverse_cdf
 from resispec.sampling import inverse_cdf_rows
-from resispec.verifiers import VERIFIERS, SequentialVerifier, get_verifier
-from tests.engine.torch_verifier_helpers import DEVICES, near_ties, one_thread, random_batch  # noqa: F401 (fixture)
-
-GROUPS = [(2, 1), (2, 2), (5, 1), (5, 3), (16, 1), (16, 2), (16, 4), (2000, 1), (2000, 4)]
-"""(V, k) batches verified per verifier; V = 2000 takes NumPy's blocked inverse CDF."""
-SMALL_ONLY = {"pooled_wor": 16}
-"""Verifiers whose plan is a sequential scan over the tokens (10-30 ms per node at V = 2000, built
-twice here: 10 s or more for the V = 2000 groups): the largest V verified here (their plans are NumPy's
-own, row by row)."""
-NODES_PER_GROUP = 500
-PORTS = [name for name, cls in TORCH_VERIFIERS.items() if not issubclass(cls, SharedRuleTorchVerifier)]
-"""The verifiers with a torch port of their rule (the others have one rule, the core's)."""
+from resispec.verifiers import VERIFIERS, SequentialVerifier
+from tests.engine.torch_verifier_helpers import DEVICES, one_thread  # noqa: F401 (fixture)
 
 
 def test_registry_mirrors_the_numpy_zoo():
-    assert list(TORCH_VERIFIERS) == list(VERIFIERS)  # every verifier of the zoo has its port
+    assert list(TORCH_VERIFIERS) == list(VERIFIERS)  # every verifier of the zoo runs in the engine
     for name, cls in TORCH_VERIFIERS.items():
         twin = VERIFIERS[name]
         assert cls.numpy_twin is twin
         attributes = ("name", "drafting", "claims_exact", "max_k")
         assert [getattr(cls, a) for a in attributes] == [getattr(twin, a) for a in attributes]
         module = importlib.import_module(cls.__module__)
-        if name in PORTS:
-            assert module.__name__ == f"engine.verifiers.{name}"
-            assert f"Torch port of ``{twin.__module__}.{twin.__name__}``" in module.__doc__
-        else:  # the core rule itself, through the one adapter
-            assert module.__name__ == "engine.verifiers.shared_rule" and cls.__name__ == f"Torch{twin.__name__}"
+        # the core rule itself, through the one adapter of its kind
+        assert module.__name__ == "engine.verifiers.shared_rule" and cls.__name__ == f"Torch{twin.__name__}"
+        assert issubclass(cls, (SharedRuleTorchVerifier, SharedSelectionTorchVerifier))
         assert isinstance(get_torch_verifier(name), cls)
     with pytest.raises(ValueError, match="unknown torch verifier 'nope'; known: sps, rrs"):
         get_torch_verifier("nope")
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("name", PORTS)
-def test_decisions_match_numpy_given_the_same_uniforms(name, device):
-    verifier, reference = get_torch_verifier(name), get_verifier(name)
-    rng = np.random.default_rng(sorted(TORCH_VERIFIERS).index(name))
-    generator = torch.Generator(device).manual_seed(7)
-    nodes, mismatched, ties, outcomes = 0, [], 0, set()
-    for vocab, k in GROUPS:
-        if verifier.max_k is not None and k > verifier.max_k or verifier.scheme.bounded and k > vocab:
-            continue
-        if vocab > SMALL_ONLY.get(name, vocab):
-            continue
-        p, q = random_batch(vocab, NODES_PER_GROUP, rng, k if verifier.scheme.bounded else 1, device)
-        candidates = verifier.draft(q, k, generator)
-        u = torch.rand((NODES_PER_GROUP, verifier.uniforms_needed(k)), dtype=torch.float64, device=device,
-                       generator=generator)
-        tokens, index = verifier.verify(p, q, candidates, u)
-        tie = near_ties(verifier, p, q, candidates, u)
-        ties += int(tie.sum())
-        p_np, q_np, c_np, u_np = (x.cpu().numpy() for x in (p.double(), q.double(), candidates, u))
-        for b in range(NODES_PER_GROUP):
-            expected = reference.verify(p_np[b], q_np[b], c_np[b], u_np[b])
-            if expected != (int(tokens[b]), int(index[b])):
-                mismatched.append((vocab, k, b, expected, (int(tokens[b]), int(index[b])), bool(tie[b])))
-        nodes += NODES_PER_GROUP
-        outcomes |= set(index.tolist())
-    print(f"\n{name} on {device}: {nodes} nodes, {len(mismatched)} mismatches, {ties} near ties")
-    assert nodes >= 2000
-    assert all(entry[-1] for entry in mismatched), mismatched  # only genuine rounding ties may disagree
-    assert ties == 0  # none in this seeded set, so agreement is exact
-    assert {-1, 0} <= outcomes and (verifier.max_k == 1 or 1 in outcomes)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -1,5 +1,4 @@
-"""Shared pieces of the torch verifier tests: devices, a one-thread fixture, seeded node batches, and
-the near-tie check of the parity tests."""
+"""Shared pieces of the torch verifier tests: devices, a one-thread fixture and seeded node batches."""
 
 from __future__ import annotations
 
@@ -10,16 +9,8 @@ import pytest
 import torch
 from scipy.special import softmax
 
-from engine.verifiers import SequentialTorchVerifier, TorchVerifier
-from engine.verifiers.pooled_wor import TorchPooledWorPlan
-from engine.verifiers.pooled_wor import select as select_wor
-from engine.verifiers.pooling import TorchPooledPlan, select
-from engine.verifiers.validation import as_pair
-from resispec.verifiers.base import _final_residual
-
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
 KINDS = ("dirichlet", "equal", "one-hot-p", "one-hot-q", "zeros", "tiny", "disjoint", "ties", "peaky")
-TIE_TOLERANCE = 1e-12
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -64,62 +55,3 @@ def random_batch(vocab: int, batch: int, rng: np.random.Generator, min_support: 
     """(B, V) float32 target and draft on ``device`` (V >= 2), node kinds cycling through ``KINDS``."""
     pairs = [random_node(KINDS[b % len(KINDS)], vocab, rng, min_support) for b in range(batch)]
     return tuple(torch.tensor(np.array(side), dtype=torch.float32, device=device) for side in zip(*pairs))
-
-
-def near_ties(verifier: TorchVerifier, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
-              u: torch.Tensor) -> torch.Tensor:
-    """Nodes (bool (B,)) where some uniform lies within ``TIE_TOLERANCE`` of its threshold: an
-    acceptance probability, a pooled score-interval boundary, or a cumulative boundary of the final
-    residual (relative to its mass)."""
-    p64, q64 = as_pair(p, q)
-    plan = verifier._prepare(p64, q64, candidates.shape[1])
-    if isinstance(verifier, SequentialTorchVerifier):
-        return _sequential_near_ties(verifier, p64, q64, candidates, u, plan)
-    if isinstance(plan, TorchPooledWorPlan):
-        return _pooled_wor_near_ties(plan, candidates, u)
-    return _pooled_near_ties(plan, q64, candidates, u)
-
-
-def _sequential_near_ties(verifier: SequentialTorchVerifier, p: torch.Tensor, q: torch.Tensor,
-                          candidates: torch.Tensor, u: torch.Tensor, plan: object) -> torch.Tensor:
-    k = candidates.shape[1]
-    steps = verifier._steps(p, q, candidates, plan)
-    near = torch.zeros(p.shape[0], dtype=torch.bool, device=p.device)
-    for i in range(k):
-        near |= (u[:, i] - next(steps)).abs() < TIE_TOLERANCE
-    return near | _near_residual_boundary(torch.cumsum(_final_residual(steps), dim=-1), u[:, k:])
-
-
-def _pooled_near_ties(plan: TorchPooledPlan, q: torch.Tensor, candidates: torch.Tensor,
-                      u: torch.Tensor) -> torch.Tensor:
-    """A candidate's score-interval uniform near one of its pools' boundaries ``(S_j - S_a) / q_x``
-    (``a < j <= b``; the position uniforms are compared exactly), the accept uniform near
-    ``accept(y)`` of the selected y, or the residual uniform near a residual boundary."""
-    k = candidates.shape[1]
-    own = plan.rank.gather(1, candidates)
-    start, stop = plan.pool_start.gather(1, own), plan.pool_stop.gather(1, own)
-    boundaries = torch.cat([plan.pool_reach.new_zeros(q.shape[0], 1), plan.pool_reach], dim=-1)  # S
-    scale = q.gather(1, candidates)
-    level = boundaries.gather(1, start) + u[:, :k] * scale
-    slot = (torch.searchsorted(boundaries, level, right=True) - 1).clamp(min=start, max=stop)
-    below = (level - boundaries.gather(1, slot)).abs() < TIE_TOLERANCE * scale
-    above = (boundaries.gather(1, (slot + 1).clamp(max=boundaries.shape[1] - 1)) - level).abs() < TIE_TOLERANCE * scale
-    near = ((below & (slot > start)) | (above & (slot < stop))).any(dim=-1)
-    selected = candidates.gather(1, select(plan, q, candidates, u[:, :k], u[:, k:2 * k])[:, None])
-    near |= (u[:, 2 * k] - plan.accept.gather(1, selected)[:, 0]).abs() < TIE_TOLERANCE
-    return near | _near_residual_boundary(plan.residual.cumulative, u[:, 2 * k + 1:])
-
-
-def _pooled_wor_near_ties(plan: TorchPooledWorPlan, candidates: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """A thinning uniform near its candidate's theta, the accept uniform near ``accept(y)`` of the
-    selected y, or the residual uniform near a residual boundary."""
-    k = candidates.shape[1]
-    near = ((u[:, :k] - plan.theta.gather(1, candidates)).abs() < TIE_TOLERANCE).any(dim=-1)
-    selected = candidates.gather(1, select_wor(plan, candidates, u[:, :k])[:, None])
-    near |= (u[:, k] - plan.accept.gather(1, selected)[:, 0]).abs() < TIE_TOLERANCE
-    return near | _near_residual_boundary(plan.residual.cumulative, u[:, k + 1:])
-
-
-def _near_residual_boundary(cumulative: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    total = cumulative[:, -1:]
-    return ((cumulative - u * total).abs() < TIE_TOLERANCE * total).any(dim=-1)
