@@ -19,9 +19,11 @@ the same rule, so the law errs by at most the mass rounding lost.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterator, Sequence
+from types import ModuleType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -246,7 +248,7 @@ class BatchedSequentialVerifier(SequentialVerifier):
         """All n tuples as rows of one batched run of the rule (``row_decisions``) on copies of ``p``, ``q``
         and the bound plan, in chunks of at most ``ROW_BUDGET`` entries of (rows, V)."""
         tokens, index = np.empty(len(candidates), dtype=np.int64), np.empty(len(candidates), dtype=np.int64)
-        for rows, p, q, plan in _row_copies(bound, len(candidates)):
+        for rows, p, q, plan in row_copies(bound, len(candidates)):
             tokens[rows], index[rows] = row_decisions(self._row_steps(p, q, candidates[rows], plan), p,
                                                       candidates[rows], u[rows])
         return tokens, index
@@ -255,7 +257,7 @@ class BatchedSequentialVerifier(SequentialVerifier):
         """All n conditional laws as rows of one batched run of the rule (``row_laws``), chunked as
         ``_decide_many``."""
         laws, accepted = np.empty((len(candidates), bound.p.size)), np.empty(len(candidates))
-        for rows, p, q, plan in _row_copies(bound, len(candidates)):
+        for rows, p, q, plan in row_copies(bound, len(candidates)):
             laws[rows], accepted[rows] = row_laws(self._row_steps(p, q, candidates[rows], plan), p, candidates[rows])
         return laws, accepted
 
@@ -269,7 +271,7 @@ class BatchedSequentialVerifier(SequentialVerifier):
         return _final_residual(steps)[0]
 
 
-def _row_copies(bound: BoundVerifier, n: int) -> Iterator[tuple[slice, np.ndarray, np.ndarray, Any]]:
+def row_copies(bound: BoundVerifier, n: int) -> Iterator[tuple[slice, np.ndarray, np.ndarray, Any]]:
     """Chunks ``(rows, p, q, plan)`` covering n rows: copies of the bound ``p``, ``q`` (count, V) and its
     plan, at most ``ROW_BUDGET`` entries of (count, V) each."""
     step = max(1, ROW_BUDGET // bound.p.size)
@@ -304,7 +306,9 @@ def row_laws(steps: RowStepGenerator, p: Array, candidates: Array) -> tuple[Arra
 
 def repeat_rows(plan: Any, rows: int) -> Any:
     """A one-row plan (``_row_plan`` at B = 1) for ``rows`` copies of its row: every array of the plan
-    (first axis of length 1) repeated along that axis, through tuples and dataclasses; anything else as is."""
+    (first axis of length 1) repeated along that axis, through tuples, dicts, dataclasses and plain objects
+    (a copy with their attributes repeated, e.g. ``RowInverseCDF``); a one-item list (one per row) becomes
+    ``rows`` items; anything else (numbers, namespaces) as is."""
     if isinstance(plan, np.ndarray) and plan.ndim >= 1:
         return np.repeat(plan, rows, axis=0)
     if dataclasses.is_dataclass(plan) and not isinstance(plan, type):
@@ -313,6 +317,14 @@ def repeat_rows(plan: Any, rows: int) -> Any:
     if isinstance(plan, tuple):
         repeated = [repeat_rows(item, rows) for item in plan]
         return type(plan)(*repeated) if hasattr(plan, "_fields") else tuple(repeated)
+    if isinstance(plan, dict):
+        return {key: repeat_rows(value, rows) for key, value in plan.items()}
+    if isinstance(plan, list) and len(plan) == 1:
+        return plan * rows
+    if hasattr(plan, "__dict__") and not isinstance(plan, (type, ModuleType)):
+        repeated = copy.copy(plan)
+        vars(repeated).update({name: repeat_rows(value, rows) for name, value in vars(plan).items()})
+        return repeated
     return plan
 
 

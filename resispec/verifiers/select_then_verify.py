@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from resispec.rows import Array, add_at_, gather_rows, namespace, value_at
-from resispec.verifiers.base import BoundVerifier, Verifier
+from resispec.verifiers.base import BoundVerifier, Verifier, row_copies
 
 
 class SelectThenVerify(Verifier):
@@ -87,6 +87,21 @@ class SelectThenVerify(Verifier):
     def _law(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, float]:
         law, acceptance = self._row_law(bound.plan, candidates[None])
         return law[0], float(acceptance[0])
+
+    def _decide_many(self, bound: BoundVerifier, candidates: np.ndarray,
+                     u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """All n tuples as rows of one ``_row_decide`` on the bound plan repeated (``row_copies``)."""
+        tokens, index = np.empty(len(candidates), dtype=np.int64), np.empty(len(candidates), dtype=np.int64)
+        for rows, _, _, plan in row_copies(bound, len(candidates)):
+            tokens[rows], index[rows] = self._row_decide(plan, candidates[rows], u[rows])
+        return tokens, index
+
+    def _laws_many(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """All n conditional laws as rows of one ``_row_law``, chunked as ``_decide_many``."""
+        laws, accepted = np.empty((len(candidates), bound.p.size)), np.empty(len(candidates))
+        for rows, _, _, plan in row_copies(bound, len(candidates)):
+            laws[rows], accepted[rows] = self._row_law(plan, candidates[rows])
+        return laws, accepted
 
     def _acceptance(self, bound: BoundVerifier) -> float:
         """Closed form ``sum_y min(p(y), t(y))`` (no tuple enumeration)."""
