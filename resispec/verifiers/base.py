@@ -22,17 +22,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from types import ModuleType
 from typing import Any, ClassVar
 
 import numpy as np
-from array_api_compat import device as device_of
 
 from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
 from resispec.enumeration import enumerate_law
 from resispec.residual import supported_acceptance, supported_residual
-from resispec.rows import Array, add_at_, float_errors_allowed, namespace, value_at
+from resispec.rows import Array, add_at_, device_of, float_errors_allowed, namespace, value_at
 from resispec.sampling import inverse_cdf, inverse_cdf_rows
 from resispec.validation import (
     as_candidates,
@@ -245,21 +244,14 @@ class BatchedSequentialVerifier(SequentialVerifier):
 
     def _decide_many(self, bound: BoundVerifier, candidates: np.ndarray,
                      u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """All n tuples as rows of one batched run of the rule (``row_decisions``) on copies of ``p``, ``q``
-        and the bound plan, in chunks of at most ``ROW_BUDGET`` entries of (rows, V)."""
-        tokens, index = np.empty(len(candidates), dtype=np.int64), np.empty(len(candidates), dtype=np.int64)
-        for rows, p, q, plan in row_copies(bound, len(candidates)):
-            tokens[rows], index[rows] = row_decisions(self._row_steps(p, q, candidates[rows], plan), p,
-                                                      candidates[rows], u[rows])
-        return tokens, index
+        """All n tuples as rows of one batched run of the rule (``row_decisions``, ``in_row_chunks``)."""
+        return in_row_chunks(bound, candidates, lambda rows, p, q, plan: row_decisions(
+            self._row_steps(p, q, candidates[rows], plan), p, candidates[rows], u[rows]))
 
     def _laws_many(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """All n conditional laws as rows of one batched run of the rule (``row_laws``), chunked as
-        ``_decide_many``."""
-        laws, accepted = np.empty((len(candidates), bound.p.size)), np.empty(len(candidates))
-        for rows, p, q, plan in row_copies(bound, len(candidates)):
-            laws[rows], accepted[rows] = row_laws(self._row_steps(p, q, candidates[rows], plan), p, candidates[rows])
-        return laws, accepted
+        """All n conditional laws as rows of one batched run of the rule (``row_laws``, ``in_row_chunks``)."""
+        return in_row_chunks(bound, candidates, lambda rows, p, q, plan: row_laws(
+            self._row_steps(p, q, candidates[rows], plan), p, candidates[rows]))
 
     def _steps(self, bound: BoundVerifier, candidates: np.ndarray) -> StepGenerator:
         steps = self._row_steps(bound.p[None], bound.q[None], candidates[None], bound.plan)
@@ -271,14 +263,16 @@ class BatchedSequentialVerifier(SequentialVerifier):
         return _final_residual(steps)[0]
 
 
-def row_copies(bound: BoundVerifier, n: int) -> Iterator[tuple[slice, np.ndarray, np.ndarray, Any]]:
-    """Chunks ``(rows, p, q, plan)`` covering n rows: copies of the bound ``p``, ``q`` (count, V) and its
-    plan, at most ``ROW_BUDGET`` entries of (count, V) each."""
-    step = max(1, ROW_BUDGET // bound.p.size)
-    for start in range(0, n, step):
-        count = min(step, n - start)
-        yield (slice(start, start + count), np.repeat(bound.p[None], count, axis=0),
-               np.repeat(bound.q[None], count, axis=0), repeat_rows(bound.plan, count))
+def in_row_chunks(bound: BoundVerifier, candidates: np.ndarray,
+                  run: Callable[[slice, np.ndarray, np.ndarray, Any], tuple[Array, ...]]) -> tuple[np.ndarray, ...]:
+    """``run(rows, p, q, plan)`` over the n candidate rows in chunks, each on copies of the bound ``p``, ``q``
+    (count, V) and its plan repeated (``repeat_rows``), at most ``ROW_BUDGET`` entries of (count, V) each;
+    the outputs of the chunks concatenated along their first axis."""
+    step, n = max(1, ROW_BUDGET // bound.p.size), len(candidates)
+    chunks = [run(slice(start, min(start + step, n)), *(np.repeat(x[None], min(step, n - start), axis=0)
+                                                        for x in (bound.p, bound.q)),
+                  repeat_rows(bound.plan, min(step, n - start))) for start in range(0, n, step)]
+    return tuple(np.concatenate(part) for part in zip(*chunks))
 
 
 def row_laws(steps: RowStepGenerator, p: Array, candidates: Array) -> tuple[Array, Array]:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from resispec.rows import Array, add_at_, gather_rows, namespace, value_at
-from resispec.verifiers.base import BoundVerifier, Verifier, row_copies
+from resispec.verifiers.base import BoundVerifier, Verifier, in_row_chunks
 
 
 class SelectThenVerify(Verifier):
@@ -90,18 +90,13 @@ class SelectThenVerify(Verifier):
 
     def _decide_many(self, bound: BoundVerifier, candidates: np.ndarray,
                      u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """All n tuples as rows of one ``_row_decide`` on the bound plan repeated (``row_copies``)."""
-        tokens, index = np.empty(len(candidates), dtype=np.int64), np.empty(len(candidates), dtype=np.int64)
-        for rows, _, _, plan in row_copies(bound, len(candidates)):
-            tokens[rows], index[rows] = self._row_decide(plan, candidates[rows], u[rows])
-        return tokens, index
+        """All n tuples as rows of one ``_row_decide`` on the bound plan repeated (``in_row_chunks``)."""
+        return in_row_chunks(bound, candidates,
+                             lambda rows, p, q, plan: self._row_decide(plan, candidates[rows], u[rows]))
 
     def _laws_many(self, bound: BoundVerifier, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """All n conditional laws as rows of one ``_row_law``, chunked as ``_decide_many``."""
-        laws, accepted = np.empty((len(candidates), bound.p.size)), np.empty(len(candidates))
-        for rows, _, _, plan in row_copies(bound, len(candidates)):
-            laws[rows], accepted[rows] = self._row_law(plan, candidates[rows])
-        return laws, accepted
+        """All n conditional laws as rows of one ``_row_law`` (``in_row_chunks``)."""
+        return in_row_chunks(bound, candidates, lambda rows, p, q, plan: self._row_law(plan, candidates[rows]))
 
     def _acceptance(self, bound: BoundVerifier) -> float:
         """Closed form ``sum_y min(p(y), t(y))`` (no tuple enumeration)."""
