@@ -11,7 +11,8 @@ from resispec import get_verifier
 from resispec.audit import sample_audit
 from resispec.bounds import optimal_acceptance_lp
 from resispec.drafting import DRAFTING_SCHEMES
-from resispec.verifiers.pooled_wor_plan import SMALLEST_RATE, selection_probabilities
+from resispec.verifiers.base import repeat_rows
+from resispec.verifiers.pooled_wor_plan import SMALLEST_RATE, select, selection_probabilities
 from tests.strategies import instances
 from tests.test_resispec_wor import family_pairs
 
@@ -19,6 +20,25 @@ TOLERANCE = 1e-12
 LP_TOLERANCE = 1e-7
 WOR = DRAFTING_SCHEMES["wor"]
 POOLED_WOR = get_verifier("pooled_wor")
+
+SHORT_SCANS = [  # (k, p, q) from a seeded sweep: the scans alone fall short of alpha*-WOR = 1 (by 1e-4 .. 3e-2)
+    (2, [0.026591522573726052, 0.3697069815311811, 0.3207432732408141, 0.16614550597584823, 0.10065166086591404,
+         0.016161055812516555],
+     [0.09584397763550162, 0.18570466663910604, 0.30699342900161863, 0.16955626660016593, 0.10448737686315053,
+      0.13741428326045715]),
+    (5, [0.2790203158498977, 0.009617868493666401, 0.0469334807741972, 0.3642976054874949, 0.0013512877153085768,
+         0.06486356517666957, 0.23391587650276566],
+     [0.01788193275176812, 0.001669473137906675, 0.004996707684030028, 0.07700873736778131, 0.6897537537133754,
+      0.048626739982277074, 0.16006265536286127]),
+    (3, [0.3246050468956951, 0.00689874138109828, 0.12505749241551742, 0.19044748446117585, 0.24907108510611875,
+         0.0, 0.10392014974039462],
+     [0.1738418192330628, 0.2920064046210086, 0.03851639570867324, 0.07905014152229546, 0.1028828689057966,
+      0.25283722840280454, 0.06086514160635874]),
+    (2, [0.08872290070458913, 0.0011716955908073238, 0.8793799437699337, 0.006948795298739101, 0.006455238426207452,
+         0.01732142620972349],
+     [0.11455621473325489, 0.0004374097958358556, 0.8260707872960159, 0.002341541970699322, 0.009396030279722961,
+      0.047198015924471044]),
+]
 
 
 def enumerate_pooled_wor(p: np.ndarray, q: np.ndarray, k: int):
@@ -78,6 +98,34 @@ def test_acceptance_reaches_the_wor_optimum_on_most_instances():
             below.append((p, q, k, ours, best_sequential))
     assert hits >= 0.9 * total, (hits, total)
     assert not below, below[0]
+
+
+@pytest.mark.parametrize("k, p, q", SHORT_SCANS)
+def test_mixture_reaches_the_wor_optimum_where_the_scans_fall_short(k, p, q):
+    """Column generation of "latest in order" rules lifts the acceptance to the LP optimum (here 1), above
+    resispec_wor and rrs_wor, and the mixed rule is exact: law p, enumerated selection law t."""
+    p, q = np.array(p), np.array(q)
+    plan = POOLED_WOR.bind(p, q, k).plan.plans[0]
+    ceiling = optimal_acceptance_lp(p, q, k, "wor")
+    assert plan.column_weights.size > 0 and np.minimum(p, plan.scan_law).sum() < ceiling - 1e-5
+    assert abs(plan.scan_weight + plan.column_weights.sum() - 1.0) <= TOLERANCE
+    ours = POOLED_WOR.acceptance(p, q, k)
+    assert abs(ours - ceiling) <= LP_TOLERANCE
+    assert ours >= max(get_verifier(name).acceptance(p, q, k) for name in ("rrs_wor", "resispec_wor"))
+    check_exact(p, q, k)
+
+
+@pytest.mark.parametrize("k, p, q", SHORT_SCANS[::3])
+def test_mixture_selection_draws_its_selection_probabilities(k, p, q):
+    """The rule choice (a split of the first selection uniform) against the exact selection probabilities:
+    every WOR tuple, 20,000 uniform rows each, every frequency within 5 standard deviations."""
+    p, q, n = np.array(p), np.array(q), 20_000
+    plan, rng = repeat_rows(POOLED_WOR.bind(p, q, k).plan, n), np.random.default_rng(1709)
+    for candidates, _ in WOR.tuples(q, k):
+        rows = np.repeat(np.array(candidates)[None], n, axis=0)
+        drawn = np.bincount(select(plan, rows, rng.random((n, k))), minlength=k) / n
+        exact = selection_probabilities(plan, rows[:1])[0]
+        assert (np.abs(drawn - exact) <= 5 * np.sqrt(exact * (1 - exact) / n) + 1 / n).all(), (candidates, drawn, exact)
 
 
 def test_k1_is_sps():

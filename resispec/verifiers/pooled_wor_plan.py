@@ -68,9 +68,10 @@ from array_api_compat import is_numpy_array
 
 from resispec.bounds_wor import wor_prefix_values
 from resispec.residual import supported_residual
-from resispec.rows import Array, device_of, gather_rows, namespace, set_at_
+from resispec.rows import Array, add_at_, device_of, gather_rows, namespace, set_at_
 from resispec.sampling import RowInverseCDF
 from resispec.verifiers.pooled_plan import acceptance_ratio
+from resispec.verifiers.pooled_wor_mixture import Mixture, mixture, scan_only
 
 if TYPE_CHECKING:
     from resispec.race import Race
@@ -105,7 +106,12 @@ class PooledWorPlan:
     - ``bound``: ``min over ratio prefixes of p(H) + 1 - P_k(H)`` (an upper bound on alpha*-WOR).
     - ``theta`` (V,) by token id: the thinning probabilities of the scans.
     - ``reach`` (V,), ``fallback`` (V,) by token id: ``D`` and ``L`` of the module docstring.
-    - ``selection_law`` (V,) by token id: ``t = L + theta (D - L)``.
+    - ``scan_law`` (V,) by token id: the scan's law ``L + theta (D - L)``.
+    - ``scan_weight``, ``column_weights`` (m,), ``column_ranks`` (m, V) int32: the mixture
+      (``resispec.verifiers.pooled_wor_mixture``): the scan with probability ``scan_weight``, else "latest
+      in order j" (``column_ranks[j]`` the position of each token id in it) with ``column_weights[j]``;
+      the scan alone (weight 1, m = 0) unless it falls short of the least prefix value.
+    - ``selection_law`` (V,) by token id: the mixture's law ``t`` (the scan's where m = 0).
     - ``accept`` (V,): ``min(1, p/t)`` (1 where ``p >= t``); ``residual`` (V,): ``(p - t)+`` (falling back
       to p where rounding left it no mass, ``resispec.residual.supported_residual``; ``accept`` is 0
       where p = 0).
@@ -123,6 +129,10 @@ class PooledWorPlan:
     theta: np.ndarray
     reach: np.ndarray
     fallback: np.ndarray
+    scan_law: np.ndarray
+    scan_weight: float
+    column_weights: np.ndarray
+    column_ranks: np.ndarray
     selection_law: np.ndarray
     accept: np.ndarray
     residual: np.ndarray
@@ -203,7 +213,10 @@ def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     position[scan] = np.concatenate([np.arange(cut), np.arange(p.size - cut)])
     inside_mask = np.zeros(p.size, dtype=bool)
     inside_mask[order[:cut]] = True
-    return _finish(p, k, order, cut, inside_mask, position, False, min(lowest, 1.0), by_id)
+    ratio_rank = np.empty_like(order)
+    ratio_rank[order] = np.arange(order.size)
+    return _finish(p, k, order, cut, inside_mask, position, False, min(lowest, 1.0), by_id,
+                   mixture(p, race, ratio_rank, by_id["law"], lowest))
 
 
 def _first_drawn_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
@@ -211,30 +224,34 @@ def _first_drawn_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     profile_order = np.arange(p.size)
     arrays = {"theta": np.ones(p.size), "reach": q.copy(), "fallback": q.copy(), "law": q.copy()}
     return _finish(p, k, profile_order, 0, np.zeros(p.size, dtype=bool), np.arange(p.size), True,
-                   1.0, arrays)
+                   1.0, arrays, scan_only(arrays["law"]))
 
 
 def _finish(p: np.ndarray, k: int, order: np.ndarray, cut: int, inside: np.ndarray, position: np.ndarray,
-            first_drawn: bool, bound: float, by_id: dict[str, np.ndarray]) -> PooledWorPlan:
-    """Acceptance, residual and the plan record from the selection law ``by_id["law"]``."""
+            first_drawn: bool, bound: float, by_id: dict[str, np.ndarray], mixed: Mixture) -> PooledWorPlan:
+    """Acceptance, residual and the plan record from the selection law of the mixture ``mixed`` (the
+    scan's law ``by_id["law"]`` alone, or mixed with "latest in order" rules)."""
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
-    law = by_id["law"]
+    law = mixed.law
     accept = acceptance_ratio(p, law)
     residual = supported_residual(np.maximum(p - law, 0.0), p)
     return PooledWorPlan(k=k, order=order, rank=rank, cut=cut, inside=inside, scan_position=position,
-                         first_drawn=first_drawn, all_inside=float(law[inside].sum()), bound=bound,
+                         first_drawn=first_drawn, all_inside=float(by_id["law"][inside].sum()), bound=bound,
                          theta=by_id["theta"], reach=by_id["reach"], fallback=by_id["fallback"],
-                         selection_law=law, accept=accept, residual=residual)
+                         scan_law=by_id["law"], scan_weight=mixed.scan_weight, column_weights=mixed.weights,
+                         column_ranks=mixed.ranks, selection_law=law, accept=accept, residual=residual)
 
 
 @dataclass(frozen=True)
 class PooledWorRows:
     """The plans of B rows, as the selection and the verification read them (arrays of the rows' kind,
     on their device): ``theta``, ``selection_law``, ``accept``, ``residual`` (B, V) by token id,
-    ``scan_position`` (B, V) integer, ``inside`` (B, V) bool; ``first_drawn`` (B,) bool;
-    ``residual_sampler`` the ``RowInverseCDF`` of ``residual``; ``plans``, the NumPy plan of each row
-    (rows with the same pair share one)."""
+    ``scan_position`` (B, V) integer, ``inside`` (B, V) bool; ``first_drawn`` (B,) bool; the mixtures:
+    ``scan_weight`` (B,), ``column_weights`` (B, M) and ``column_ranks`` (B, M, V) int32, M the most
+    columns of any row, padded with weight 0 (M = 0 when every row scans alone); ``residual_sampler``
+    the ``RowInverseCDF`` of ``residual``; ``plans``, the NumPy plan of each row (rows with the same pair
+    share one)."""
 
     theta: Array
     selection_law: Array
@@ -243,6 +260,9 @@ class PooledWorRows:
     scan_position: Array
     inside: Array
     first_drawn: Array
+    scan_weight: Array
+    column_weights: Array
+    column_ranks: Array
     residual_sampler: RowInverseCDF
     plans: list[PooledWorPlan]
 
@@ -265,7 +285,13 @@ def pooled_wor_plans(p: Array, q: Array, k: int) -> PooledWorRows:
         return stacked if p.shape[0] == len(plans) == 1 else stacked[spread]
 
     fields = {name: stack([getattr(plan, name) for plan in plans])
-              for name in ("theta", "selection_law", "accept", "residual", "scan_position", "inside", "first_drawn")}
+              for name in ("theta", "selection_law", "accept", "residual", "scan_position", "inside", "first_drawn",
+                           "scan_weight")}
+    columns = max(plan.column_weights.size for plan in plans)
+    fields["column_weights"] = stack([np.pad(plan.column_weights, (0, columns - plan.column_weights.size))
+                                      for plan in plans])
+    fields["column_ranks"] = stack([np.pad(plan.column_ranks, ((0, columns - plan.column_weights.size), (0, 0)))
+                                    for plan in plans])
     return PooledWorRows(**fields, residual_sampler=RowInverseCDF(fields["residual"]),
                          plans=[plans[row] for row in row_of.reshape(-1)])
 
@@ -282,10 +308,9 @@ def _scan_keys(plan: PooledWorRows, candidates: Array) -> tuple[Array, Array]:
     return xp.where(first_drawn, draw_order, gather_rows(plan.scan_position, candidates)), active
 
 
-def selection_probabilities(plan: PooledWorRows, candidates: Array) -> Array:
-    """``s`` (B, k): the probability that each candidate is selected, given the candidates. Along the
-    visit, the j-th visited is selected with probability ``left theta`` (``left`` = 1 minus what the
-    earlier ones took), the last visited with ``left``."""
+def _scan_probabilities(plan: PooledWorRows, candidates: Array) -> Array:
+    """The scan's ``s`` (B, k): along the visit, the j-th visited is selected with probability
+    ``left theta`` (``left`` = 1 minus what the earlier ones took), the last visited with ``left``."""
     xp = namespace(candidates)
     key, active = _scan_keys(plan, candidates)
     visit = xp.argsort(xp.where(active, key, xp.iinfo(key.dtype).max), axis=1, stable=True)  # active ones first
@@ -300,11 +325,52 @@ def selection_probabilities(plan: PooledWorRows, candidates: Array) -> Array:
     return set_at_(xp.zeros_like(chosen), visit, chosen)
 
 
-def select(plan: PooledWorRows, candidates: Array, u: Array) -> Array:
-    """Index (B,) of the selected candidate: the first visited with ``u[index] < theta`` (the active
-    candidate of least key among those), else the last visited (the active candidate of greatest key)."""
+def _scan_select(plan: PooledWorRows, candidates: Array, u: Array) -> Array:
+    """The scan's selected index (B,): the first visited with ``u[index] < theta`` (the active candidate
+    of least key among those), else the last visited (the active candidate of greatest key)."""
     xp = namespace(candidates)
     key, active = _scan_keys(plan, candidates)
     takes = active & (u < gather_rows(plan.theta, candidates))
     least = xp.where(takes, key, xp.iinfo(key.dtype).max)
     return xp.where(xp.any(takes, axis=1), xp.argmin(least, axis=1), xp.argmax(xp.where(active, key, -1), axis=1))
+
+
+def _latest(plan: PooledWorRows, column: Array, candidates: Array) -> Array:
+    """Index (B,) of the candidate latest in each row's order ``column`` (B,) (its column of the mixture)."""
+    xp = namespace(candidates)
+    batch, columns, size = plan.column_ranks.shape
+    rows = xp.arange(batch, device=device_of(candidates)) * columns + column
+    ranks = xp.take(xp.reshape(plan.column_ranks, (batch * columns, size)), rows, axis=0)
+    return xp.argmax(gather_rows(ranks, candidates), axis=1)
+
+
+def selection_probabilities(plan: PooledWorRows, candidates: Array) -> Array:
+    """``s`` (B, k): the probability that each candidate is selected, given the candidates:
+    ``scan_weight s_scan + sum_j column_weights[j] 1[candidate latest in order j]``."""
+    xp = namespace(candidates)
+    chosen = plan.scan_weight[:, None] * _scan_probabilities(plan, candidates)
+    rows = xp.arange(candidates.shape[0], device=device_of(candidates))
+    for column in range(plan.column_weights.shape[1]):
+        latest = _latest(plan, xp.full_like(rows, column), candidates)
+        add_at_(chosen, latest[:, None], plan.column_weights[:, column:column + 1])
+    return chosen
+
+
+def select(plan: PooledWorRows, candidates: Array, u: Array) -> Array:
+    """Index (B,) of the selected candidate. The first uniform ``r = u[0]`` also picks the rule: the
+    scan when ``r < scan_weight``, run on ``u`` with ``u[0]`` replaced by ``r / scan_weight`` (uniform
+    given ``r < scan_weight``, independent of the rest), else the column j with ``r`` in
+    ``[scan_weight + W_(j-1), scan_weight + W_j)`` (``W`` the cumulative column weights; the last column
+    of the row when rounding leaves ``r`` past them all). Where the scan is alone (weight 1) the scan
+    reads ``u`` unchanged."""
+    xp = namespace(candidates)
+    first, weight = u[:, 0], plan.scan_weight
+    scanned = first < weight
+    rescaled = xp.concat([(first / xp.where(weight > 0, weight, 1.0))[:, None], u[:, 1:]], axis=1)
+    index = _scan_select(plan, candidates, rescaled)
+    if plan.column_weights.shape[1] == 0:
+        return index
+    edges = weight[:, None] + xp.cumulative_sum(plan.column_weights, axis=1)
+    last = xp.sum(xp.astype(plan.column_weights > 0, xp.int64), axis=1) - 1
+    column = xp.maximum(xp.minimum(xp.sum(xp.astype(edges <= first[:, None], xp.int64), axis=1), last), 0)
+    return xp.where(scanned, index, _latest(plan, column, candidates))

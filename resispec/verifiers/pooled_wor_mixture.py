@@ -1,0 +1,125 @@
+"""pooled_wor's mixture: where the scan falls short of the WOR ceiling, mix it with "latest in order" rules.
+
+Achievable selection laws (theorem ``pooled_wor.achievable_laws``, docs/pooled_wor.md): ``t`` is the
+law of some selection rule on WOR candidates iff ``t(B) >= P_k(B)`` for every token set B and
+``t(V) = 1``, a base polytope whose vertices are the rules "select the candidate latest in the order
+pi", of law
+
+    t_pi(pi_i) = P_k(A_i) - P_k(A_(i-1)),     A_i = {pi_1, ..., pi_i},
+
+i.e. one pass of ``P_k`` over the prefixes of pi (``resispec.race.Race.all_in_prefixes``). Every mixture
+of exact rules is an exact rule, of the mixed law, and by theorem ``pooled_wor.ceiling_reachable`` the
+best mixture accepts alpha*-WOR exactly.
+
+Column generation finds one. Columns: the scan's law ``t_0`` and vertices ``t_1 .. t_m``. The master LP
+
+    max sum_y z_y   s.t.  0 <= z_y <= p_y,   z_y <= sum_j w_j t_j(y),   w >= 0,   sum_j w_j = 1
+
+is the best acceptance ``sum_y min(p_y, t_y)`` of a mixture of the columns (scipy's HiGHS). With
+``lambda_y >= 0`` the duals of the second constraints, a column of larger ``sum_y lambda_y t(y)`` than
+every current one can raise the value; the largest over all rules is reached, set by set, by selecting
+the candidate of largest ``lambda``: the vertex of pi sorted by ``lambda`` ascending (ties by the ratio
+order), Edmonds' greedy. So each round adds that vertex, until the value reaches the least ratio-prefix
+value (``bound``, at least alpha*-WOR), no vertex prices above the current columns (then the value is
+alpha*-WOR, the LP optimum over the whole polytope), or ``MIXTURE_ROUNDS`` rounds. Every vertex costs
+one prefix pass (O(V k N)) and one LP solve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import linprog
+
+if TYPE_CHECKING:
+    from resispec.race import Race
+
+MIXTURE_GAP = 1e-9
+"""The mixture is built only where the scan's acceptance is below the least ratio-prefix value by more
+than this, and stops once within it."""
+
+MIXTURE_ROUNDS = 64
+"""At most this many vertices are generated (the small instances and real rows need 1-12)."""
+
+PRICE_TOLERANCE = 1e-12
+"""A new vertex must price above every current column by more than this to be added."""
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """The selection rule as a mixture: the scan with probability ``scan_weight``, else the rule "latest
+    in order j" with probability ``weights[j]``; ``ranks`` (m, V) int32: the position of each token id
+    in order j; ``law`` (V,): ``scan_weight t_0 + sum_j weights[j] t_j``."""
+
+    scan_weight: float
+    weights: np.ndarray
+    ranks: np.ndarray
+    law: np.ndarray
+
+
+def scan_only(scan_law: np.ndarray) -> Mixture:
+    """The scan alone (weight 1, no vertex)."""
+    return Mixture(scan_weight=1.0, weights=np.zeros(0), ranks=np.zeros((0, scan_law.size), dtype=np.int32),
+                   law=scan_law)
+
+
+def vertex_law(race: Race, race_row: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``t_pi`` (V,) by token id for ``pi = order`` (token ids): differences of ``P_k`` of pi's prefixes,
+    the race's exponentials reused in pi's row order (``race_row``: the race row of each token id).
+    Tokens with q = 0 get exactly 0; rounding below 0 is clipped."""
+    from resispec.race import Race  # compiled kernels: numba is imported on first use, not with resispec
+    rows = race_row[order]
+    in_order = Race(order=order, rate=race.rate[rows], k=race.k, grid=race.grid, stay=race.stay[rows],
+                    ring=race.ring[rows])
+    law = np.empty(order.size)
+    law[order] = np.maximum(np.diff(in_order.all_in_prefixes()[0]), 0.0)
+    return law
+
+
+def best_mixture(p: np.ndarray, columns: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """``(value, weights, prices)``: the master LP of the module docstring over ``columns`` (m, V), its
+    optimal weights (m,) and the duals ``lambda`` (V,) of ``z <= sum_j w_j t_j``."""
+    m, size = columns.shape
+    linked = sparse.hstack([sparse.csr_matrix(-columns.T), sparse.identity(size, format="csr")], format="csr")
+    together = np.concatenate([np.ones(m), np.zeros(size)])[None]
+    result = linprog(np.concatenate([np.zeros(m), -np.ones(size)]), A_ub=linked, b_ub=np.zeros(size),
+                     A_eq=together, b_eq=[1.0], bounds=[(0, None)] * m + list(zip(np.zeros(size), p)),
+                     method="highs")
+    if result.status != 0:
+        raise RuntimeError(f"pooled_wor's mixture LP failed: {result.message}")
+    return -result.fun, result.x[:m], np.maximum(-result.ineqlin.marginals, 0.0)
+
+
+def mixture(p: np.ndarray, race: Race, ratio_rank: np.ndarray, scan_law: np.ndarray, bound: float) -> Mixture:
+    """Column generation from the scan's law ``scan_law`` (module docstring); ``ratio_rank`` (V,) the
+    ratio rank of each token id (the race's rows are in ratio order), ``bound`` the least ratio-prefix
+    value. Returns the scan alone when no mixture accepts more than it by more than ``MIXTURE_GAP``."""
+    target = min(bound, 1.0) - MIXTURE_GAP
+    scan_value = float(np.minimum(p, scan_law).sum())
+    if scan_value >= target:
+        return scan_only(scan_law)
+    columns, orders = [scan_law], []
+    for _ in range(MIXTURE_ROUNDS):
+        value, weights, prices = best_mixture(p, np.array(columns))
+        if value >= target:
+            break
+        order = np.lexsort((ratio_rank, prices))
+        column = vertex_law(race, ratio_rank, order)
+        if prices @ column <= max(prices @ law for law in columns) + PRICE_TOLERANCE:
+            break
+        columns.append(column)
+        orders.append(order)
+    else:
+        value, weights, _ = best_mixture(p, np.array(columns))
+    weights = np.maximum(weights, 0.0) / np.maximum(weights, 0.0).sum()
+    law = weights @ np.array(columns)
+    if float(np.minimum(p, law).sum()) <= scan_value + MIXTURE_GAP:
+        return scan_only(scan_law)
+    used = np.flatnonzero(weights[1:] > 0)
+    ranks = np.empty((used.size, p.size), dtype=np.int32)
+    for row, j in enumerate(used):
+        ranks[row, orders[j]] = np.arange(p.size, dtype=np.int32)
+    return Mixture(scan_weight=float(weights[0]), weights=weights[1:][used], ranks=ranks, law=law)
