@@ -97,3 +97,24 @@ def test_a_final_residual_without_mass_on_the_support_of_p_draws_from_p_in_both(
     assert expected == [(0, -1), (2, -1)]
     law = _StubNumPy().conditional_law(p[0].double().numpy(), p[0].double().numpy(), [0, 1])
     assert law.tolist() == [0.5, 0.5, 0.0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pooled_wor_rows_with_and_without_mixtures_decide_as_numpy(device):
+    """A batch mixing rows whose plans carry mixtures of different sizes (padded) with a row that scans
+    alone: the torch decisions equal the NumPy single-instance ones, row for row."""
+    from tests.test_pooled_wor import SHORT_SCANS
+    rng, per_pair, k = np.random.default_rng(1710), 60, 2
+    pairs = [(np.array(p), np.array(q)) for _, p, q in (SHORT_SCANS[0], SHORT_SCANS[3])]
+    pairs.append((rng.dirichlet(np.ones(6)), rng.dirichlet(np.ones(6))))
+    numpy_rule, verifier = VERIFIERS["pooled_wor"](), get_torch_verifier("pooled_wor")
+    columns = [numpy_rule.bind(p, q, k).plan.column_weights.shape[1] for p, q in pairs]
+    assert 0 < columns[0] != columns[1] > 0 == columns[2], columns
+    p, q = (np.tile(np.stack([pair[i] for pair in pairs]), (per_pair, 1)) for i in (0, 1))
+    generator = torch.Generator(device).manual_seed(1710)
+    candidates = verifier.draft(torch.tensor(q, device=device), k, generator)
+    u = torch.rand((len(p), verifier.uniforms_needed(k)), dtype=torch.float64, device=device, generator=generator)
+    tokens, index = verifier.verify(torch.tensor(p, device=device), torch.tensor(q, device=device), candidates, u)
+    for b in range(len(p)):
+        expected = numpy_rule.verify(p[b], q[b], candidates[b].cpu().numpy(), u[b].cpu().numpy())
+        assert (int(tokens[b]), int(index[b])) == expected, b
