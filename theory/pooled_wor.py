@@ -1,8 +1,8 @@
 """pooled_wor (docs/pooled_wor.md): which selection laws WOR candidates allow, why select-then-verify
-can always reach alpha*-WOR, and why the cut-and-scan rule is exact.
+can always reach alpha*-WOR, and why the cut-and-scan rule and its mixtures are exact.
 
 Candidates are k draws without replacement from q; only their set S matters to a selection law, and
-``P_k(B) = P(S in B)`` for a token set B. Four theorems: (1) the achievable selection laws are
+``P_k(B) = P(S in B)`` for a token set B. Five theorems: (1) the achievable selection laws are
 exactly ``{t : t(B) >= P_k(B) for all B, t(V) = 1}``, the base polytope of the supermodular ``P_k``,
 whose vertices are the "latest in a fixed order" rules; (2) hence (Edmonds' polymatroid max-min)
 ``max_t sum min(p, t) = min_H [p(H) + 1 - P_k(H)] = alpha*-WOR``: select-then-verify always can
@@ -487,6 +487,93 @@ scan: `theta_y = clip((p_y - L_y)/(D_y - L_y), 0, 1)`), whose law is `t = L + th
     return Outcome(not bad, derivation, checked)
 
 
+# --- (5) the mixture: where the scans fall short ---------------------------------------------------
+
+
+def greedy_order(price: Law) -> tuple[int, ...]:
+    """The order of tokens by ``price`` ascending (ties by token id): "latest in it" selects, in every
+    set, a candidate of largest price."""
+    return tuple(sorted(range(len(price)), key=lambda x: (price[x], x)))
+
+
+def mixture_selection(S: frozenset[int], scan: dict[int, Fraction], scan_weight: Fraction,
+                      orders: list[tuple[tuple[int, ...], Fraction]]) -> dict[int, Fraction]:
+    """The mixture on one candidate set, its first uniform ``r`` integrated out region by region: on
+    ``[0, w_0)`` the scan runs on ``r / w_0`` (the scan's own probabilities ``scan``), on the next
+    ``w_j`` the candidate latest in order j is selected."""
+    chosen = {x: scan_weight * c for x, c in scan.items()}
+    for order, weight in orders:
+        latest = max(S, key=order.index)
+        chosen[latest] = chosen.get(latest, ZERO) + weight
+    return chosen
+
+
+def check_mixture() -> Outcome:
+    rng = random.Random(1711)
+    pricing_bad, mixture_bad, priced, mixed = [], [], 0, 0
+    for inst in cases():
+        sets, V, p = wor_sets(inst.q, inst.k), inst.V, inst.p
+        all_orders = list(itertools.permutations(range(V)))
+        for _ in range(3):  # pricing: the greedy vertex is the best vertex, and the set-by-set best
+            price = tuple(Fraction(rng.randint(0, 6), rng.randint(1, 3)) for _ in range(V))
+            value = _sum(a * b for a, b in zip(price, greedy_vertex(sets, V, greedy_order(price))))
+            best_vertex = max(_sum(a * b for a, b in zip(price, greedy_vertex(sets, V, order))) for order in all_orders)
+            set_by_set = _sum(prob * max(price[x] for x in S) for S, prob in sets.items())
+            priced += 1
+            if not value == best_vertex == set_by_set:
+                pricing_bad.append(f"{inst}, price {price}: greedy {value}, best {best_vertex}, sets {set_by_set}")
+        if inst.k > 3:
+            continue
+        t_scan, rule = pooled_wor_rule(p, inst.q, inst.k)
+        raw = [Fraction(rng.randint(1, 5)) for _ in range(3)]  # w_0 and two random orders
+        weights = [w / _sum(raw) for w in raw]
+        orders = [(tuple(rng.sample(range(V), V)), w) for w in weights[1:]]
+        target = [weights[0] * a for a in t_scan]
+        for order, weight in orders:
+            target = [a + weight * b for a, b in zip(target, greedy_vertex(sets, V, order))]
+        selected = [ZERO] * V
+        for S, prob in sets.items():
+            inside_block = S <= rule["inside"]
+            drafted, theta = rule["in" if inside_block else "out"]
+            block = rule["inside"] if inside_block else frozenset(range(V)) - rule["inside"]
+            scan = scan_selection(S, block, inside_block, drafted, theta)
+            for x, c in mixture_selection(S, scan, weights[0], orders).items():
+                selected[x] += prob * c
+        law, acceptance = canonical_law(p, tuple(selected), tuple(target))
+        mixed += 1
+        if tuple(selected) != tuple(target) or law != p or acceptance != _sum(min(a, b) for a, b in zip(p, target)):
+            mixture_bad.append(f"{inst}: selected {selected}, mixture law {target}, emitted {law}")
+    derivation = """
+Where the scans fall short of alpha*-WOR, the plan mixes them with vertices of the achievable-law
+polytope (Theorem `pooled_wor.achievable_laws`): with probability `w_0` the scan, else "latest in order
+`pi_j`" with probability `w_j`. One uniform chooses and still serves the scan: on `r < w_0` the scan
+reads `r / w_0`, uniform on [0, 1) given `r < w_0` and independent of the other uniforms; on the
+`j`-th next interval of length `w_j` rule `j` runs. So the selected token has law
+`t = w_0 t_scan + sum_j w_j t_(pi_j)` and verifying it against `t` emits `p` (Theorem
+`pooled.canonical`), for **any** weights and orders: the choice steers acceptance only.
+
+The weights maximise `sum_y min(p_y, t_y)` over mixtures of the current columns (a linear program);
+with `lambda_y >= 0` the duals of `z_y <= t_y`, a column can raise the value only if
+`sum_y lambda_y t(y)` exceeds every current column's. Over all achievable laws that linear function is
+largest at the vertex of the order by `lambda` ascending (Edmonds' greedy): "latest in it" selects, in
+every candidate set `S`, a candidate of largest `lambda`, which is the most any rule can do set by set:
+`max_t sum lambda t = sum_S P(S) max_(y in S) lambda_y`. So when that vertex prices no higher than the
+current columns, the restricted LP's duals are feasible for the LP over the whole polytope, and the
+value is its optimum, alpha*-WOR (Theorem `pooled_wor.ceiling_reachable`): column generation stops only
+at the ceiling (or at the least ratio-prefix value, an upper bound on it, or at its round cap).
+"""
+    checked = f"""
+- Exact rationals, {priced} random rational price vectors on the instances of `pooled_wor.achievable_laws`
+  (3 each): the greedy vertex's value equals the best over all orders and the set-by-set maximum;
+  {tally(pricing_bad)}.
+- Exact rationals, the {mixed} instances with `k <= 3`: the rational replica's scan (Theorem
+  `pooled_wor.exact`) mixed with two random orders at random rational weights, the first uniform
+  integrated out region by region on every candidate set: selection law = `w_0 t_scan + sum_j w_j
+  t_(pi_j)`, emitted law = `p`, acceptance = `sum min(p, t)`; {tally(mixture_bad)}.
+"""
+    return Outcome(not (pricing_bad or mixture_bad), derivation, checked)
+
+
 THEOREMS = [
     Theorem(
         name="pooled_wor.achievable_laws",
@@ -526,5 +613,16 @@ THEOREMS = [
         ),
         method="exact enumeration in rationals",
         check=check_exact,
+    ),
+    Theorem(
+        name="pooled_wor.mixture",
+        statement=(
+            "Mixing the scan (weight w_0, its first uniform rescaled by 1/w_0) with 'latest in order pi_j' rules "
+            "(weights w_j) selects with law w_0 t_scan + sum_j w_j t_pi_j, so verification against it emits p for any "
+            "weights; the order by LP dual price ascending gives the best vertex, so column generation stops only at "
+            "alpha*-WOR."
+        ),
+        method="LP duality + Edmonds' greedy + exact enumeration in rationals",
+        check=check_mixture,
     ),
 ]
