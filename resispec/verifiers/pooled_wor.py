@@ -11,12 +11,16 @@ docs/pooled_wor.md).
 The selection (``resispec.verifiers.pooled_wor_plan``): a ratio-prefix cut H; if every candidate is in
 H, scan them by ratio ascending, else scan the candidates outside H by ratio descending; select the
 visited candidate with probability ``theta`` (greedy, so each token gets its target mass p where
-possible), else the last visited. Its law ``t`` comes from exponential-race integrals, without
-enumerating tuples. The plan is NumPy only, built per row; the selection runs on rows (NumPy or torch).
+possible), else the last visited. Where that scan falls short of the least ratio-prefix value, the plan
+mixes it with "select the candidate latest in order pi" rules, weights and orders by column generation
+(``resispec.verifiers.pooled_wor_mixture``), which stops only at alpha*-WOR (theorem
+``pooled_wor.mixture``). Its law ``t`` comes from exponential-race integrals, without enumerating tuples. The plan is NumPy only, built per row; the selection runs on rows (NumPy or torch).
 
 Uniform layout (``uniforms_needed(k) = k + 2``; the engine runs this same rule):
 
-- ``u[i]``, ``i < k``: candidate i (draw order) is selected when visited iff ``u[i] < theta``;
+- ``u[i]``, ``i < k``: candidate i (draw order) is selected when visited iff ``u[i] < theta``; with a
+  mixture, ``r = u[0]`` first picks the rule (the scan iff ``r < w_0``, which then reads ``r / w_0``;
+  ``pooled_wor_plan.select``);
 - ``u[k]``: accept the selected candidate y iff ``u[k] < accept(y)``;
 - ``u[k + 1]``: the residual token by inverse CDF over token ids ascending.
 

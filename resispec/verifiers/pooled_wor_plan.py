@@ -42,9 +42,14 @@ independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built o
    ``CHOICE_TOLERANCE / 2`` of the block's ceiling ``min(p(block), t(block))``, later cuts when the
    acceptance is within it of the least prefix value (an upper bound on every rule's acceptance).
    Every choice is exact; the choice only affects acceptance.
-5. **Degenerate drafts.** When a drafted token's q is below ``SMALLEST_RATE`` the integrals cannot be
+5. **Mixture.** Where the chosen scan's acceptance is below the least prefix value by more than
+   ``MIXTURE_GAP`` (1e-9), the selection becomes a mixture of the scan (probability ``w_0``) and "latest in
+   order pi_j" rules (``w_j``), by column generation (``resispec.verifiers.pooled_wor_mixture``); its law
+   ``t = w_0 t_scan + sum_j w_j t_(pi_j)``. The first selection uniform ``r`` picks the rule and, on
+   ``r < w_0``, serves the scan as ``r / w_0``.
+6. **Degenerate drafts.** When a drafted token's q is below ``SMALLEST_RATE`` the integrals cannot be
    represented; the plan then selects the first drawn candidate (law q).
-6. **Verify** the selected y: accept with probability ``min(1, p_y / t_y)``, else emit from
+7. **Verify** the selected y: accept with probability ``min(1, p_y / t_y)``, else emit from
    ``norm((p - t)+)``; exact because ``t`` is the selection's law.
 
 Rows. The plan is NumPy only (its scans are sequential and compiled): ``pooled_wor_plans`` builds it once
@@ -54,7 +59,8 @@ rows with the array API (``resispec.rows``), for the single-instance API at B = 
 
 Cost: O(V log V) for the ratio order, O(V N) exponentials, ``P_k`` of every prefix (O(V k N)) and,
 per tried cut, four compiled scans of O(V k N) each (three token products and one contraction per
-token); N is 30-40 nodes on LLM rows. The scans are sequential in the token order (each ``theta``
+token); N is 30-40 nodes on LLM rows. A mixture adds, per generated order, a sort, one ``P_k`` pass
+(O(V k N)) and an LP solve. The scans are sequential in the token order (each ``theta``
 depends on the earlier ones through the earlier pair).
 """
 
