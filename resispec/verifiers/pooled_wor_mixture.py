@@ -19,10 +19,18 @@ is the best acceptance ``sum_y min(p_y, t_y)`` of a mixture of the columns (scip
 ``lambda_y >= 0`` the duals of the second constraints, a column of larger ``sum_y lambda_y t(y)`` than
 every current one can raise the value; the largest over all rules is reached, set by set, by selecting
 the candidate of largest ``lambda``: the vertex of pi sorted by ``lambda`` ascending (ties by the ratio
-order), Edmonds' greedy. So each round adds that vertex, until the value reaches the least ratio-prefix
-value (``bound``, at least alpha*-WOR), no vertex prices above the current columns (then the value is
-alpha*-WOR, the LP optimum over the whole polytope), or ``MIXTURE_ROUNDS`` rounds. Every vertex costs
-one prefix pass (O(V k N)) and one LP solve.
+order), Edmonds' greedy. Any ``lambda >= 0`` also bounds every rule's acceptance (Lagrangian duality):
+
+    max_t sum_y min(p_y, t_y) <= sum_y p_y (1 - lambda_y)+ + sum_y lambda_y t_lambda(y),
+
+``t_lambda`` the greedy vertex of ``lambda``. Each round prices at the duals smoothed towards those of
+the least bound so far (Wentges: ``SMOOTHING center + (1 - SMOOTHING) lambda``, which damps the
+oscillation of the duals that makes plain column generation tail off), falling back to the LP's own
+duals when the smoothed vertex does not price above the columns, and adds the vertex. It stops when
+the value is within ``MIXTURE_GAP`` of the least ratio-prefix value (``bound``, at least alpha*-WOR) or
+of the least dual bound, when no vertex prices above the current columns at the LP's own duals (then the
+value is alpha*-WOR, the LP optimum over the whole polytope), or after ``MIXTURE_ROUNDS`` rounds. Every
+vertex costs a sort, one prefix pass (O(V k N)) and one LP solve.
 """
 
 from __future__ import annotations
@@ -37,9 +45,14 @@ from scipy.optimize import linprog
 if TYPE_CHECKING:
     from resispec.race import Race
 
-MIXTURE_GAP = 1e-9
+MIXTURE_TRIGGER = 1e-6
 """The mixture is built only where the scan's acceptance is below the least ratio-prefix value by more
-than this, and stops once within it."""
+than this: each round costs a prefix pass and an LP (about 0.5 s at V = 49152), not worth a gain below
+1e-6."""
+
+MIXTURE_GAP = 1e-9
+"""Column generation stops once within this of the least prefix value or of the least dual bound, and
+a mixture is kept only if it beats the scan by more than this."""
 
 MIXTURE_ROUNDS = 24
 """At most this many rounds (vertices) per plan: small instances reach the LP optimum within 8; on real
@@ -86,6 +99,9 @@ def vertex_law(race: Race, race_row: np.ndarray, order: np.ndarray) -> np.ndarra
 def best_mixture(p: np.ndarray, columns: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
     """``(value, weights, prices)``: the master LP of the module docstring over ``columns`` (m, V), its
     optimal weights (m,) and duals ``lambda`` (V,) of ``z <= sum_j w_j t_j``; None if the solver fails.
+    Feasibility tolerances 1e-10 (HiGHS's default 1e-7, summed over many tokens, let the value exceed
+    the true ``sum min(p, t)`` of the weights by about 1e-6 at V = 49152); the caller re-evaluates the
+    weights' true value anyway.
 
     Only tokens where the columns straddle p need a ``z``: where every column is at most p,
     ``z_y = sum_j w_j t_j(y)`` (linear in w, ``lambda_y = 1``); where every column is at least p,
@@ -98,7 +114,8 @@ def best_mixture(p: np.ndarray, columns: np.ndarray) -> tuple[float, np.ndarray,
                            format="csr")
     gain = -np.concatenate([columns[:, below].sum(axis=1), np.ones(size)])
     result = linprog(gain, A_ub=linked, b_ub=np.zeros(size), A_eq=np.concatenate([np.ones(m), np.zeros(size)])[None],
-                     b_eq=[1.0], bounds=[(0, None)] * m + list(zip(np.zeros(size), p[straddle])), method="highs")
+                     b_eq=[1.0], bounds=[(0, None)] * m + list(zip(np.zeros(size), p[straddle])), method="highs",
+                     options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
     if result.status != 0:
         return None
     prices = below.astype(float)
@@ -112,7 +129,7 @@ def mixture(p: np.ndarray, race: Race, ratio_rank: np.ndarray, scan_law: np.ndar
     value. Returns the scan alone when no mixture accepts more than it by more than ``MIXTURE_GAP``."""
     target = min(bound, 1.0) - MIXTURE_GAP
     scan_value = float(np.minimum(p, scan_law).sum())
-    if scan_value >= target:
+    if scan_value >= min(bound, 1.0) - MIXTURE_TRIGGER:
         return scan_only(scan_law)
     columns, orders, weights = [scan_law], [], np.ones(1)
     center, ceiling = None, np.inf
@@ -121,7 +138,8 @@ def mixture(p: np.ndarray, race: Race, ratio_rank: np.ndarray, scan_law: np.ndar
         if solved is None:  # the solver failed: keep the last solved weights (any weights are exact)
             columns = columns[:weights.size]
             break
-        value, weights, prices = solved
+        _, weights, prices = solved
+        value = float(np.minimum(p, np.maximum(weights, 0.0) @ np.array(columns)).sum())
         if value >= min(target, ceiling - MIXTURE_GAP):
             break
         priced = max(prices @ law for law in columns) + PRICE_TOLERANCE

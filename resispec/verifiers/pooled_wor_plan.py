@@ -43,7 +43,7 @@ independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built o
    acceptance is within it of the least prefix value (an upper bound on every rule's acceptance).
    Every choice is exact; the choice only affects acceptance.
 5. **Mixture.** Where the chosen scan's acceptance is below the least prefix value by more than
-   ``MIXTURE_GAP`` (1e-9), the selection becomes a mixture of the scan (probability ``w_0``) and "latest in
+   ``MIXTURE_TRIGGER`` (1e-6), the selection becomes a mixture of the scan (probability ``w_0``) and "latest in
    order pi_j" rules (``w_j``), by column generation (``resispec.verifiers.pooled_wor_mixture``); its law
    ``t = w_0 t_scan + sum_j w_j t_(pi_j)``. The first selection uniform ``r`` picks the rule and, on
    ``r < w_0``, serves the scan as ``r / w_0``.
@@ -116,7 +116,7 @@ class PooledWorPlan:
     - ``scan_weight``, ``column_weights`` (m,), ``column_ranks`` (m, V) int32: the mixture
       (``resispec.verifiers.pooled_wor_mixture``): the scan with probability ``scan_weight``, else "latest
       in order j" (``column_ranks[j]`` the position of each token id in it) with ``column_weights[j]``;
-      the scan alone (weight 1, m = 0) unless it falls short of the least prefix value.
+      the scan alone (weight 1, m = 0) unless it falls short of the least prefix value by more than 1e-6.
     - ``selection_law`` (V,) by token id: the mixture's law ``t`` (the scan's where m = 0).
     - ``accept`` (V,): ``min(1, p/t)`` (1 where ``p >= t``); ``residual`` (V,): ``(p - t)+`` (falling back
       to p where rounding left it no mass, ``resispec.residual.supported_residual``; ``accept`` is 0
