@@ -101,15 +101,15 @@ def test_a_final_residual_without_mass_on_the_support_of_p_draws_from_p_in_both(
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_pooled_wor_rows_with_and_without_mixtures_decide_as_numpy(device):
-    """A batch mixing rows whose plans carry mixtures of different sizes (padded) with a row that scans
-    alone: the torch decisions equal the NumPy single-instance ones, row for row."""
+    """A batch mixing rows whose plans carry mixtures with a row that scans alone (padded with weight 0):
+    the torch decisions equal the NumPy single-instance ones, row for row."""
     from tests.test_pooled_wor import SHORT_SCANS
     rng, per_pair, k = np.random.default_rng(1710), 60, 2
     pairs = [(np.array(p), np.array(q)) for _, p, q in (SHORT_SCANS[0], SHORT_SCANS[3])]
     pairs.append((rng.dirichlet(np.ones(6)), rng.dirichlet(np.ones(6))))
     numpy_rule, verifier = VERIFIERS["pooled_wor"](), get_torch_verifier("pooled_wor")
     columns = [numpy_rule.bind(p, q, k).plan.column_weights.shape[1] for p, q in pairs]
-    assert 0 < columns[0] != columns[1] > 0 == columns[2], columns
+    assert columns[0] > 0 and columns[1] > 0 and columns[2] == 0, columns  # the third row padded with weight 0
     p, q = (np.tile(np.stack([pair[i] for pair in pairs]), (per_pair, 1)) for i in (0, 1))
     generator = torch.Generator(device).manual_seed(1710)
     candidates = verifier.draft(torch.tensor(q, device=device), k, generator)
