@@ -5,8 +5,15 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 from theory.exact import from_weights
-from theory.pooled_wor import (all_in, greedy_order, greedy_vertex, hall_problems, mixture_selection, race_value,
-                               wor_sets)
+from theory.pooled_wor import (
+    all_in,
+    greedy_order,
+    greedy_vertex,
+    hall_problems,
+    mixture_selection,
+    race_value,
+    wor_sets,
+)
 
 
 def test_hall_check_rejects_a_law_no_rule_can_have():

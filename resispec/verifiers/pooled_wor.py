@@ -14,7 +14,8 @@ visited candidate with probability ``theta`` (greedy, so each token gets its tar
 possible), else the last visited. Where that scan falls short of the least ratio-prefix value, the plan
 mixes it with "select the candidate latest in order pi" rules, weights and orders by column generation
 (``resispec.verifiers.pooled_wor_mixture``), which stops only at alpha*-WOR (theorem
-``pooled_wor.mixture``). Its law ``t`` comes from exponential-race integrals, without enumerating tuples. The plan is NumPy only, built per row; the selection runs on rows (NumPy or torch).
+``pooled_wor.mixture``). Its law ``t`` comes from exponential-race integrals, without enumerating
+tuples. The plan is NumPy only, built per row; the selection runs on rows (NumPy or torch).
 
 Uniform layout (``uniforms_needed(k) = k + 2``; the engine runs this same rule):
 
