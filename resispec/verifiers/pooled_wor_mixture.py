@@ -29,7 +29,8 @@ oscillation of the duals that makes plain column generation tail off), falling b
 duals when the smoothed vertex does not price above the columns, and adds the vertex. It stops when
 the value is within ``MIXTURE_GAP`` of the least ratio-prefix value (``bound``, at least alpha*-WOR) or
 of the least dual bound, when no vertex prices above the current columns at the LP's own duals (then the
-value is alpha*-WOR, the LP optimum over the whole polytope), or after ``MIXTURE_ROUNDS`` rounds. Every
+value is alpha*-WOR, the LP optimum over the whole polytope), or after its rounds (``MIXTURE_ROUNDS``,
+fewer at large V). Every
 vertex costs a sort, one prefix pass (O(V k N)) and one LP solve.
 """
 
@@ -57,6 +58,12 @@ a mixture is kept only if it beats the scan by more than this."""
 MIXTURE_ROUNDS = 24
 """At most this many rounds (vertices) per plan: small instances reach the LP optimum within 8; on real
 rows the gains past the first 24 rounds are below 1e-4 and each round costs a prefix pass and an LP."""
+
+MIXTURE_TOKEN_ROUNDS, FEWEST_ROUNDS = 1 << 18, 6
+"""Large vocabularies get fewer rounds, ``clip(MIXTURE_TOKEN_ROUNDS // V, FEWEST_ROUNDS, MIXTURE_ROUNDS)``
+(24 up to V = 10922, 6 at V = 49152, where a round costs about 0.3 s): deterministic, so a plan does not
+depend on the machine's speed. Its value stalls for several rounds before rising on some instances, so
+a stall is no stopping rule."""
 
 SMOOTHING = 0.7
 """Duals are smoothed towards the best dual bound's (Wentges): price at ``0.7 center + 0.3 lambda``."""
@@ -133,7 +140,7 @@ def mixture(p: np.ndarray, race: Race, ratio_rank: np.ndarray, scan_law: np.ndar
         return scan_only(scan_law)
     columns, orders, weights = [scan_law], [], np.ones(1)
     center, ceiling = None, np.inf
-    for _ in range(MIXTURE_ROUNDS):
+    for _ in range(min(max(MIXTURE_TOKEN_ROUNDS // p.size, FEWEST_ROUNDS), MIXTURE_ROUNDS)):
         solved = best_mixture(p, np.array(columns))
         if solved is None:  # the solver failed: keep the last solved weights (any weights are exact)
             columns = columns[:weights.size]
