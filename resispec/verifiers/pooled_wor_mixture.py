@@ -30,8 +30,7 @@ duals when the smoothed vertex does not price above the columns, and adds the ve
 the value is within ``MIXTURE_GAP`` of the least ratio-prefix value (``bound``, at least alpha*-WOR) or
 of the least dual bound, when no vertex prices above the current columns at the LP's own duals (then the
 value is alpha*-WOR, the LP optimum over the whole polytope), or after its rounds (``MIXTURE_ROUNDS``,
-fewer at large V). Every
-vertex costs a sort, one prefix pass (O(V k N)) and one LP solve.
+fewer at large V). Every vertex costs a sort, one prefix pass (O(V k N)) and one LP solve.
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
 
 MIXTURE_TRIGGER = 1e-6
 """The mixture is built only where the scan's acceptance is below the least ratio-prefix value by more
-than this: each round costs a prefix pass and an LP (about 0.5 s at V = 49152), not worth a gain below
+than this: each round costs a prefix pass and an LP (0.1-0.3 s at V = 49152), not worth a gain below
 1e-6."""
 
 MIXTURE_GAP = 1e-9
