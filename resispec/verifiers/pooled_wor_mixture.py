@@ -122,7 +122,7 @@ def best_mixture(p: np.ndarray, columns: np.ndarray) -> tuple[float, np.ndarray,
     result = linprog(gain, A_ub=linked, b_ub=np.zeros(size), A_eq=np.concatenate([np.ones(m), np.zeros(size)])[None],
                      b_eq=[1.0], bounds=[(0, None)] * m + list(zip(np.zeros(size), p[straddle])), method="highs",
                      options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
-    if result.status != 0:
+    if result.status != 0 or not np.isfinite(result.x).all():
         return None
     prices = below.astype(float)
     prices[straddle] = np.maximum(-result.ineqlin.marginals, 0.0)
