@@ -77,8 +77,9 @@ def test_exact_on_seeded_families(size, k):
 
 
 def test_acceptance_reaches_the_wor_optimum_on_most_instances():
-    """Within 1e-7 of the transport LP on every one of 60 random small instances (the target asks >= 90 %;
-    the mixture closes the scans' gaps), never above it, and never below max(rrs_wor, resispec_wor)."""
+    """Within 1e-7 of the transport LP on every one of 60 random small instances (the target asks >= 90 %),
+    never above it, and never below max(rrs_wor, resispec_wor). (These 60 need no mixture; the short-scan
+    instances below do.)"""
     rng = np.random.default_rng(1705)
     hits, total, below = 0, 0, []
     for i in range(60):

@@ -102,12 +102,12 @@ def vertex_law(race: Race, race_row: np.ndarray, order: np.ndarray) -> np.ndarra
     return law
 
 
-def best_mixture(p: np.ndarray, columns: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
-    """``(value, weights, prices)``: the master LP of the module docstring over ``columns`` (m, V), its
-    optimal weights (m,) and duals ``lambda`` (V,) of ``z <= sum_j w_j t_j``; None if the solver fails.
-    Feasibility tolerances 1e-10 (HiGHS's default 1e-7, summed over many tokens, let the value exceed
-    the true ``sum min(p, t)`` of the weights by about 1e-6 at V = 49152); the caller re-evaluates the
-    weights' true value anyway.
+def best_mixture(p: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(weights, prices)``: the optimal weights (m,) of the master LP of the module docstring over
+    ``columns`` (m, V) and its duals ``lambda`` (V,) of ``z <= sum_j w_j t_j``; None if the solver fails.
+    Feasibility tolerances 1e-10 (at HiGHS's default 1e-7, summed over many tokens, the solver's value
+    exceeded the true ``sum min(p, t)`` of its weights by about 1e-6 at V = 49152, so the caller takes
+    the weights' true value, not the solver's).
 
     Only tokens where the columns straddle p need a ``z``: where every column is at most p,
     ``z_y = sum_j w_j t_j(y)`` (linear in w, ``lambda_y = 1``); where every column is at least p,
@@ -126,7 +126,7 @@ def best_mixture(p: np.ndarray, columns: np.ndarray) -> tuple[float, np.ndarray,
         return None
     prices = below.astype(float)
     prices[straddle] = np.maximum(-result.ineqlin.marginals, 0.0)
-    return -result.fun + float(p[above & ~below].sum()), result.x[:m], prices
+    return result.x[:m], prices
 
 
 def mixture(p: np.ndarray, race: Race, ratio_rank: np.ndarray, scan_law: np.ndarray, bound: float) -> Mixture:
@@ -144,7 +144,7 @@ def mixture(p: np.ndarray, race: Race, ratio_rank: np.ndarray, scan_law: np.ndar
         if solved is None:  # the solver failed: keep the last solved weights (any weights are exact)
             columns = columns[:weights.size]
             break
-        _, weights, prices = solved
+        weights, prices = solved
         value = float(np.minimum(p, np.maximum(weights, 0.0) @ np.array(columns)).sum())
         if value >= min(target, ceiling - MIXTURE_GAP):
             break
@@ -163,7 +163,7 @@ def mixture(p: np.ndarray, race: Race, ratio_rank: np.ndarray, scan_law: np.ndar
         orders.append(order)
     else:
         solved = best_mixture(p, np.array(columns))
-        weights = solved[1] if solved is not None else np.append(weights, 0.0)
+        weights = solved[0] if solved is not None else np.append(weights, 0.0)
     weights = np.maximum(weights, 0.0) / np.maximum(weights, 0.0).sum()
     law = weights @ np.array(columns)
     if float(np.minimum(p, law).sum()) <= scan_value + MIXTURE_GAP:

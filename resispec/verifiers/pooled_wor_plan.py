@@ -219,26 +219,24 @@ def pooled_wor_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     position[scan] = np.concatenate([np.arange(cut), np.arange(p.size - cut)])
     inside_mask = np.zeros(p.size, dtype=bool)
     inside_mask[order[:cut]] = True
-    ratio_rank = np.empty_like(order)
-    ratio_rank[order] = np.arange(order.size)
-    return _finish(p, k, order, cut, inside_mask, position, False, min(lowest, 1.0), by_id,
-                   mixture(p, race, ratio_rank, by_id["law"], lowest))
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return _finish(p, k, order, rank, cut, inside_mask, position, False, min(lowest, 1.0), by_id,
+                   mixture(p, race, rank, by_id["law"], lowest))
 
 
 def _first_drawn_plan(p: np.ndarray, q: np.ndarray, k: int) -> PooledWorPlan:
     """Select the first candidate: its law is q (``D = L = q``, ``theta = 1``)."""
-    profile_order = np.arange(p.size)
+    ids = np.arange(p.size)
     arrays = {"theta": np.ones(p.size), "reach": q.copy(), "fallback": q.copy(), "law": q.copy()}
-    return _finish(p, k, profile_order, 0, np.zeros(p.size, dtype=bool), np.arange(p.size), True,
-                   1.0, arrays, scan_only(arrays["law"]))
+    return _finish(p, k, ids, ids, 0, np.zeros(p.size, dtype=bool), ids, True, 1.0, arrays, scan_only(arrays["law"]))
 
 
-def _finish(p: np.ndarray, k: int, order: np.ndarray, cut: int, inside: np.ndarray, position: np.ndarray,
-            first_drawn: bool, bound: float, by_id: dict[str, np.ndarray], mixed: Mixture) -> PooledWorPlan:
+def _finish(p: np.ndarray, k: int, order: np.ndarray, rank: np.ndarray, cut: int, inside: np.ndarray,
+            position: np.ndarray, first_drawn: bool, bound: float, by_id: dict[str, np.ndarray],
+            mixed: Mixture) -> PooledWorPlan:
     """Acceptance, residual and the plan record from the selection law of the mixture ``mixed`` (the
     scan's law ``by_id["law"]`` alone, or mixed with "latest in order" rules)."""
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
     law = mixed.law
     accept = acceptance_ratio(p, law)
     residual = supported_residual(np.maximum(p - law, 0.0), p)
