@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -48,11 +48,16 @@ class DraftingScheme(ABC):
                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """n samples ``(candidates (n, k), u (n, uniforms))``, each k candidates then its verification
         uniforms, drawn from ``rng`` in that order (the stream of n ``draft`` + ``rng.random(uniforms)``)."""
+        draw = self._drafter(q, k)
         candidates, u = np.empty((n, k), dtype=np.int64), np.empty((n, uniforms))
         for row in range(n):
-            candidates[row] = self.draft(q, k, rng)
+            candidates[row] = draw(rng)
             u[row] = rng.random(uniforms)
         return candidates, u
+
+    def _drafter(self, q: np.ndarray, k: int) -> Callable[[np.random.Generator], np.ndarray]:
+        """One ``draft(q, k, rng)`` as a function of ``rng``, with any work on ``q`` done once (``draft_rows``)."""
+        return lambda rng: self.draft(q, k, rng)
 
     @abstractmethod
     def probability(self, q: np.ndarray, candidates: np.ndarray) -> float:
@@ -135,16 +140,11 @@ class WORDrafting(DraftingScheme):
         self.check_count(q, k)
         return _largest_keys(_log(q) + rng.gumbel(size=q.size), k)
 
-    def draft_rows(self, q: np.ndarray, k: int, n: int, uniforms: int,
-                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """``draft`` then ``rng.random(uniforms)`` n times, with ``log q`` taken once."""
+    def _drafter(self, q: np.ndarray, k: int) -> Callable[[np.random.Generator], np.ndarray]:
+        """``draft`` with the count checked and ``log q`` taken once."""
         self.check_count(q, k)
         log_q = _log(q)
-        candidates, u = np.empty((n, k), dtype=np.int64), np.empty((n, uniforms))
-        for row in range(n):
-            candidates[row] = _largest_keys(log_q + rng.gumbel(size=q.size), k)
-            u[row] = rng.random(uniforms)
-        return candidates, u
+        return lambda rng: _largest_keys(log_q + rng.gumbel(size=q.size), k)
 
     def probability(self, q: np.ndarray, candidates: np.ndarray) -> float:
         if np.unique(candidates).size != candidates.size:
