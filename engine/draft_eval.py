@@ -23,8 +23,8 @@ from transformers import PreTrainedModel
 from engine.draft_data import Sequences
 from engine.drafts.base import Draft
 from resispec import get_verifier
+from resispec.formats.stats import standard_error
 from resispec.verifiers.base import Verifier
-from sim.stats import standard_error
 
 
 @torch.no_grad()

@@ -1,6 +1,6 @@
 """Logging (p, q, candidates, emitted) per verified node, in the simulator's logged-pairs format.
 
-Each verified node becomes one sparse row of ``sim.logged`` (format ``resispec-pairs/1``): the
+Each verified node becomes one sparse row of ``resispec.formats.pairs`` (format ``resispec-pairs/1``): the
 ``keep`` ids of largest ``p + q`` - always including the node's candidates and the emitted token, so
 the decision can be replayed - their probabilities (float32), and the mass of every other token as
 ``p_tail`` / ``q_tail``. ``chain`` numbers the generations, ``position`` is the index of the emitted
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sim.logged import LoggedPairs, write_logged
+from resispec.formats.pairs import LoggedPairs, write_logged
 
 DEFAULT_KEEP = 256
 

@@ -1,6 +1,6 @@
 """Logging whole drafted rounds (tree, p at every node, q at the internal nodes) for ``sim.rounds``.
 
-Each round becomes contiguous rows of the logged-pairs format (``sim.logged``, round fields): one row
+Each round becomes contiguous rows of the logged-pairs format (``resispec.formats.pairs``, round fields): one row
 per node in the tree's numbering, ``parent`` within the round (-1 at the root), ``token`` the node's
 drafted token (-1 at the root), the round's number in ``round``. Rows are sparse as
 ``engine.node_log`` writes them (``keep`` ids of largest ``p + q``, always including every child's
@@ -22,7 +22,7 @@ import torch
 from engine.node_log import DEFAULT_KEEP, sparse_row
 from engine.round_verification import RoundVerification
 from engine.tree import CandidateTree
-from sim.logged import LoggedPairs, write_logged
+from resispec.formats.pairs import LoggedPairs, write_logged
 
 
 class RoundLog:

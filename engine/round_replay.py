@@ -28,7 +28,7 @@ from engine.generation import prompt_ids
 from engine.node_log import DEFAULT_KEEP
 from engine.processing import Sampling
 from engine.round_log import LoggingRound, RoundLog
-from sim.logged import LoggedPairs
+from resispec.formats.pairs import LoggedPairs
 from sim.rounds import score_log, summarise, table
 
 DRIVERS = {"iid": "traversal", "wor": "traversal_wor", "chain": "block"}
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", required=True, help="write the round log (.npz) here")
     args = parser.parse_args(argv)
     from engine.models import load_target
-    from sim.logged import write_logged
+    from resispec.formats.pairs import write_logged
 
     torch.set_num_threads(args.threads)
     branching = tuple(int(b) for b in args.tree.split(","))

@@ -10,15 +10,15 @@ Notebook use::
     stats = step_stats("rrs", batch, 8)          # per pair and step: accepted, reached, drift
     stats.drift_curve(), stats.residual_curve()  # pooled over pairs, with 95 % intervals
 
-Modules: ``sources`` (families, ``parse_source``), ``logged`` (the ``.npz`` format), ``batch``
-(``PairBatch``), ``kernels`` (batched step statistics per verifier), ``steps``, ``optima``, ``tree``,
+Modules: ``sources`` (families, ``parse_source``), ``batch`` (``PairBatch``, ``PairBatch.from_logged``
+over the core's ``resispec.formats.pairs``, the shipped sample), ``kernels`` (batched step statistics per verifier), ``steps``, ``optima``, ``tree``,
 ``explorer`` (``run_drift``, ``run_compare``), ``report`` and ``plots`` (files), ``bench``.
 """
 
+from resispec.formats.pairs import LoggedPairs, logged_pairs, read_logged, write_logged
 from sim.batch import PairBatch
 from sim.explorer import CompareResult, DriftResult, Settings, run_compare, run_drift
 from sim.kernels import SUPPORTED, MonteCarlo, step_stats
-from sim.logged import LoggedPairs, logged_pairs, read_logged, write_logged
 from sim.optima import WorSettings, optima
 from sim.sources import FAMILIES, parse_source
 from sim.steps import StepStats

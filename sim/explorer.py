@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from resispec.formats.stats import Estimate, ratio_estimate
 from resispec.validation import as_count
 from resispec.verifiers import VERIFIERS
 from sim.batch import PairBatch
 from sim.kernels import K_INDEPENDENT, SINGLE_STEP, SUPPORTED, MonteCarlo, check_verifiers, step_stats
 from sim.optima import Optima, WorSettings, optima
 from sim.sources import parse_source
-from sim.stats import Estimate, ratio_estimate
 from sim.steps import StepStats
 from sim.tree import analytic_tokens, replay_tokens, tree_nodes
 

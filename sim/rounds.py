@@ -1,7 +1,7 @@
 """Replaying logged rounds: every round verifier's exact ``E[accepted draft tokens | tree]`` on the
 same logged trees, and their paired differences.
 
-A round log (``sim.logged``, round fields) holds whole drafted rounds of a real model: the tree, p at
+A round log (``resispec.formats.pairs``, round fields) holds whole drafted rounds of a real model: the tree, p at
 every node, q at every internal node. For each round and each verifier (``resispec.sequence``:
 block, traversal, traversal_wor, traversal_resispec[_wor], and any zoo verifier node by node), the
 exact conditional law given the tree (verification randomness integrated out) gives
@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
+from resispec.formats.pairs import LoggedPairs, has_children, root_rows, round_starts
+from resispec.formats.stats import standard_error
 from resispec.sequence import get_round_verifier
 from resispec.sequence.tree import RoundTree, round_tree
-from sim.logged import LoggedPairs, has_children, root_rows, round_starts
-from sim.stats import standard_error
 
 DEFAULT_VERIFIERS = {
     "iid": ("rrs", "resispec", "pooled", "traversal", "traversal_resispec"),

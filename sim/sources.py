@@ -15,7 +15,7 @@ A source is named by a spec string ``NAME[:key=value,...]`` (``parse_source``):
 - every synthetic family takes ``top_k=K`` and/or ``top_p=P``: target and draft are each truncated
   to their own top-K tokens / smallest top set of mass >= P (ties by token id) and renormalised, as
   a sampler would. This puts zeros in p where q > 0 and in q where p > 0.
-- ``logged:FILE[,draft=NAME][,tail=merge|split]`` -- rows of a logged-pairs file (``sim.logged``), in
+- ``logged:FILE[,draft=NAME][,tail=merge|split]`` -- rows of a logged-pairs file (``resispec.formats.pairs``), in
   file order; ``logged:sample`` is the small SmolLM2 example shipped with the package. ``tail``: how a
   sparse row's tail masses become tokens (``LoggedPairs.pairs``): one shared bucket (``merge``, the
   default; an upper bound on the overlap) or one bucket each (``split``; a lower bound).
@@ -35,9 +35,9 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import softmax
 
+from resispec.formats.pairs import TAIL_MODES, read_logged
 from resispec.limits import MAX_VOCAB, check_limit
-from sim.batch import PairBatch
-from sim.logged import SAMPLE_PATH, TAIL_MODES, read_logged
+from sim.batch import SAMPLE_PATH, PairBatch
 
 SYNTHETIC_CHAIN = 16
 """Positions per chain of synthetic pairs (the tree replay walks along chains)."""
@@ -246,7 +246,7 @@ class LoggedSource:
     def sample(self, count: int, rng: np.random.Generator) -> PairBatch:
         """The first ``count`` rows (the generator is unused: logged pairs are fixed)."""
         path = SAMPLE_PATH if self.path == "sample" else self.path
-        batch = read_logged(path).pairs(self.draft, source=self.spec, tail=self.tail)
+        batch = PairBatch.from_logged(read_logged(path), self.draft, source=self.spec, tail=self.tail)
         return batch.head(count)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.stats import Estimate, mean_estimate, ratio_estimate
+from resispec.formats.stats import Estimate, mean_estimate, ratio_estimate
 
 
 @dataclass(frozen=True)

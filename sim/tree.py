@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from resispec.formats.stats import Z95, Estimate
 from resispec.validation import as_count
 from sim.batch import PairBatch
-from sim.stats import Z95, Estimate
 
 BLOCKS = 8
 """Clusters for the interval of a replay over a single chain."""

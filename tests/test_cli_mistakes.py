@@ -11,7 +11,7 @@ import pytest
 
 from resispec.cli import main
 from resispec.cli.output import strict_json
-from sim.logged import SAMPLE_PATH
+from sim.batch import SAMPLE_PATH
 
 GENERATE = ["generate", "--prompt", "hi"]
 

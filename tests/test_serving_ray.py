@@ -7,10 +7,10 @@ import json
 import pytest
 
 from resispec.cli import main
+from resispec.formats.nodes import SchemaError
 from sim.serving.report import audit_report
 from sim.serving.runner_local import run_local
 from sim.serving.runner_ray import run_ray
-from sim.serving.schema import SchemaError
 from sim.serving.synth import SynthSpec, synth
 from tests.test_serving import write_bad_shard
 

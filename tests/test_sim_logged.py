@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.logged import FORMAT, SAMPLE_PATH, logged_pairs, read_logged, shrink, write_logged
+from resispec.formats.pairs import FORMAT, logged_pairs, read_logged, shrink, write_logged
+from sim.batch import SAMPLE_PATH, PairBatch
 
 SHARED = Path("/work/shared/data/smollm2_pairs.npz")
 
@@ -32,7 +33,7 @@ def test_dense_round_trip(tmp_path):
     write_logged(tmp_path / "dense.npz", logged_pairs(format=np.array(FORMAT), p=p, q=q, note=np.array("toy")))
     back = read_logged(tmp_path / "dense.npz")
     assert not back.sparse and back.vocab_size == 6 and back.metadata == {"note": "toy"}
-    batch = back.pairs()
+    batch = PairBatch.from_logged(back)
     assert np.allclose(batch.p, p) and np.allclose(batch.q, q)
     assert np.array_equal(batch.chain, np.arange(3))  # no chain ids: every row stands alone
 
@@ -45,13 +46,13 @@ def test_sparse_round_trip_and_the_tail_bucket(tmp_path):
     assert back.metadata == {"model": "target-model", "temperature": 0.7}
     for name, values in back.fields().items():
         assert np.array_equal(values, fields[name]), name
-    batch = back.pairs("q_weak")
+    batch = PairBatch.from_logged(back, "q_weak")
     assert batch.p.shape == (4, 6)
     assert np.allclose(batch.p[:, -1], fields["p_tail"] / (fields["p"].sum(1) + fields["p_tail"]))
     assert np.allclose(batch.q[:, :-1].sum(1) + batch.q[:, -1], 1.0)
     assert np.array_equal(batch.position, [0, 1, 0, 1])
     with pytest.raises(ValueError, match="drafts q, q_weak"):
-        back.pairs("q_strong")
+        PairBatch.from_logged(back, "q_strong")
 
 
 def test_tails_merged_and_split_bracket_the_true_overlap():
@@ -66,14 +67,14 @@ def test_tails_merged_and_split_bracket_the_true_overlap():
     log = logged_pairs(format=np.array(FORMAT), token_ids=kept, vocab_size=np.array(30), p=p, q=q,
                        p_tail=1 - p.sum(1), q_tail=1 - q.sum(1))
     true = np.minimum(full_p, full_q).sum(1)
-    merged, split = (log.pairs(tail=mode) for mode in ("merge", "split"))
+    merged, split = (PairBatch.from_logged(log, tail=mode) for mode in ("merge", "split"))
     assert merged.p.shape == (50, 9) and split.p.shape == (50, 10)
     overlap_merged, overlap_split = (np.minimum(b.p, b.q).sum(1) for b in (merged, split))
     shared_tail = np.minimum(1 - p.sum(1), 1 - q.sum(1))
     assert (overlap_split <= true + 1e-12).all() and (true <= overlap_merged + 1e-12).all()
     assert (overlap_merged - overlap_split <= shared_tail + 1e-12).all() and (overlap_merged > true + 1e-3).any()
     with pytest.raises(ValueError, match="tail: expected one of merge, split"):
-        log.pairs(tail="drop")
+        PairBatch.from_logged(log, tail="drop")
     assert parse_source("logged:sample,tail=split").tail == "split"
     with pytest.raises(ValueError, match="tail must be one of"):
         parse_source("logged:sample,tail=drop")

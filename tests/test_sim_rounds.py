@@ -1,4 +1,4 @@
-"""Round logs (``sim.logged`` round fields) and their replay (``sim.rounds``, ``resispec sim rounds``):
+"""Round logs (``resispec.formats.pairs`` round fields) and their replay (``sim.rounds``, ``resispec sim rounds``):
 round trips with parent links, bad links rejected with the field named, replay = direct scoring,
 the sparse union vocabulary and tail bucket, and the CLI's output."""
 
@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from resispec.cli import main
+from resispec.formats.pairs import FORMAT, logged_pairs, read_logged, shrink, write_logged
 from resispec.sequence import get_round_verifier
 from resispec.sequence.tree import round_tree
-from sim.logged import FORMAT, logged_pairs, read_logged, shrink, write_logged
+from sim.batch import PairBatch
 from sim.rounds import log_kind, logged_rounds, score_log, summarise, table
 
 VOCAB = 7
@@ -80,7 +81,7 @@ def test_round_trip_with_parent_links_and_replay_equals_direct_scoring(tmp_path)
     for name, values in accepted.items():
         assert np.allclose(values, direct(rounds, name), rtol=0, atol=1e-12), name
     # leaves carry no draft: the node-level view of the log has the internal rows only
-    assert len(back.pairs()) == sum(len(q) for *_, q in rounds)
+    assert len(PairBatch.from_logged(back)) == sum(len(q) for *_, q in rounds)
 
 
 def test_sparse_rounds_share_a_union_vocabulary_with_the_tail_bucket():

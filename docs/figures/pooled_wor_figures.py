@@ -23,8 +23,8 @@ from tqdm import tqdm
 from resispec import get_verifier
 from resispec.benchmarks.timing import median_ratio
 from resispec.benchmarks.verify_speed import llm_like_pair
+from resispec.formats.pairs import read_logged
 from resispec.race import race_grid
-from sim.logged import read_logged
 
 HERE = Path(__file__).resolve().parent
 LOGGED = "/work/shared/data/smollm2_pairs.npz"

@@ -72,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_rounds(commands: argparse._SubParsersAction) -> None:
-    from sim.logged import TAIL_MODES
+    from resispec.formats.pairs import TAIL_MODES
 
     rounds = commands.add_parser(
         "rounds", help="replay logged rounds: every round verifier's exact E[accepted | tree], paired",
@@ -221,7 +221,7 @@ def run_rounds(args: argparse.Namespace) -> int:
     from dataclasses import asdict
     from pathlib import Path
 
-    from sim.logged import read_logged
+    from resispec.formats.pairs import read_logged
     from sim.rounds import score_log, summarise, table
     from sim.rounds_report import plot_differences, write_rounds_csv
 

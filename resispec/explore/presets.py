@@ -3,7 +3,7 @@
 Each preset returns ``(p, q, labels)`` over at most ``MAX_VOCAB`` tokens. The synthetic ones are one
 pair of the simulator's families (``sim.parse_source(spec).sample(1, default_rng(seed))``); a logged
 row is a row of the shipped SmolLM2 sample cut to its ``V - 1`` tokens of largest ``p + q`` plus one
-tail bucket holding the rest of both distributions (``sim.logged.shrink``, then the merged tail).
+tail bucket holding the rest of both distributions (``resispec.formats.pairs.shrink``, then the merged tail).
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from functools import lru_cache
 import numpy as np
 
 from resispec.explore.model import MAX_VOCAB
+from resispec.formats.pairs import LoggedPairs, read_logged, shrink
 from resispec.suite import get_suite
-from sim import parse_source, read_logged
-from sim.logged import SAMPLE_PATH, LoggedPairs, shrink
+from sim import parse_source
+from sim.batch import SAMPLE_PATH, PairBatch
 
 Preset = tuple[np.ndarray, np.ndarray, tuple[str, ...]]
 TAIL_LABEL = "(tail)"
@@ -74,7 +75,7 @@ def logged_row(row: int, vocab: int, decode=None) -> Preset:
     if not 2 <= vocab <= MAX_VOCAB:
         raise ValueError(f"V: expected 2..{MAX_VOCAB} (tokens plus the tail bucket), got {vocab}")
     cut = shrink(sample, row + 1, vocab - 1)
-    batch = cut.pairs(tail="merge")
+    batch = PairBatch.from_logged(cut, tail="merge")
     ids = [int(token) for token in cut.token_ids[row]]
     names = decode(ids) if decode else [f"#{token}" for token in ids]
     return batch.p[row], batch.q[row], (*names, TAIL_LABEL)

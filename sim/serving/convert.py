@@ -1,4 +1,4 @@
-"""Conversion between the ``.npz`` logged-pairs format (``resispec-pairs/1``, ``sim.logged``) and the
+"""Conversion between the ``.npz`` logged-pairs format (``resispec-pairs/1``, ``resispec.formats.pairs``) and the
 Parquet layout (``resispec-nodes/1``).
 
 - ``.npz`` -> Parquet: the log must carry decisions (``candidates``, ``emitted``, ``accepted_index``);
@@ -19,12 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from resispec.formats.nodes import check_schema
+from resispec.formats.pairs import FORMAT as NPZ_FORMAT
+from resispec.formats.pairs import logged_pairs, read_logged, write_logged
 from resispec.verifiers import VERIFIERS
-from sim.logged import FORMAT as NPZ_FORMAT
-from sim.logged import logged_pairs, read_logged, write_logged
 from sim.serving.defaults import ROWS_PER_GROUP
 from sim.serving.io import nodes_table, read_metadata, shard_files, write_nodes
-from sim.serving.schema import check_schema
 
 
 def npz_to_parquet(source: str | Path, out: str | Path, verifier: str, draft: str = "q", first_node_id: int = 0,

@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from resispec.formats.nodes import NodeBatch, SchemaError, check_schema, file_metadata, node_schema
 from sim.serving.defaults import ROWS_PER_GROUP
-from sim.serving.schema import NodeBatch, SchemaError, check_schema, file_metadata, node_schema
 
 OPTIONAL_COLUMNS = ("sequence_id", "position", "depth")
 NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float32(): np.float32, pa.float64(): np.float64}

@@ -17,7 +17,7 @@ Per (verifier, k):
   ``e_i = sum_n a_i(n) / N`` (one accept category for a verifier that is not sequential). On a log
   with large tails these differ from the truth by up to the tail overlap (``docs/sim.md``).
 - **drift table**: per step i the verifier's conditional acceptance ``sum a_i / sum r_i`` and residual
-  TV ``sum d_i / sum r_i`` (delta-method 95 % intervals from the moment sums, as ``sim.stats``), and the
+  TV ``sum d_i / sum r_i`` (delta-method 95 % intervals from the moment sums, as ``resispec.formats.stats``), and the
   observed conditional acceptance ``#{index = i} / #{index >= i or residual}``.
 
 Verdict: a verifier's nodes pass iff both PIT audits (KS and chi-square each) and every bound test
@@ -34,10 +34,10 @@ from scipy import stats
 
 from resispec.audit import DEFAULT_ALPHA, pit_audit
 from resispec.audit.goodness_of_fit import merged_chi_square
+from resispec.formats.stats import Z95
 from resispec.verifiers import VERIFIERS
 from sim.serving.exact import as_float, as_fraction
 from sim.serving.stats import PIT_BINS, GroupTally, ShardStats, single_step
-from sim.stats import Z95
 
 CENTRES = (np.arange(PIT_BINS) + 0.5) / PIT_BINS
 
@@ -49,7 +49,7 @@ def pit_stream(histogram: np.ndarray) -> np.ndarray:
 
 def _ratio(numerator: int, denominator: int, square: int, cross: int, denominator_sq: int,
            nodes: int) -> list[float]:
-    """``[value, low, high]`` of ``sum a / sum b`` with the delta-method interval of ``sim.stats``:
+    """``[value, low, high]`` of ``sum a / sum b`` with the delta-method interval of ``resispec.formats.stats``:
     ``se^2 = (sum a^2 - 2 R sum ab + R^2 sum b^2) N / (N - 1) / (sum b)^2``, in exact fractions."""
     if denominator <= 0:
         return [float("nan")] * 3

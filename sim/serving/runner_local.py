@@ -7,8 +7,8 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from resispec.formats.nodes import SchemaError
 from sim.serving.io import Unit, read_unit, units
-from sim.serving.schema import SchemaError
 from sim.serving.stats import AuditSettings, ShardStats, batch_stats
 
 Progress = Callable[[int], None]

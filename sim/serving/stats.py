@@ -32,12 +32,12 @@ import numpy as np
 
 from resispec.audit import randomized_pit
 from resispec.bounds import optimal_acceptance
+from resispec.formats.nodes import NodeBatch
 from resispec.verifiers import VERIFIERS, get_verifier
 from sim.batch import PairBatch
 from sim.kernels import CLOSED_FORM, CLOSED_FORM_UP_TO, SINGLE_STEP, SUPPORTED, MonteCarlo, step_stats
 from sim.optima import WorSettings, alpha_star_wor, support_capped
 from sim.serving.exact import fixed_sum, fixed_sums, node_uniforms
-from sim.serving.schema import NodeBatch
 
 PIT_BINS = 20 * 4096
 """Fine PIT bins: a multiple of the core audit's 20 chi-square bins, so its bins are unions of them;

@@ -151,7 +151,7 @@ def test_parity_check_of_torch_against_numpy_during_decoding(tiny_models, verifi
 
 def test_node_log_round_trips_through_the_simulator_format(tiny_models, tmp_path):
     from engine.node_log import NodeLog
-    from sim.logged import read_logged
+    from resispec.formats.pairs import read_logged
 
     target, draft = tiny_models
     log = NodeLog(vocab_size=8, keep=5, metadata={"model": "tiny", "temperature": 1.0})
@@ -165,8 +165,8 @@ def test_node_log_round_trips_through_the_simulator_format(tiny_models, tmp_path
     emitted, index, candidates = (logged.decisions[name] for name in ("emitted", "accepted_index", "candidates"))
     accepted = index >= 0
     assert (candidates[accepted, index[accepted]] == emitted[accepted]).all()
-    assert logged.pairs().p.shape == (rows, 6)  # 5 kept ids + the tail bucket
-    assert logged.pairs(tail="split").p.shape == (rows, 7)  # 5 kept ids + a tail bucket each
+    assert logged.tailed()[0].shape == (rows, 6)  # 5 kept ids + the tail bucket
+    assert logged.tailed(tail="split")[0].shape == (rows, 7)  # 5 kept ids + a tail bucket each
 
 
 @pytest.mark.parametrize("verifier", ["resispec", "ar"])

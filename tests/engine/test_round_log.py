@@ -11,9 +11,9 @@ from engine.decoding import Decoder
 from engine.processing import Sampling
 from engine.round_log import LoggingRound, RoundLog
 from engine.tree_lm import TreeLM
+from resispec.formats.pairs import read_logged
 from resispec.sequence import get_round_verifier
 from resispec.sequence.tree import round_tree
-from sim.logged import read_logged
 from sim.rounds import DEFAULT_VERIFIERS, log_kind, score_log
 
 PROMPT = torch.tensor([1, 4, 2])

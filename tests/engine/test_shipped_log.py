@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from resispec.audit import pit_audit
+from resispec.formats.pairs import read_logged
 from sim.explorer import Settings, evaluate
-from sim.logged import read_logged
 
 LOG_PATH = Path(__file__).resolve().parents[2] / "engine" / "data" / "smollm2_decoding_log.npz"
 

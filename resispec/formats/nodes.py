@@ -17,7 +17,7 @@ row (M fixed per file, in the column type):
 | ``accepted_index`` | int32 | the accepted candidate's position, or -1 (drawn from the residual) |
 
 A candidate or the emitted id outside the kept ids stands for the *tail bucket*, one category
-carrying ``p_tail`` and ``q_tail`` (as ``tail=merge`` in ``sim.logged``). The file's key-value
+carrying ``p_tail`` and ``q_tail`` (as ``tail=merge`` in ``resispec.formats.pairs``). The file's key-value
 metadata holds ``resispec.format`` = ``resispec-nodes/1``, ``resispec.vocab_size`` and optionally
 ``resispec.model``, ``resispec.draft_model``, ``resispec.temperature``, ``resispec.note``.
 
@@ -32,8 +32,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from resispec.formats.pairs import LOG_SUM_TOLERANCE
 from resispec.verifiers import VERIFIERS
-from sim.logged import LOG_SUM_TOLERANCE
 
 FORMAT = "resispec-nodes/1"
 FORMAT_KEY = b"resispec.format"

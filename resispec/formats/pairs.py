@@ -51,15 +51,11 @@ import numpy as np
 
 from resispec.limits import MAX_LOGGED_ARRAY_BYTES, MAX_LOGGED_FILE_BYTES, check_limit
 from resispec.validation import FLOAT32_SUM_TOLERANCE
-from sim.batch import PairBatch
 
 FORMAT = "resispec-pairs/1"
 LOG_SUM_TOLERANCE = FLOAT32_SUM_TOLERANCE
 """A logged row may sum (with its tail) to ``1 +- LOG_SUM_TOLERANCE`` (1e-4, the float32 tolerance of
 ``resispec.validation``); it is renormalised on read."""
-
-SAMPLE_PATH = Path(__file__).parent / "data" / "smollm2_sample.npz"
-"""A small example log shipped with the package (see ``docs/sim.md`` for how it was made)."""
 
 METADATA_STRINGS = ("model", "draft_model", "note", "drafting")
 METADATA_NUMBERS = ("temperature",)
@@ -68,7 +64,7 @@ DECISION_FIELDS = ("candidates", "emitted", "accepted_index")
 ROUND_FIELDS = ("round", "parent", "token")
 DRAFTING_RULES = ("iid", "wor")
 TAIL_MODES = ("merge", "split")
-"""How a sparse row's tails become tokens (``LoggedPairs.pairs``)."""
+"""How a sparse row's tails become tokens (``sim.batch.PairBatch.from_logged``)."""
 
 
 @dataclass(frozen=True)
@@ -100,25 +96,8 @@ class LoggedPairs:
     def __len__(self) -> int:
         return self.p.shape[0]
 
-    def pairs(self, draft: str = "q", source: str = "logged", tail: str = "merge") -> PairBatch:
-        """The rows as a ``PairBatch`` against ``draft``. A sparse row becomes a pair over its M kept
-        ids plus its tail: ``tail="merge"`` puts both tails in one bucket (M + 1 tokens), which
-        overstates the overlap ``sum min(p, q)`` by at most ``min(p_tail, q_tail)``; ``tail="split"``
-        gives each tail its own bucket (M + 2 tokens: ``(p_tail, 0)`` and ``(0, q_tail)``), which
-        understates it by at most as much. The true overlap lies between. Rows are renormalised.
-        A round log's leaves (no draft there) are left out."""
-        if draft not in self.drafts:
-            raise ValueError(f"draft: this log has drafts {', '.join(self.drafts)}, not {draft!r}")
-        p, q = self.tailed(draft, tail)
-        rows = self.drafted
-        chain, position = (None if values is None else values[rows]
-                           for values in (self.ids.get("chain"), self.ids.get("position")))
-        p, q = p[rows], q[rows]
-        return PairBatch.from_arrays(p / p.sum(axis=1, keepdims=True), q / q.sum(axis=1, keepdims=True),
-                                     source, chain, position)
-
     def tailed(self, draft: str = "q", tail: str = "merge") -> tuple[np.ndarray, np.ndarray]:
-        """``(p, q)`` float64 rows with the tail buckets of ``pairs`` appended (not renormalised;
+        """``(p, q)`` float64 rows with the tail buckets of ``PairBatch.from_logged`` appended (not renormalised;
         a dense log's rows as they are)."""
         if tail not in TAIL_MODES:
             raise ValueError(f"tail: expected one of {', '.join(TAIL_MODES)}, got {tail!r}")
