@@ -11,8 +11,9 @@ Notebook use::
     stats.drift_curve(), stats.residual_curve()  # pooled over pairs, with 95 % intervals
 
 Modules: ``sources`` (families, ``parse_source``), ``batch`` (``PairBatch``, ``PairBatch.from_logged``
-over the core's ``resispec.formats.pairs``, the shipped sample), ``kernels`` (batched step statistics per verifier), ``steps``, ``optima``, ``tree``,
-``explorer`` (``run_drift``, ``run_compare``), ``report`` and ``plots`` (files), ``bench``.
+over the core's ``resispec.formats.pairs``, the shipped sample), ``kernels`` (batched step statistics per
+verifier), ``steps``, ``optima``, ``tree``, ``explorer`` (``run_drift``, ``run_compare``), ``report`` and
+``plots`` (files), ``bench``.
 """
 
 from resispec.formats.pairs import LoggedPairs, logged_pairs, read_logged, write_logged

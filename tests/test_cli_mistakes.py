@@ -89,9 +89,9 @@ def bad_files(tmp_path_factory):
 
 @pytest.mark.parametrize("mistake", list(MISTAKES))
 def test_each_mistake_exits_2_with_one_line_on_stderr(mistake, bad_files, capsys, monkeypatch):
-    import engine.models
+    import engine.model.models
 
-    monkeypatch.setattr(engine.models, "load_target", _no_model)  # checked before any model loads
+    monkeypatch.setattr(engine.model.models, "load_target", _no_model)  # checked before any model loads
     argv = [part.replace("{tmp}", str(bad_files)) for part in MISTAKES[mistake]]
     status = main(argv)
     captured = capsys.readouterr()

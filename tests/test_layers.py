@@ -1,5 +1,6 @@
-"""The layers hold: core (`resispec` without its interfaces) <- `sim` <- `engine` <- the interfaces
-(`resispec.cli`, `resispec.explore`), and `theory` imports none of them. The contracts are the
+"""The layers hold: core (`resispec` without its interfaces, the formats included) <- `sim` | `engine`
+(siblings that never import each other) <- the interfaces (`resispec.cli`, `resispec.explore`); the engine's
+rooms import only downwards; `theory` imports none of them. The contracts are the
 import-linter ones in pyproject.toml (``lint-imports`` runs the same); each wrong-way import below,
 planted in a copy of the tree, breaks them."""
 
@@ -42,16 +43,19 @@ def copy_of_the_tree(destination: Path) -> Path:
     return destination
 
 
+STACK = "independent siblings on the core BROKEN"
 WRONG_WAY = {
-    "the core imports sim": ("resispec/roots.py", "import sim.batch\n",
-                             "in resispec, only the interfaces import sim or engine BROKEN"),
-    "the core imports the explorer": ("resispec/bounds.py", "import resispec.explore.model\n",
-                                      "the core never imports an interface BROKEN"),
-    "sim imports engine": ("sim/batch.py", "import engine.tree\n", "engine on sim BROKEN"),
-    "engine imports the CLI": ("engine/tree.py", "import resispec.cli.table\n", "engine on sim BROKEN"),
+    "the core imports sim": ("resispec/roots.py", "import sim.batch\n", STACK),
+    "the core imports the engine": ("resispec/formats/stats.py", "import engine.runtime.tree\n", STACK),
+    "the core imports the explorer": ("resispec/bounds.py", "import resispec.explore.model\n", STACK),
+    "sim imports engine": ("sim/batch.py", "import engine.runtime.tree\n", STACK),
+    "engine imports sim": ("engine/logs/node_log.py", "import sim.rounds\n", STACK),
+    "engine imports the CLI": ("engine/runtime/tree.py", "import resispec.cli.table\n", STACK),
+    "a low room imports a higher one": ("engine/runtime/tree.py", "import engine.decode.processing\n",
+                                        "no import runs back up BROKEN"),
     "theory imports the core": ("theory/registry.py", "import resispec.bounds\n",
                                 "imports none of the float code BROKEN"),
-    "a core module no layer lists": ("resispec/unlisted.py", "", "the core never imports an interface BROKEN"),
+    "a core module no layer lists": ("resispec/unlisted.py", "", "names all of the core) BROKEN"),
 }
 
 

@@ -148,7 +148,7 @@ is distributed as the target's sequential law, cut at a stopping time. Sequence-
 nothing beyond per-node exactness and subtrees drafted independently of the verification above them.
 
 **The independence hypothesis, derived for the engine's drafting.** A round's randomness is: one
-draw `G_n` per logical node `n` of the drafting generator (`engine.expand.expand_tree` asks the
+draw `G_n` per logical node `n` of the drafting generator (`engine.decode.expand.expand_tree` asks the
 verifier's scheme for `n`'s children from `q(.|path(n))`: i.i.d., without replacement or top-k, the
 last a function of `q` alone), one draw `U_n` per decided node of the separate verification generator
 (`NodeVerifier.verify`: the decision at `n` is a function of `p(.|path(n))`, `q(.|path(n))`, `n`'s

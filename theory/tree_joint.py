@@ -2,7 +2,7 @@
 children of every logical node, by the engine's drafting scheme) times every outcome of the node
 decisions along the walk, without the per-node recursion of ``theory.tree.tree_law``.
 
-The engine (``engine.expand.expand_tree``, ``engine.decoding``) drafts the whole tree before verifying:
+The engine (``engine.decode.expand.expand_tree``, ``engine.decode.decoding``) drafts the whole tree before verifying:
 each logical node's children are one draw of its verifier's scheme from ``q(.|path)`` (i.i.d., without
 replacement, or top-k), with the drafting generator; equal root-to-node paths share a model row but
 keep their own children. The walk then decides node by node, each decision a function of that node's

@@ -11,7 +11,7 @@ import torch
 class Draft(Protocol):
     """A draft q that keeps its own KV cache of the accepted prefix and grows a candidate tree on top.
 
-    `engine.tree_lm.TreeLM` implements it for any transformers causal LM (the tiny random draft is
+    `engine.runtime.tree_lm.TreeLM` implements it for any transformers causal LM (the tiny random draft is
     ``TreeLM(tiny_llama(seed))``); `EarlyExitDraft` is a `TreeLM` over the target's first layers. Node
     numbering and the round protocol are those of `TreeLM`: node 0 is the last accepted token.
     A draft with a ``shares_prompt_cache_with(target)`` method that returns true (a self-draft of that

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
-from engine.tree_lm import TreeLM
+from engine.runtime.tree_lm import TreeLM
 
 DEFAULT_EARLY_EXIT_LAYERS = 6
 """Depth of the early-exit draft when none is named (CLI ``early-exit``)."""

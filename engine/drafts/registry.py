@@ -1,7 +1,7 @@
 """Drafts by name, for the CLI and benchmarks: ``default`` (``int4`` on CPU, ``bf16`` elsewhere), ``int4``,
 ``int8`` and ``bf16`` (quantized self-drafts, `SelfDraft`), ``trained`` (the distilled draft, `TrainedDraft`),
 ``early-exit`` (``early-exit-L`` picks the depth L), or the path of a local causal LM on the target's
-tokenizer (directory or GGUF file, `engine.checkpoints`). Every draft exposes ``model``, a transformers
+tokenizer (directory or GGUF file, `engine.model.checkpoints`). Every draft exposes ``model``, a transformers
 causal LM (usable as transformers' ``assistant_model``)."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from pathlib import Path
 
 from transformers import PreTrainedModel
 
-from engine.checkpoints import load_draft_model
-from engine.compact_lm import lm_for
 from engine.drafts.base import Draft
 from engine.drafts.early_exit import DEFAULT_EARLY_EXIT_LAYERS, EarlyExitDraft
 from engine.drafts.self_draft import SelfDraft, default_self_draft_scheme
 from engine.drafts.trained import TrainedDraft
-from engine.quantize import SCHEMES
+from engine.model.checkpoints import load_draft_model
+from engine.model.quantize import SCHEMES
+from engine.runtime.compact_lm import lm_for
 
 DEFAULT_DRAFT = "default"
 DRAFT_NAMES = ("default", "int4", "int8", "bf16", "trained", "early-exit", "early-exit-L")

@@ -1,4 +1,4 @@
-"""Quantized self-drafts: q = the target's own network in int4, int8 or bfloat16 (`engine.quantize`).
+"""Quantized self-drafts: q = the target's own network in int4, int8 or bfloat16 (`engine.model.quantize`).
 
 Built at load time from the target's weights; nothing is stored. On this CPU the int4 and int8 copies
 agree with the float32 target on about 0.96-0.97 of the mass per token (``sum_x min(p, q)`` at T = 1) and
@@ -13,9 +13,9 @@ from weakref import WeakKeyDictionary
 from torch import nn
 from transformers import PreTrainedModel
 
-from engine.compact_lm import CompactLM
-from engine.quantize import integer_kernels_run_on, quantized_copy
-from engine.tree_lm import TreeCacheLM
+from engine.model.quantize import integer_kernels_run_on, quantized_copy
+from engine.runtime.compact_lm import CompactLM
+from engine.runtime.tree_lm import TreeCacheLM
 
 
 class SelfDraft(CompactLM):

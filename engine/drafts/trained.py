@@ -2,7 +2,7 @@
 
 q = ``lm_head(norm'(L'_k(... L'_1(embed(x)))))``: the embedding, rotary embedding and output head are the
 target's (shared at run time, never stored), the k layers L' and the final norm' are the draft's own,
-initialised from copies of some target layers and distilled from the target (`engine.train_draft`).
+initialised from copies of some target layers and distilled from the target (`engine.train.train_draft`).
 The committed weights (`WEIGHTS_PATH`, half precision, layers and norm only) load as the target's dtype.
 """
 
@@ -20,7 +20,7 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from engine.drafts.early_exit import decoder_view
-from engine.tree_lm import TreeLM
+from engine.runtime.tree_lm import TreeLM
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 WEIGHTS_PATH = WEIGHTS_DIR / "draft.safetensors"

@@ -23,6 +23,8 @@ COMMAND_MODULES: list[str] = [
     "resispec.cli.explore",
     "resispec.cli.log",
     "resispec.cli.audit_log",
+    "resispec.cli.replay",
+    "resispec.cli.train_draft",
 ]
 
 

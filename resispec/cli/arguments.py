@@ -137,8 +137,8 @@ def verifier_name(text: str) -> str:
 
 def decoding_verifier(text: str) -> str:
     """A verifier name of the zoo, a sequence-level verifier (``resispec.sequence``), or ``ar`` (plain
-    autoregressive sampling, ``engine.decoding.AUTOREGRESSIVE``)."""
-    from engine.decoding import AUTOREGRESSIVE
+    autoregressive sampling, ``engine.decode.decoding.AUTOREGRESSIVE``)."""
+    from engine.decode.decoding import AUTOREGRESSIVE
     from resispec.sequence import SEQUENCE_VERIFIERS
 
     return text if text == AUTOREGRESSIVE or text in SEQUENCE_VERIFIERS else verifier_name(text)

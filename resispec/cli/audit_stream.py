@@ -67,13 +67,13 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from tqdm import tqdm
 
-    from engine.bench_engine import load_prompts
+    from engine.audit.generators import generate_sequences, parse_generator
+    from engine.audit.stream_audit import audit_pit, law_description, stream_pit
+    from engine.bench.bench_engine import load_prompts
+    from engine.decode.generation import prompt_ids
+    from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT
-    from engine.generation import prompt_ids
-    from engine.generators import generate_sequences, parse_generator
-    from engine.models import load_target
-    from engine.processing import Sampling
-    from engine.stream_audit import audit_pit, law_description, stream_pit
+    from engine.model.models import load_target
     from resispec.audit import DEFAULT_ALPHA
 
     spec = parse_generator(args.generator)

@@ -2,7 +2,7 @@
 
 Pairs (p, q) at T = 1 on the target's continuations of the held-out prompts (the distillation data's
 held-out split, generated into ``--work`` if missing); estimated tokens per target forward per tree
-from the acceptance (formula and caveat in `engine.draft_eval`).
+from the acceptance (formula and caveat in `engine.bench.draft_eval`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from engine.draft_eval import draft_pairs, mean_acceptance, tokens_per_round
+    from engine.bench.draft_eval import draft_pairs, mean_acceptance, tokens_per_round
     from engine.drafts import EarlyExitDraft, TrainedDraft
-    from engine.train_draft import REPO, first_samples, load_data
+    from engine.train.train_draft import REPO, first_samples, load_data
 
     torch.set_num_threads(args.threads)
     target, data, _ = load_data("smollm2", args.work or REPO / "out", ["heldout"], log=lambda _: None)

@@ -32,10 +32,10 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.bench_engine import bench_engine, best_peer, load_prompts
+    from engine.bench.bench_engine import bench_engine, best_peer, load_prompts
+    from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT, resolve_draft_name
-    from engine.models import load_target
-    from engine.processing import Sampling
+    from engine.model.models import load_target
     from resispec.cli.table import format_table
     from resispec.verifiers import VERIFIERS
 

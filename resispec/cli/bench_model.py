@@ -24,7 +24,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.timing import NODE_COUNTS, time_forwards, time_loads, time_node_counts
+    from engine.decode.timing import NODE_COUNTS, time_forwards, time_loads, time_node_counts
     from resispec.cli.table import format_table
 
     torch.set_num_threads(args.threads)

@@ -33,7 +33,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.bench_verifiers import bench_torch_verify
+    from engine.bench.bench_verifiers import bench_torch_verify
     from resispec.cli.table import format_table
 
     allocator = allocator_note(args)

@@ -67,11 +67,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.decoding import AUTOREGRESSIVE
+    from engine.decode.decoding import AUTOREGRESSIVE
+    from engine.decode.generation import GenerationRequest, generate, node_log_for, summary
+    from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT
-    from engine.generation import GenerationRequest, generate, node_log_for, summary
-    from engine.models import load_target
-    from engine.processing import Sampling
+    from engine.model.models import load_target
 
     request = GenerationRequest(
         prompt=args.prompt, verifier=args.verifier, draft=args.draft or DEFAULT_DRAFT, branching=args.tree,

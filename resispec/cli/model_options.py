@@ -11,7 +11,7 @@ TARGET_HELP = "your own target: a local checkpoint directory or GGUF file (defau
 
 
 def add_target_argument(parser: argparse.ArgumentParser) -> None:
-    """``--target PATH`` (``engine.models.load_target(path=...)``; ``--draft`` takes a PATH too)."""
+    """``--target PATH`` (``engine.model.models.load_target(path=...)``; ``--draft`` takes a PATH too)."""
     parser.add_argument("--target", default=None, metavar="PATH", help=TARGET_HELP)
 
 

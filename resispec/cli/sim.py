@@ -76,7 +76,7 @@ def _register_rounds(commands: argparse._SubParsersAction) -> None:
 
     rounds = commands.add_parser(
         "rounds", help="replay logged rounds: every round verifier's exact E[accepted | tree], paired",
-        description="For every round of a round log (engine.round_replay --log), each verifier's exact expected "
+        description="For every round of a round log (engine.bench.round_replay --log), each verifier's exact expected "
                     "accepted draft tokens given the tree, and the paired differences to the baseline with standard "
                     "errors. Writes rounds.csv (per round) and rounds.png to --out.")
     rounds.add_argument("log", metavar="FILE", help="a round log (.npz, resispec-pairs/1 with round fields)")

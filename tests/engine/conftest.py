@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.tiny import tiny_pair
+from engine.model.tiny import tiny_pair
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
@@ -23,6 +23,6 @@ def tiny_models():
 @pytest.fixture(scope="session")
 def real_target():
     """(model, tokenizer) of the real target; the first run ever dequantizes the GGUF (~15 s), then cached."""
-    from engine.models import load_target
+    from engine.model.models import load_target
 
     return load_target()

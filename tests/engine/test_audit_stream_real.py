@@ -11,11 +11,11 @@ import json
 import pytest
 import torch
 
-from engine.bench_engine import load_prompts
-from engine.generation import prompt_ids
-from engine.generators import generate_sequences
-from engine.stream_audit import audit_sequences
-from engine.tiny import tiny_llama
+from engine.audit.generators import generate_sequences
+from engine.audit.stream_audit import audit_sequences
+from engine.bench.bench_engine import load_prompts
+from engine.decode.generation import prompt_ids
+from engine.model.tiny import tiny_llama
 from resispec.cli import main
 
 pytestmark = pytest.mark.real_model

@@ -6,14 +6,14 @@ import pytest
 import torch
 from torch.nn import functional
 
-import engine.compact_lm as compact_lm
-from engine.compact_lm import CompactLM, lm_for
+import engine.runtime.compact_lm as compact_lm
 from engine.drafts.self_draft import SelfDraft
-from engine.quantize import INT4_GROUP, Int4Linear, Int8Linear, quantized_copy
-from engine.small_rows import PaddedLinear, mkl_packing_available
-from engine.tiny import tiny_llama
-from engine.tree import CandidateTree
-from engine.tree_lm import TreeLM
+from engine.model.quantize import INT4_GROUP, Int4Linear, Int8Linear, quantized_copy
+from engine.model.tiny import tiny_llama
+from engine.runtime.compact_lm import CompactLM, lm_for
+from engine.runtime.small_rows import PaddedLinear, mkl_packing_available
+from engine.runtime.tree import CandidateTree
+from engine.runtime.tree_lm import TreeLM
 
 
 def _rounds(lm, prompt):
@@ -73,7 +73,7 @@ def test_int8_linear_error_is_within_the_quantization_bound():
 
 
 def _dequantized(layer: Int4Linear) -> torch.Tensor:
-    """W~ = (L - 8) s + z per group (engine.quantize), from the layer's levels and (s, z)."""
+    """W~ = (L - 8) s + z per group (engine.model.quantize), from the layer's levels and (s, z)."""
     scales, zeros = (layer.scales_and_zeros[..., i].float().t().repeat_interleave(INT4_GROUP, dim=1) for i in (0, 1))
     return (layer.levels.float() - 8) * scales + zeros
 
@@ -190,7 +190,7 @@ def test_prefill_from_copies_the_prompt_cache_and_checks_its_source():
 
 
 def test_the_decoder_starts_a_self_draft_on_its_targets_prompt_cache(monkeypatch):
-    from engine.decoding import Decoder
+    from engine.decode.decoding import Decoder
 
     target = tiny_llama(6, hidden_size=32)
     draft = SelfDraft(target, "int8")

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.decoding import Decoder
-from engine.processing import Sampling
-from engine.tiny import tiny_pair
-from engine.tree_lm import TreeLM
+from engine.decode.decoding import Decoder
+from engine.decode.processing import Sampling
+from engine.model.tiny import tiny_pair
+from engine.runtime.tree_lm import TreeLM
 from engine.verifiers import TORCH_VERIFIERS
 from resispec import VERIFIERS
 

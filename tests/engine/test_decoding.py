@@ -7,11 +7,11 @@ import json
 import pytest
 import torch
 
-from engine.decoding import Decoder
-from engine.node_verification import NodeVerifier
-from engine.processing import Sampling, draft_probs, target_probs
-from engine.tree_lm import TreeLM
+from engine.decode.decoding import Decoder
+from engine.decode.processing import Sampling, draft_probs, target_probs
+from engine.runtime.tree_lm import TreeLM
 from engine.verifiers import TORCH_VERIFIERS
+from engine.verifiers.node_verification import NodeVerifier
 from resispec import VERIFIERS
 from resispec.audit import pit_audit
 from resispec.cli import main
@@ -120,9 +120,9 @@ def test_greedy_on_the_real_model_equals_autoregressive(real_target, capsys):
 
 @pytest.mark.real_model
 def test_generate_defaults_calibrate_a_tree_and_report_the_split(real_target, capsys, tmp_path, monkeypatch):
-    import engine.calibration
+    import engine.decode.calibration
 
-    monkeypatch.setattr(engine.calibration, "cache_root", lambda: tmp_path)  # a fresh calibration
+    monkeypatch.setattr(engine.decode.calibration, "cache_root", lambda: tmp_path)  # a fresh calibration
     # a prompt whose answer outlasts 16 tokens (a short answer can end at EOS first, whatever the seed)
     argv = ["generate", "--prompt", "Write a long poem about the sea.", "--max-new-tokens", "16", "--audit", "--json",
             "--threads", "1"]
@@ -150,7 +150,7 @@ def test_parity_check_of_torch_against_numpy_during_decoding(tiny_models, verifi
 
 
 def test_node_log_round_trips_through_the_simulator_format(tiny_models, tmp_path):
-    from engine.node_log import NodeLog
+    from engine.logs.node_log import NodeLog
     from resispec.formats.pairs import read_logged
 
     target, draft = tiny_models
@@ -173,7 +173,7 @@ def test_node_log_round_trips_through_the_simulator_format(tiny_models, tmp_path
 def test_audit_hooks_never_change_the_decoded_tokens(tiny_models, verifier):
     """PIT and parity uniforms come from their own stream: the same seed decodes the same tokens
     with every hook off or on."""
-    from engine.node_log import NodeLog
+    from engine.logs.node_log import NodeLog
 
     target, draft = tiny_models
     prompt, branching = torch.tensor([3, 1]), (3, 2)

@@ -13,10 +13,10 @@ import pytest
 import torch
 from hypothesis import assume, given, settings
 
-from engine.decoding import Decoder
-from engine.node_log import NodeLog
-from engine.processing import Sampling
-from engine.tree_lm import TreeLM
+from engine.decode.decoding import Decoder
+from engine.decode.processing import Sampling
+from engine.logs.node_log import NodeLog
+from engine.runtime.tree_lm import TreeLM
 from engine.verifiers import TORCH_VERIFIERS
 from tests.engine.torch_verifier_helpers import one_thread  # noqa: F401  (autouse fixture)
 from tests.extreme import extreme_instances

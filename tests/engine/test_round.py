@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from engine.decode.expand import expand_tree
 from engine.drafts import EarlyExitDraft
-from engine.expand import expand_tree
-from engine.tiny import tiny_llama
-from engine.tree import CandidateTree
-from engine.tree_lm import TreeLM
+from engine.model.tiny import tiny_llama
+from engine.runtime.tree import CandidateTree
+from engine.runtime.tree_lm import TreeLM
 from tests.engine.reference import last_logits
 
 

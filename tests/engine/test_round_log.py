@@ -1,4 +1,4 @@
-"""Round logs written by the engine (``engine.round_log``) over the tiny models: the replay in the
+"""Round logs written by the engine (``engine.logs.round_log``) over the tiny models: the replay in the
 simulator (``sim.rounds``) scores every round exactly as scoring the decoder's own tree does."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from engine.decoding import Decoder
-from engine.processing import Sampling
-from engine.round_log import LoggingRound, RoundLog
-from engine.tree_lm import TreeLM
+from engine.decode.decoding import Decoder
+from engine.decode.processing import Sampling
+from engine.logs.round_log import LoggingRound, RoundLog
+from engine.runtime.tree_lm import TreeLM
 from resispec.formats.pairs import read_logged
 from resispec.sequence import get_round_verifier
 from resispec.sequence.tree import round_tree

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from engine.decoding import Decoder
-from engine.processing import Sampling
-from engine.tiny import tiny_pair
-from engine.tree_lm import TreeLM
+from engine.decode.decoding import Decoder
+from engine.decode.processing import Sampling
+from engine.model.tiny import tiny_pair
+from engine.runtime.tree_lm import TreeLM
 from resispec.audit.round_law import exact_round_law
 from resispec.cli import main
 

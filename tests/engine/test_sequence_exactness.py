@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-from engine.decoding import Decoder
+from engine.decode.decoding import Decoder
+from engine.decode.processing import Sampling
 from engine.drafts.self_draft import SelfDraft
-from engine.processing import Sampling
-from engine.tiny import tiny_llama
-from engine.tree_lm import TreeLM
+from engine.model.tiny import tiny_llama
+from engine.runtime.tree_lm import TreeLM
 from engine.verifiers import TORCH_VERIFIERS
 from resispec import VERIFIERS
 from resispec.audit.goodness_of_fit import merged_chi_square
@@ -61,7 +61,7 @@ def target_law(models):
 def sequence_counts(models, verifier: str, seed: int, branching: tuple[int, ...] | None = None,
                     draft_scheme: str | None = None, samples: int = SAMPLES) -> np.ndarray:
     """Counts of the first LENGTH tokens over SAMPLES generations; i.i.d. trees (3, 2) repeat tokens often
-    at vocabulary 8, so they exercise the shared rows of equal siblings (`engine.expand`)."""
+    at vocabulary 8, so they exercise the shared rows of equal siblings (`engine.decode.expand`)."""
     target, draft = models
     if branching is None:
         chain = (SEQUENCE_VERIFIERS[verifier].chains_only if verifier in SEQUENCE_VERIFIERS

@@ -1,4 +1,4 @@
-"""The sequence-level stream audit (``engine.stream_audit``) on the tiny pair (vocab 8): its mechanics
+"""The sequence-level stream audit (``engine.audit.stream_audit``) on the tiny pair (vocab 8): its mechanics
 (teacher forcing, padding, the claimed law, impossible tokens, its own uniforms, inputs). The generators
 against the real target, exact ones and lossy controls, are in ``test_audit_stream_real.py``.
 """
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from engine.generators import generate_sequences, parse_generator, read_jsonl
-from engine.processing import Sampling
-from engine.stream_audit import GeneratedSequence, audit_sequences, stream_pit
-from engine.tree_lm import TreeLM
+from engine.audit.generators import generate_sequences, parse_generator, read_jsonl
+from engine.audit.stream_audit import GeneratedSequence, audit_sequences, stream_pit
+from engine.decode.processing import Sampling
+from engine.runtime.tree_lm import TreeLM
 
 PROMPTS = [torch.tensor([3]), torch.tensor([1, 5])]
 COUNT, NEW_TOKENS = 40, 8  # 320 tokens

@@ -8,7 +8,7 @@ import time
 
 import torch
 
-from engine.bench_verifiers import llm_like_batch
+from engine.bench.bench_verifiers import llm_like_batch
 from resispec.cli import main
 from tests.engine.torch_verifier_helpers import one_thread  # noqa: F401 (fixture)
 from tests.timing_records import check_timing_records

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -9,12 +10,12 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from engine.distill import TrainConfig, kl_and_overlap, learning_rate, step_sequences, train
-from engine.draft_data import GenerationConfig, Sequences, generate_shards, sample_continuations
 from engine.drafts import Draft, EarlyExitDraft, SelfDraft, TrainedDraft
 from engine.drafts.trained import WEIGHTS_PATH, DraftLayers, fits, read_draft_meta, save_draft
-from engine.tiny import tiny_llama
-from engine.tree_lm import TreeLM
+from engine.model.tiny import tiny_llama
+from engine.runtime.tree_lm import TreeLM
+from engine.train.distill import TrainConfig, kl_and_overlap, learning_rate, step_sequences, train
+from engine.train.draft_data import GenerationConfig, Sequences, generate_shards, sample_continuations
 from tests.engine.test_models import requires_target_wheel
 
 MAX_WEIGHTS_BYTES = 25 * 10**6
@@ -182,22 +183,26 @@ def test_training_lowers_kl_and_resumes_exactly(tmp_path):
 
 @pytest.mark.slow
 def test_training_script_smoke(tmp_path, capsys):
-    from engine.train_draft import main
+    from resispec.cli import main
 
-    results = main(["--preset", "tiny", "--work", str(tmp_path), "--threads", "1"])
+    command = ["train-draft", "--preset", "tiny", "--work", str(tmp_path), "--threads", "1"]
+    assert main(command) == 0
+    out = capsys.readouterr().out
+    results = json.loads(out.splitlines()[-1])
     run_dir = tmp_path / "draft_train" / "tiny"
     for name in ("draft.safetensors", "draft_overlap.csv", "draft_overlap.png", "checkpoint.pt", "train.log"):
         assert (run_dir / name).is_file(), name
     assert 0 < results["heldout_overlap"] <= 1 and results["train_tokens"] > 0
-    assert "eval: step 4" in capsys.readouterr().out
-    again = main(["--preset", "tiny", "--work", str(tmp_path), "--threads", "1"])
-    assert "resumed from" in capsys.readouterr().out and again == results
+    assert "eval: step 4" in out
+    assert main(command) == 0
+    out = capsys.readouterr().out
+    assert "resumed from" in out and json.loads(out.splitlines()[-1]) == results
 
 
 @pytest.mark.real_model
 @requires_target_wheel
 def test_real_trained_draft_beats_the_early_exit_draft(real_target):
-    from engine.draft_data import encode_prompts, load_prompts
+    from engine.train.draft_data import encode_prompts, load_prompts
 
     model, tokenizer = real_target
     draft = TrainedDraft(model)
@@ -229,7 +234,7 @@ def test_registry_names_the_trained_and_default_drafts():
 
 
 def test_held_out_pairs_acceptance_and_tokens_per_round():
-    from engine.draft_eval import draft_pairs, has_closed_form, mean_acceptance, tokens_per_round
+    from engine.bench.draft_eval import draft_pairs, has_closed_form, mean_acceptance, tokens_per_round
     from resispec import get_verifier
 
     target = tiny_llama(seed=8, num_layers=3)
@@ -261,8 +266,8 @@ def test_held_out_pairs_acceptance_and_tokens_per_round():
 def test_benchmark_prompts_are_not_training_prompts():
     """The engine benchmark measures the draft on text it was not distilled on: no benchmark prompt
     shares more than half of its words (Jaccard) with a training prompt."""
-    from engine.bench_engine import load_prompts as load_bench_prompts
-    from engine.draft_data import load_prompts
+    from engine.bench.bench_engine import load_prompts as load_bench_prompts
+    from engine.train.draft_data import load_prompts
 
     def words(text: str) -> set[str]:
         return set(re.findall(r"[a-z]+", text.lower()))

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from engine.calibration import Calibration, cached_calibration, calibrate, measure_acceptance, truncated_pair
-from engine.processing import Sampling
-from engine.tiny import tiny_pair
-from engine.tree_lm import TreeLM
-from engine.tree_search import MAX_DEPTH, best_tree, expected_tokens, survival_correlation
+from engine.decode.calibration import Calibration, cached_calibration, calibrate, measure_acceptance, truncated_pair
+from engine.decode.processing import Sampling
+from engine.decode.tree_search import MAX_DEPTH, best_tree, expected_tokens, survival_correlation
+from engine.model.tiny import tiny_pair
+from engine.runtime.tree_lm import TreeLM
 
 
 def _brute_force(acceptance, target_cost, draft_cost, round_cost, max_nodes, max_depth, max_children,
@@ -107,7 +107,7 @@ def test_acceptance_curve_uses_the_verifier_and_grows_with_k():
 
 
 def test_acceptance_rounding_above_one_is_clipped_and_more_is_an_error(monkeypatch):
-    import engine.calibration as calibration
+    import engine.decode.calibration as calibration
 
     p = np.full((2, 5), 0.2)
     monkeypatch.setattr(calibration, "_truncated_acceptance", lambda rule, p, q, k: 1.0000000000000004)

@@ -3,7 +3,7 @@
 One speculative round (node 0 = the last emitted token):
 
 1. the draft grows the tree level by level; each internal node's children are drawn from its
-   processed q by the verifier's drafting rule (``engine.expand.expand_tree``; equal root-to-node
+   processed q by the verifier's drafting rule (``engine.decode.expand.expand_tree``; equal root-to-node
    paths share one row of both models);
 2. the target scores every row in one forward over its KV cache (``grow``);
 3. verification walks down from the root: at node n the verifier sees p_n, q_n and n's children;
@@ -32,14 +32,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from engine.compact_lm import lm_for
+from engine.decode.expand import DraftedTree, expand_tree
+from engine.decode.processing import Sampling, draft_probs, target_probs
 from engine.drafts.base import Draft
-from engine.expand import DraftedTree, expand_tree
-from engine.node_log import NodeLog
-from engine.node_verification import NodeVerifier
-from engine.processing import Sampling, draft_probs, target_probs
-from engine.round_verification import RoundVerification, is_sequence_level
-from engine.tree import CandidateTree
+from engine.logs.node_log import NodeLog
+from engine.runtime.compact_lm import lm_for
+from engine.runtime.tree import CandidateTree
+from engine.verifiers.node_verification import NodeVerifier
+from engine.verifiers.round_verification import RoundVerification, is_sequence_level
 from resispec import get_verifier
 from resispec.audit import randomized_pit
 from resispec.sampling import inverse_cdf_rows
@@ -94,7 +94,7 @@ class Decoder:
         target_model: the target p (a transformers causal LM).
         draft: the draft q (``engine.drafts.Draft``); ignored for ``verifier="ar"``.
         verifier: a verifier name of the zoo, a sequence-level one (``block``, ``traversal``,
-            ``traversal_wor``: ``engine.round_verification``), or ``"ar"`` for plain sampling.
+            ``traversal_wor``: ``engine.verifiers.round_verification``), or ``"ar"`` for plain sampling.
         branching: children per node at each depth, e.g. ``(4, 2, 2, 1)``.
         sampling: temperature / top-k / top-p, applied identically to p and q.
         seed: all randomness flows from it: verification and sampling uniforms from
@@ -103,7 +103,7 @@ class Decoder:
             so that turning a hook on never changes the decoded tokens.
         audit: record a randomized-PIT value per emitted token.
         parity_fraction: re-decide this fraction of verified nodes with the NumPy reference.
-        log: record (p, q, candidates, emitted) of every verified node (``engine.node_log``).
+        log: record (p, q, candidates, emitted) of every verified node (``engine.logs.node_log``).
     """
 
     def __init__(self, target_model: torch.nn.Module, draft: Draft | None, verifier: str,

@@ -2,7 +2,7 @@
 
 Each generated sequence ``y_1..y_n`` (after a prompt ``c``) is scored by the target by teacher forcing:
 one forward over ``c y_1..y_n`` gives the target's logits at every generated position, processed with the
-sampling settings the generator claimed (``engine.processing.target_probs``: temperature, top-k, top-p).
+sampling settings the generator claimed (``engine.decode.processing.target_probs``: temperature, top-k, top-p).
 With ``p_t = process(target logits after c y_<t)`` and independent uniforms ``U_t``, the randomized PIT
 
     u_t = P_{p_t}(Y < y_t) + U_t p_t(y_t)
@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from engine.processing import Sampling, target_probs
+from engine.decode.processing import Sampling, target_probs
 from resispec.audit import DEFAULT_ALPHA, AuditResult, pit_audit, randomized_pit
 
 AUDIT_STREAM = 2

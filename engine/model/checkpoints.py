@@ -2,7 +2,7 @@
 
 - A directory is read with ``from_pretrained(path, local_files_only=True)`` (model and tokenizer).
 - A GGUF file is dequantized once into a plain safetensors checkpoint in the resispec cache
-  (``engine.models.checkpoint_dir``: keyed by the file's name and size), exactly as the built-in target;
+  (``engine.model.gguf.checkpoint_dir``: keyed by the file's name and size), exactly as the built-in target;
   later loads read the cache.
 
 Nothing is fetched from a hub. A draft must share the target's token ids: its vocabulary size must equal
@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from engine.models import _write_checkpoint, checkpoint_dir
+from engine.model.gguf import checkpoint_dir, write_checkpoint
 
 
 def checkpoint_folder(path: str | Path, role: str) -> Path:
@@ -32,7 +32,7 @@ def checkpoint_folder(path: str | Path, role: str) -> Path:
     if path.is_file() and path.suffix.lower() == ".gguf":
         folder = checkpoint_dir(path)
         if not (folder / "model.safetensors").is_file():
-            _write_checkpoint(path, folder)
+            write_checkpoint(path, folder)
         return folder
     if path.is_file():
         raise ValueError(f"{role}: {path} is neither a checkpoint directory nor a .gguf file")

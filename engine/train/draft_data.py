@@ -24,7 +24,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
-PROMPTS_PATH = Path(__file__).parent / "data" / "prompts.json"
+PROMPTS_PATH = Path(__file__).parents[1] / "data" / "prompts.json"
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,12 @@ It costs ``T(b) = sum_{d=0}^{D-1} c(w_d) + t(n) + sum_{d=1}^{D} u(b_d) + v``: th
 ``n = 1 + sum_{d=1}^{D} w_d`` nodes in one forward, the walk verifies at most one node per level, with
 ``u(k)`` the measured seconds of one node's verification with k candidates (a plan-building verifier pays
 much more for k >= 2 than for one candidate), and ``v`` is the per-round bookkeeping. ``t`` and ``c`` are measured cost
-curves (`engine.calibration`). As in Sequoia (arXiv 2402.12374), the objective is tokens per second,
+curves (`engine.decode.calibration`). As in Sequoia (arXiv 2402.12374), the objective is tokens per second,
 ``E(b) / T(b)``; the shapes searched are all branching vectors with ``b_d <= max_children``, at most
 ``max_nodes`` nodes and ``max_depth`` levels, chains included. The value of a shape is a sum over levels
 of products of per-level factors, so the search runs depth-first over prefixes, carrying (R_d, w_d, n,
 cost so far), and scores every prefix as a tree of its own: ``O(#shapes)``, a few thousand at the
-defaults, exact within that family. Row sharing of equal i.i.d. siblings (`engine.expand`) only lowers
+defaults, exact within that family. Row sharing of equal i.i.d. siblings (`engine.decode.expand`) only lowers
 the real cost, so the estimate is conservative for i.i.d. drafting.
 """
 

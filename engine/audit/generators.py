@@ -1,6 +1,6 @@
-"""Decoders whose output the stream audit checks (``engine.stream_audit``), by name.
+"""Decoders whose output the stream audit checks (``engine.audit.stream_audit``), by name.
 
-- ``engine:VERIFIER``: this engine (``engine.decoding.Decoder``) with any verifier of the zoo (or ``ar``),
+- ``engine:VERIFIER``: this engine (``engine.decode.decoding.Decoder``) with any verifier of the zoo (or ``ar``),
   its draft and tree;
 - ``hf``: transformers ``generate`` (``do_sample=True``; greedy at temperature 0);
 - ``hf-assisted``: transformers assisted generation, the engine's draft (``make_draft(...).model``) as
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import torch
 
-from engine.decoding import Decoder
+from engine.audit.stream_audit import GeneratedSequence, cut_after
+from engine.decode.decoding import Decoder
+from engine.decode.processing import Sampling
 from engine.drafts.registry import DEFAULT_DRAFT, make_draft
-from engine.processing import Sampling
-from engine.stream_audit import GeneratedSequence, cut_after
-from engine.tree_lm import TreeLM
+from engine.runtime.tree_lm import TreeLM
 
 GENERATOR_FORMS = ("engine:VERIFIER", "hf", "hf-assisted", "hf-ensemble:W", "jsonl:FILE")
 HF_BATCH = 8

@@ -13,13 +13,13 @@ Once per (target, draft, verifier, sampling) and machine:
   choose the tree.
 - **correlation** ``kappa_d``: consecutive positions are not independent, so the probability of
   accepting d positions in a row is measured too, from the one-candidate acceptances ``sum min(p, q)``
-  along each continuation (`engine.tree_search.survival_correlation`).
+  along each continuation (`engine.decode.tree_search.survival_correlation`).
 - **verification cost** ``u(k)``: mean seconds of one node's verification with k candidates.
 - **costs**: median seconds of one target forward over n nodes (n = 1..32, sampled and interpolated)
   and of one draft forward over w rows, on a cache of the calibration prompt; the bookkeeping per round
   is taken as one one-candidate verification (``u(1)``, a rough measured constant).
 
-The result is cached as JSON under the resispec cache folder (`engine.models.cache_root`).
+The result is cached as JSON under the resispec cache folder (`engine.model.gguf.cache_root`).
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from engine.compact_lm import lm_for
+from engine.decode.processing import Sampling, draft_probs, target_probs
+from engine.decode.timing import median_seconds
+from engine.decode.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree, survival_correlation
 from engine.drafts.base import Draft
-from engine.models import cache_root
-from engine.processing import Sampling, draft_probs, target_probs
-from engine.timing import median_seconds
-from engine.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree, survival_correlation
+from engine.model.gguf import cache_root
+from engine.runtime.compact_lm import lm_for
 from resispec import get_verifier
 
 ACCEPTANCE_SUPPORTS = (32, 12, 6)
@@ -53,7 +53,7 @@ FORMAT = 4
 
 @dataclass
 class Calibration:
-    """Measured inputs of `engine.tree_search.best_tree` (seconds; ``acceptance[k - 1] = A(k)``)."""
+    """Measured inputs of `engine.decode.tree_search.best_tree` (seconds; ``acceptance[k - 1] = A(k)``)."""
 
     acceptance: list[float]
     target_seconds: dict[int, float]
@@ -179,7 +179,7 @@ def _verify_costs(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_chi
     the verifier's rule (the torch port, full vocabulary), over ``rows`` calibration rows spread along the
     text: a plan's cost depends on the row's shape (a peaked row builds fast). One candidate costs what sps
     costs where the verifier's one-candidate rule is sps (the decoder batches those nodes)."""
-    from engine.node_verification import NodeVerifier
+    from engine.verifiers.node_verification import NodeVerifier
 
     rng, generator = np.random.default_rng(0), torch.Generator().manual_seed(0)
     picks = np.linspace(0, len(p_rows) - 1, min(rows, len(p_rows))).round().astype(int)
@@ -225,7 +225,7 @@ def cached_calibration(key: str, compute) -> tuple[Calibration, bool]:
 
 def calibration_prompts(tokenizer, count: int = CALIBRATION_PROMPT_COUNT) -> list[torch.Tensor]:
     """The first ``count`` draft-training prompts, chat-formatted (never the benchmark's held-out prompts)."""
-    from engine.draft_data import encode_prompts, load_prompts
+    from engine.train.draft_data import encode_prompts, load_prompts
 
     return encode_prompts(tokenizer, [p for p in load_prompts() if p.split == "train"][:count])
 

@@ -29,12 +29,12 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from engine.decoding import AUTOREGRESSIVE
+from engine.decode.decoding import AUTOREGRESSIVE
+from engine.decode.generation import GenerationRequest, generate, prompt_ids
+from engine.decode.processing import Sampling
 from engine.drafts.registry import make_draft
-from engine.generation import GenerationRequest, generate, prompt_ids
-from engine.processing import Sampling
 
-PROMPTS_FILE = Path(__file__).parent / "data" / "bench_prompts.json"
+PROMPTS_FILE = Path(__file__).parents[1] / "data" / "bench_prompts.json"
 HF = "hf"
 HF_ASSISTED = "hf-assisted"
 

@@ -1,18 +1,17 @@
-"""``python -m engine.train_draft``: distil the engine's default draft from SmolLM2-135M, end to end.
+"""The trained draft's pipeline (``resispec train-draft``): distil the default draft from SmolLM2-135M.
 
 Steps (each resumable): (1) the target continues the train and held-out prompts of
-``engine/data/prompts.json`` at T = 1 (`engine.draft_data`, shards under ``<work>/draft_data``);
+``engine/data/prompts.json`` at T = 1 (`engine.train.draft_data`, shards under ``<work>/draft_data``);
 (2) the draft's own layers, copied from target layers, learn KL(p || q) against the target's full
-distribution (`engine.distill`, checkpoint under ``<work>/draft_train/<preset>``); (3) final held-out
+distribution (`engine.train.distill`, checkpoint under ``<work>/draft_train/<preset>``); (3) final held-out
 overlap, the curve (CSV + PNG) and the weights (float16 safetensors, layers and norm only).
 
-``--preset tiny`` runs the same pipeline on `engine.tiny` random models and random prompts in seconds
+``--preset tiny`` runs the same pipeline on `engine.model.tiny` random models and random prompts in seconds
 (smoke test). Progress goes to stdout and ``<run folder>/train.log``.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import time
 from collections.abc import Callable, Sequence
@@ -22,11 +21,18 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel
 
-from engine.distill import CURVE_FIELDS, TrainConfig, evaluate, train
-from engine.draft_data import GenerationConfig, Sequences, data_folder, encode_prompts, generate_shards, load_prompts
 from engine.drafts.trained import WEIGHTS_PATH, DraftLayers, save_draft
+from engine.train.distill import CURVE_FIELDS, TrainConfig, evaluate, train
+from engine.train.draft_data import (
+    GenerationConfig,
+    Sequences,
+    data_folder,
+    encode_prompts,
+    generate_shards,
+    load_prompts,
+)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -69,8 +75,8 @@ Setup = tuple[PreTrainedModel, list[torch.Tensor], list[torch.Tensor], str, "int
 
 
 def tiny_setup(seed: int = 0) -> Setup:
-    """Tiny random target (`engine.tiny`, 3 layers, no end token) and seeded random prompts."""
-    from engine.tiny import tiny_llama
+    """Tiny random target (`engine.model.tiny`, 3 layers, no end token) and seeded random prompts."""
+    from engine.model.tiny import tiny_llama
 
     generator = torch.Generator().manual_seed(seed)
     target = tiny_llama(seed, num_layers=3).requires_grad_(False)
@@ -80,7 +86,8 @@ def tiny_setup(seed: int = 0) -> Setup:
 
 def smollm2_setup() -> Setup:
     """The real target, its chat-templated prompts (split as in the prompt set) and its end-of-turn token."""
-    from engine.models import load_target, target_gguf_path
+    from engine.model.gguf import target_gguf_path
+    from engine.model.models import load_target
 
     target, tokenizer = load_target()
     prompts = load_prompts()
@@ -196,20 +203,3 @@ def run(preset_name: str, work: Path, steps: int | None = None) -> dict:
     save_draft(own, meta, export)
     log(f"weights: {export} ({export.stat().st_size / 2**20:.1f} MiB)")
     return results
-
-
-def main(argv: Sequence[str] | None = None) -> dict:
-    """Parse the command line and run the pipeline (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m engine.train_draft", description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="smollm2")
-    parser.add_argument("--work", type=Path, default=REPO / "out", help="data and checkpoints (default: out/)")
-    parser.add_argument("--steps", type=int, default=None, help="override the preset's optimizer steps")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads (default 1: on a shared, oversubscribed CPU two threads stall each other)")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    return run(args.preset, args.work, args.steps)
-
-
-if __name__ == "__main__":
-    main()

@@ -13,13 +13,13 @@ Keys and values live in one tensor per side, [layers, kv_heads, capacity, head_d
 (doubling the capacity when full); cache surgery after a commit is one gather per side. Everything that
 touches the cache runs in ``torch.inference_mode`` (the lightest per-op dispatch; the cache tensors are
 inference tensors). Float32 linear
-layers use `engine.small_rows.PaddedLinear` (flat cost for the few rows of a round); `Int8Linear` and
-`Int4Linear` layers (`engine.quantize`) are fused the same way (a mix of the two, where int4 fell back to
+layers use `engine.runtime.small_rows.PaddedLinear` (flat cost for the few rows of a round); `Int8Linear` and
+`Int4Linear` layers (`engine.model.quantize`) are fused the same way (a mix of the two, where int4 fell back to
 int8 for a shape, as side-by-side products). Rotary cos/sin come from the model's own rotary
 module. Logits equal the transformers forward up to floating-point rounding (tests pin the difference).
 
 Used for the target (float32) and the quantized self-drafts; any other architecture goes through
-`engine.tree_lm.TreeLM`. `lm_for(model)` picks one.
+`engine.runtime.tree_lm.TreeLM`. `lm_for(model)` picks one.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from engine.quantize import Int4Linear, Int8Linear
-from engine.small_rows import PaddedLinear, mkl_packing_available
-from engine.tree_lm import TreeCacheLM, TreeLM
+from engine.model.quantize import Int4Linear, Int8Linear
+from engine.runtime.small_rows import PaddedLinear, mkl_packing_available
+from engine.runtime.tree_lm import TreeCacheLM, TreeLM
 
 Projection = Callable[[torch.Tensor], torch.Tensor]
 INITIAL_CAPACITY = 512

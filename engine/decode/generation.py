@@ -7,19 +7,19 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.calibration import choose_tree
-from engine.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
+from engine.decode.calibration import choose_tree
+from engine.decode.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
+from engine.decode.processing import Sampling
 from engine.drafts.registry import DEFAULT_DRAFT, check_draft_name, make_draft, resolve_draft_name
-from engine.node_log import NodeLog
-from engine.node_verification import NodeVerifier
-from engine.processing import Sampling
-from engine.round_verification import RoundVerification, is_sequence_level
-from engine.tree import CandidateTree
+from engine.logs.node_log import NodeLog
+from engine.runtime.tree import CandidateTree
+from engine.verifiers.node_verification import NodeVerifier
+from engine.verifiers.round_verification import RoundVerification, is_sequence_level
 from resispec.audit import pit_audit
 from resispec.validation import as_count
 
 AUTO_TREE = "auto"
-"""``branching = "auto"``: the tree maximising expected tokens per second (`engine.calibration.choose_tree`)."""
+"""``branching = "auto"``: the tree maximising expected tokens per second (`engine.decode.calibration.choose_tree`)."""
 
 
 @dataclass

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel
 
-from engine.draft_data import Sequences
 from engine.drafts.base import Draft
+from engine.train.draft_data import Sequences
 from resispec import get_verifier
 from resispec.formats.stats import standard_error
 from resispec.verifiers.base import Verifier

@@ -1,0 +1,1 @@
+"""The runtime room: the LM forwards the decoder runs (CompactLM, TreeLM, kv cache, small rows, the tree)."""

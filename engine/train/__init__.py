@@ -1,0 +1,1 @@
+"""The training room: the data, the distillation and the pipeline of the trained draft (``resispec train-draft``)."""
