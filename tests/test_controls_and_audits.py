@@ -8,7 +8,8 @@ import pytest
 from resispec import VERIFIERS, get_verifier
 from resispec.audit import DEFAULT_ALPHA, DEFAULT_SAMPLES, exact_law, pit_audit, sample_audit
 from resispec.audit.goodness_of_fit import merged_chi_square, min_detectable_tv
-from resispec.audit.runner import run_audit
+from resispec.audit.runner import _audit_seed, run_audit
+from resispec.verifiers import Verifier
 from resispec.suite import get_suite
 
 CONTROLS = [name for name, cls in VERIFIERS.items() if not cls.claims_exact]
@@ -62,6 +63,22 @@ def test_audit_report_fails_when_a_control_claims_exactness(monkeypatch):
     report = run_audit(["ears", "rrs"], ks=(2,), suite="quick", samples=3000)
     assert not report.passed
     assert [row.verdict for row in report.rows if row.verifier == "ears"] == ["FAIL"]
+
+
+def test_the_runner_binds_each_verifier_k_and_pair_once(monkeypatch):
+    """The exact-law and the sampling audit of a (verifier, k, pair) share one BoundVerifier (one plan), and the
+    shared binding gives the figures the two separate audits give."""
+    binds = []
+    bind = Verifier.bind
+    monkeypatch.setattr(Verifier, "bind", lambda self, p, q, k: binds.append((self.name, k)) or bind(self, p, q, k))
+    report = run_audit(["pooled_wor"], ks=(2,), suite="quick", samples=500, seed=3)
+    (row,) = report.rows
+    assert len(binds) == len(row.outcomes) > 0
+    pair = next(pair for pair in get_suite("quick") if pair.name == row.outcomes[0].pair)
+    alone = sample_audit("pooled_wor", pair.p, pair.q, 2, n=500, seed=_audit_seed(3, "pooled_wor", 2, pair.name),
+                         alpha=report.alpha)
+    assert row.outcomes[0].sampled_tv == alone.tv
+    assert row.outcomes[0].exact_error == exact_law("pooled_wor", pair.p, pair.q, 2).max_error
 
 
 def test_sample_audit_passes_an_exact_verifier_and_reports_power():

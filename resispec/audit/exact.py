@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from resispec.enumeration import MAX_TUPLES, enumerate_law
-from resispec.verifiers import Verifier, get_verifier
+from resispec.verifiers import BoundVerifier, Verifier, get_verifier
 
 EXACT_TOLERANCE = 1e-12
 """Largest ``max_error`` an exact verifier may show (float64 rounding is ~1e-16)."""
@@ -40,7 +40,11 @@ def resolve(verifier: Verifier | str) -> Verifier:
 def exact_law(verifier: Verifier | str, p: np.ndarray, q: np.ndarray, k: int,
               max_tuples: int = MAX_TUPLES) -> ExactLaw:
     """Exact law of ``verifier``'s output on ``(p, q, k)`` by enumeration (refused past ``max_tuples``)."""
-    bound = resolve(verifier).bind(p, q, k)
+    return bound_exact_law(resolve(verifier).bind(p, q, k), max_tuples)
+
+
+def bound_exact_law(bound: BoundVerifier, max_tuples: int = MAX_TUPLES) -> ExactLaw:
+    """``exact_law`` of a verifier already bound to ``(p, q, k)`` (its plan computed once, shared)."""
     enumerated = enumerate_law(bound, max_tuples)
     error = np.abs(enumerated.law - bound.p)
     return ExactLaw(

@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from resispec.audit.exact import EXACT_TOLERANCE, exact_law
-from resispec.audit.sampling import DEFAULT_SAMPLES, sample_audit
+from resispec.audit.exact import EXACT_TOLERANCE, bound_exact_law
+from resispec.audit.sampling import DEFAULT_SAMPLES, bound_sample_audit
 from resispec.bounds import optimal_acceptance
 from resispec.limits import MAX_TUPLES
 from resispec.suite import SuitePair, get_suite
@@ -203,9 +203,10 @@ def run_audit(verifier_names: Sequence[str] | None = None, ks: Sequence[int] = D
     for row_index, (verifier, k, usable, skipped) in enumerate(plan):
         row = AuditRow(verifier.name, verifier.claims_exact, verifier.drafting, k, skipped=skipped)
         for pair in usable:
-            law = exact_law(verifier, pair.p, pair.q, k)
-            result = sample_audit(verifier, pair.p, pair.q, k, n=samples,
-                                  seed=_audit_seed(seed, verifier.name, k, pair.name), alpha=alpha)
+            bound = verifier.bind(pair.p, pair.q, k)  # one plan for both audits
+            law = bound_exact_law(bound)
+            result = bound_sample_audit(bound, n=samples, seed=_audit_seed(seed, verifier.name, k, pair.name),
+                                        alpha=alpha)
             row.outcomes.append(PairOutcome(
                 pair=pair.name, exact_error=law.max_error, exact_tv=law.tv, sampled_tv=result.tv,
                 chi2_pvalue=result.chi2_pvalue, rejected=not result.passed, acceptance=law.acceptance,

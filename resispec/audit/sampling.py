@@ -8,7 +8,7 @@ from resispec.audit.exact import resolve
 from resispec.audit.goodness_of_fit import merged_chi_square, min_detectable_tv, total_variation, tv_upper_bound
 from resispec.audit.result import AuditResult
 from resispec.validation import as_count
-from resispec.verifiers import Verifier
+from resispec.verifiers import BoundVerifier, Verifier
 
 DEFAULT_SAMPLES = 6000
 DEFAULT_ALPHA = 1e-3
@@ -23,10 +23,16 @@ def sample_audit(verifier: Verifier | str, p: np.ndarray, q: np.ndarray, k: int,
     uniforms, all from ``numpy.random.default_rng(seed)`` in that order; the n verifications run as rows
     of one batched call (``BoundVerifier.draft_and_verify``).
     """
+    return bound_sample_audit(resolve(verifier).bind(p, q, k), n, seed, alpha)
+
+
+def bound_sample_audit(bound: BoundVerifier, n: int = DEFAULT_SAMPLES,
+                       seed: int | np.random.SeedSequence | list[int] = 0,
+                       alpha: float = DEFAULT_ALPHA) -> AuditResult:
+    """``sample_audit`` of a verifier already bound to ``(p, q, k)`` (its plan computed once, shared)."""
     n = as_count(n, "n", "samples")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha: expected a significance level in (0, 1), got {alpha}")
-    bound = resolve(verifier).bind(p, q, k)
     tokens, index = bound.draft_and_verify(n, np.random.default_rng(seed))
     counts = np.bincount(tokens, minlength=bound.p.size)
     accepted = int(np.count_nonzero(index >= 0))
