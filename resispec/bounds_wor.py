@@ -14,7 +14,7 @@
   ``m >= 0``; maximise ``sum m``. Feasible m and exact verifiers correspond (the residual emits the
   target mass left, ``p - sum_h m(h, .)``, whose total is the all-rejected probability), so the optimum
   is the best acceptance of any exact sequential verifier. For k = 2 it equals the latest-first plan
-  (``resispec.verifiers.resispec_wor_plan``).
+  (``resispec.verifiers.resispec_wor.plan``).
 - **alpha*-WOR over ratio prefixes** (any V, ``wor_prefix_bound``). Every exact verifier accepts at
   most ``p(H) + 1 - P_k(H)`` for every token set H, ``P_k(H)`` = probability that all k WOR draws fall
   in H (the min cut of the transport LP; ``bounds.optimal_acceptance_lp`` minimises over all H). Unlike

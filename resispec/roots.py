@@ -1,7 +1,7 @@
 """Bracketing of monotone predicates, one bracket per row, for NumPy and torch: a grid of points per round.
 
 SpecTr's ``rho*`` is the boundary of a monotone predicate on an interval (the resispec fixed point
-is not bracketed: ``resispec.verifiers.resispec_plan`` solves it by Newton's method on its piecewise-linear map). Each
+is not bracketed: ``resispec.verifiers.resispec.plan`` solves it by Newton's method on its piecewise-linear map). Each
 row has its own bracket ``[lo, hi]`` of a predicate that holds on ``[lo, x*]`` and fails on
 ``(x*, hi]``. Every round evaluates the predicate on ``grid + 1`` evenly spaced points per row at once
 (``lo + i (hi - lo) / grid``, the last one ``hi``, as ``numpy.linspace`` spaces them) and keeps the

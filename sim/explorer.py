@@ -23,7 +23,7 @@ from resispec.formats.stats import Estimate, ratio_estimate
 from resispec.validation import as_count
 from resispec.verifiers import VERIFIERS
 from sim.batch import PairBatch
-from sim.kernels import K_INDEPENDENT, SINGLE_STEP, SUPPORTED, MonteCarlo, check_verifiers, step_stats
+from sim.kernels import SUPPORTED, MonteCarlo, check_verifiers, step_stats
 from sim.optima import Optima, WorSettings, optima
 from sim.sources import parse_source
 from sim.steps import StepStats
@@ -81,7 +81,7 @@ class Evaluation:
         row = int(np.argmax(gain))
         return {
             "source": self.source, "verifier": verifier, "drafting": drafting,
-            "biased": not VERIFIERS[verifier].claims_exact, "sequential": verifier not in SINGLE_STEP,
+            "biased": not VERIFIERS[verifier].claims_exact, "sequential": not VERIFIERS[verifier].single_step,
             "k": k, "pairs": len(self.batch), "method": stats.method,
             "acceptance": acceptance.value, "acceptance_ci": acceptance.to_list(),
             "iid_optimum": means["iid"], "sequential_optimum": means["sequential"],
@@ -141,7 +141,7 @@ def evaluate(spec: str, verifiers: list[str], ks: list[int], settings: Settings,
     for name in measured_verifiers(verifiers):
         stats[name] = {}
         nested = step_stats(name, batch, max(ks), _stream(settings, name), settings.monte_carlo) \
-            if name in K_INDEPENDENT else None
+            if VERIFIERS[name].k_independent else None
         for k in ks:
             stats[name][k] = nested.truncated(k) if nested else step_stats(
                 name, batch, k, _stream(settings, name), settings.monte_carlo)
@@ -170,7 +170,7 @@ class DriftResult:
         for evaluation in self.evaluations:
             for name in self.verifiers:
                 stats = evaluation.stats[name][self.k]
-                steps = 1 if name in SINGLE_STEP else self.k
+                steps = 1 if VERIFIERS[name].single_step else self.k
                 curve = [
                     {"step": i + 1, "conditional_acceptance": accept.value,
                      "conditional_acceptance_ci": accept.to_list(), "reach": float(stats.reached[:, i].mean()),

@@ -16,7 +16,7 @@
 - sequential WOR optimum: the best exact sequential verifier of k WOR candidates, by the LP over the
   draft tree (``resispec.bounds_wor.sequential_optimum_wor_lp``) when it has at most
   ``WorSettings.sequential_limit`` nodes (``sum_{j<=k} V!/(V-j)!``: small V only). At k = 2 it is the
-  latest-first plan's acceptance at any V (``resispec.verifiers.resispec_wor_plan``; optimal among sequential
+  latest-first plan's acceptance at any V (``resispec.verifiers.resispec_wor.plan``; optimal among sequential
   verifiers of two WOR candidates, docs/resispec_wor.md section 3); at k = 1 it is always
   ``sum min(p, q)``. Elsewhere it is not computed (NaN).
 WOR and top-k drafting cannot propose more distinct tokens than q's support: k is capped there.
@@ -33,7 +33,7 @@ from resispec.bounds import optimal_acceptance, optimal_acceptance_lp
 from resispec.bounds_wor import sequential_optimum_wor_lp, wor_prefix_bound
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.validation import as_count
-from resispec.verifiers.resispec_wor_plan import latest_first_plan
+from resispec.verifiers.resispec_wor.plan import latest_first_plan
 from sim.batch import PairBatch
 
 WOR_METHODS = {"lp": "transport LP (exact)", "prefix": "ratio-prefix bound (upper bound)"}

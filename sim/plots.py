@@ -18,14 +18,8 @@ import numpy as np  # noqa: E402
 
 from resispec.verifiers import VERIFIERS  # noqa: E402
 from sim.explorer import CompareResult, DriftResult, Evaluation  # noqa: E402
-from sim.kernels import SINGLE_STEP  # noqa: E402
 from sim.sources import readable_spec  # noqa: E402
 
-COLOURS = {"rrs": "tab:blue", "rrs_wor": "tab:orange", "spectr": "tab:green", "topk": "tab:purple",
-           "resispec": "tab:red", "pooled": "tab:brown", "resispec_wor": "tab:pink", "pooled_wor": "tab:olive",
-           "resispec_paper": "tab:gray"}
-MARKERS = {"pooled": "*", "resispec_wor": "s", "rrs_wor": "s", "pooled_wor": "P"}
-"""Markers other than "o": WOR verifiers square, pooled a star, pooled_wor a filled plus."""
 LEGEND_COLUMN_INCHES = 2.8
 """Width of one column of a shared legend."""
 
@@ -36,8 +30,8 @@ def label(verifier: str) -> str:
 
 
 def style(verifier: str) -> dict:
-    return {"color": COLOURS[verifier], "linestyle": "-" if VERIFIERS[verifier].claims_exact else "--",
-            "marker": MARKERS.get(verifier, "o"), "label": label(verifier)}
+    return {"color": VERIFIERS[verifier].colour, "linestyle": "-" if VERIFIERS[verifier].claims_exact else "--",
+            "marker": VERIFIERS[verifier].marker, "label": label(verifier)}
 
 
 def _panels(evaluations: list[Evaluation], title: str):
@@ -90,14 +84,14 @@ def plot_drift(result: DriftResult, path: Path, residual: bool = False) -> Path:
             stats = evaluation.stats[name][result.k]
             curve = stats.residual_curve() if residual else stats.drift_curve()
             values = np.array([[e.value, e.low, e.high] for e in curve])
-            if name in SINGLE_STEP:  # one selection step: a point, not a curve over i
+            if VERIFIERS[name].single_step:  # one selection step: a point, not a curve over i
                 what = "TV(p, selection law)" if residual else "P(accept selected)"
                 axis.errorbar([1], values[:1, 0], yerr=[values[:1, 0] - values[:1, 1], values[:1, 2] - values[:1, 0]],
-                              color=COLOURS[name], marker="*", markersize=11, linestyle="none",
+                              color=VERIFIERS[name].colour, marker="*", markersize=11, linestyle="none",
                               label=f"{label(name)}: one selection\nstep, {what}")
                 continue
             axis.plot(steps, values[:, 0], **style(name))
-            axis.fill_between(steps, values[:, 1], values[:, 2], color=COLOURS[name], alpha=0.1)
+            axis.fill_between(steps, values[:, 1], values[:, 2], color=VERIFIERS[name].colour, alpha=0.1)
         axis.set(title=_panel_title(evaluation), xlabel="candidate index i", ylabel=ylabel, xticks=steps)
         axis.set_ylim(bottom=0)
         axis.grid(alpha=0.3)
@@ -156,8 +150,8 @@ def plot_gaps(evaluations: list[Evaluation], verifiers: list[str], k: int, path:
             text = f"{label(name)} vs {kind}"
             if not VERIFIERS[name].claims_exact:
                 text += f"\n({int((values < 0).sum())} of {values.size} pairs above it; left edge: gap <= {low:.2f})"
-            axis.hist(np.clip(values, low, high), bins=bins, histtype="step", linewidth=1.5, color=COLOURS[name],
-                      linestyle=style(name)["linestyle"], label=text)
+            axis.hist(np.clip(values, low, high), bins=bins, histtype="step", linewidth=1.5,
+                      color=VERIFIERS[name].colour, linestyle=style(name)["linestyle"], label=text)
         axis.axvline(0.0, color="black", linewidth=0.8)
         axis.set(title=_panel_title(evaluation), xlabel="optimum - acceptance", ylabel="pairs")
         axis.legend(fontsize=7)

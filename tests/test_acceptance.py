@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from resispec import VERIFIERS, get_verifier
 from resispec.audit import exact_law
 from resispec.bounds import optimal_acceptance, optimal_acceptance_lp, sequential_optimum_lp
-from resispec.verifiers.resispec_plan import schedule
+from resispec.verifiers.resispec.plan import schedule
 from tests.strategies import instances
 
 LP_TOLERANCE = 1e-7

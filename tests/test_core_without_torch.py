@@ -2,7 +2,7 @@
 
 A fresh interpreter whose import of torch fails (a meta path finder refuses it) imports the core,
 binds every verifier and verifies (k = 3 where allowed) and takes an exact law; the row helpers and the plans
-written over rows (``resispec.verifiers.resispec_plan``, ``resispec_wor_plan``) are among the modules it ran.
+written over rows (``resispec.verifiers.resispec.plan``, ``resispec_wor.plan``) are among the modules it ran.
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ SCRIPT = textwrap.dedent("""
         candidates = verifier.draft(q, k, rng)
         verifier.verify_rng(p, q, candidates, rng)
         assert abs(verifier.conditional_law(p, q, candidates).sum() - 1.0) < 1e-12
-    for module in ("resispec.rows", "resispec.row_ratio_profile", "resispec.verifiers.resispec_plan",
-                   "resispec.verifiers.resispec_wor_plan"):
+    for module in ("resispec.rows", "resispec.row_ratio_profile", "resispec.verifiers.resispec.plan",
+                   "resispec.verifiers.resispec_wor.plan"):
         assert module in sys.modules, module
     assert "torch" not in sys.modules
-    for module in ("resispec.rows", "resispec.verifiers.select_then_verify", "resispec.verifiers.pooled_plan",
-                   "resispec.verifiers.pooled_wor_plan"):  # the rules written once over rows ran
+    for module in ("resispec.rows", "resispec.verifiers.select_then_verify", "resispec.verifiers.pooled.plan",
+                   "resispec.verifiers.pooled_wor.plan"):  # the rules written once over rows ran
         assert module in sys.modules, module
     print("ok", len(VERIFIERS))
 """)

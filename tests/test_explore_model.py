@@ -10,7 +10,7 @@ from resispec import VERIFIERS, get_verifier
 from resispec.audit.exact import exact_law
 from resispec.bounds import optimal_acceptance
 from resispec.explore import model, presets
-from resispec.verifiers.resispec_plan import schedule
+from resispec.verifiers.resispec.plan import schedule
 from sim import PairBatch, parse_source, step_stats
 
 P, Q, _ = presets.counterexample()

@@ -17,7 +17,7 @@ from resispec.bounds import optimal_acceptance
 from resispec.cli import main
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.verifiers.pooled import Pooled
-from resispec.verifiers.pooled_plan import PooledPlan, score_components, select, selection_probabilities
+from resispec.verifiers.pooled.plan import PooledPlan, score_components, select, selection_probabilities
 from tests.strategies import instances
 from tests.timing_records import check_timing_records
 

@@ -12,7 +12,7 @@ from resispec.audit import sample_audit
 from resispec.bounds import optimal_acceptance_lp
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.verifiers.base import repeat_rows
-from resispec.verifiers.pooled_wor_plan import SMALLEST_RATE, select, selection_probabilities
+from resispec.verifiers.pooled_wor.plan import SMALLEST_RATE, select, selection_probabilities
 from tests.strategies import instances
 from tests.test_resispec_wor import family_pairs
 

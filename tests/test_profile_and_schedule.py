@@ -10,7 +10,7 @@ from resispec.audit import exact_law
 from resispec.benchmarks.verify_speed import llm_like_pair
 from resispec.ratio_profile import RatioProfile, sort_by_ratio
 from resispec.sampling import inverse_cdf
-from resispec.verifiers.resispec_plan import schedule
+from resispec.verifiers.resispec.plan import schedule
 
 
 def direct_g(p: np.ndarray, q: np.ndarray, s: float) -> float:

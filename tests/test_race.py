@@ -11,7 +11,7 @@ import pytest
 from resispec.benchmarks.verify_speed import llm_like_pair
 from resispec.race import Race, RaceGrid, prefix_all_in, race_grid, substitution_point
 from resispec.ratio_profile import RatioProfile
-from resispec.verifiers.pooled_wor_scan import thinned_scan
+from resispec.verifiers.pooled_wor.scan import thinned_scan
 
 AGREE = 1e-13
 """Largest difference allowed between the two rules (both far more accurate; rounding is ~1e-14)."""

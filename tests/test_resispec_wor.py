@@ -16,7 +16,7 @@ from resispec.audit import EXACT_TOLERANCE, exact_law
 from resispec.bounds import optimal_acceptance, optimal_acceptance_lp
 from resispec.bounds_wor import sequential_optimum_wor_lp, wor_all_in_probability, wor_prefix_bound
 from resispec.drafting import DRAFTING_SCHEMES
-from resispec.verifiers.resispec_wor_plan import LatestFirstPlan, latest_first_plan
+from resispec.verifiers.resispec_wor.plan import LatestFirstPlan, latest_first_plan
 from tests.strategies import instances
 
 LP_TOLERANCE = 1e-7

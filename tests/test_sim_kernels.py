@@ -20,17 +20,18 @@ from resispec.audit import exact_law
 from resispec.bounds import optimal_acceptance
 from resispec.drafting import DRAFTING_SCHEMES, masked_draft, top_k_tokens
 from resispec.row_ratio_profile import RowRatioProfile
-from resispec.verifiers.pooled_plan import selection_probabilities
+from resispec.verifiers import VERIFIERS
+from resispec.verifiers.pooled.plan import selection_probabilities
 from resispec.verifiers.resispec_paper import paper_residual, pour_order
 from sim.batch import PairBatch
-from sim.kernels import K_INDEPENDENT, SINGLE_STEP, SUPPORTED, MonteCarlo, step_stats
+from sim.kernels import CLOSED_FORM_KERNELS, SUPPORTED, MonteCarlo, step_stats
 from sim.kernels.closed_form import resispec_wor_stats, shaped_residual_drift
 from sim.kernels.tuple_chains import candidate_tuples, draw_tuples, paper_chain, resispec_wor_chain, rrs_wor_chain
 from tests.strategies import instances
 
 TOLERANCE = 1e-12
 EXACT = MonteCarlo(samples=8, enumeration_limit=10**6)
-SEQUENTIAL = [name for name in SUPPORTED if name not in SINGLE_STEP]
+SEQUENTIAL = [name for name in SUPPORTED if not VERIFIERS[name].single_step]
 TARGETS = ("rrs", "rrs_wor", "spectr", "resispec", "resispec_wor")
 """Exact sequential verifiers whose proposal is q or the masked draft: their drift is checked against
 the residual targets the core emits."""
@@ -204,7 +205,7 @@ def test_k_independent_verifiers_truncate_to_smaller_k():
         deep, shallow = (step_stats(name, batch, k, np.random.default_rng(0), EXACT) for k in (4, 2))
         same = all(np.allclose(getattr(deep.truncated(2), field), getattr(shallow, field), atol=1e-14)
                    for field in ("accepted", "reached", "drift"))
-        assert same == (name in K_INDEPENDENT), name
+        assert same == VERIFIERS[name].k_independent, name
     with pytest.raises(ValueError, match="truncate"):
         deep.truncated(5)
 
@@ -288,3 +289,15 @@ def test_spectr_drift_stays_non_negative_when_rounding_puts_beta_above_one():
     p /= p.sum(axis=1, keepdims=True)
     stats = step_stats("spectr", PairBatch.from_arrays(p, p), 3)
     assert stats.drift.min() >= 0 and np.allclose(stats.acceptance, 1.0, atol=1e-12)
+
+
+def test_every_simulated_verifier_declares_the_facts_its_kernels_need():
+    """A class that declares a closed form has a closed-form kernel (and only such a class); a verifier without
+    one for every k has a tuple chain; every simulated verifier has a plot colour."""
+    from sim.kernels import CHAIN_KERNELS
+
+    for name in SUPPORTED:
+        facts = VERIFIERS[name]
+        assert facts.closed_form == (name in CLOSED_FORM_KERNELS), name
+        assert (not facts.closed_form or facts.closed_form_max_k is not None) == (name in CHAIN_KERNELS), name
+        assert facts.colour is not None, name

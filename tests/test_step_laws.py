@@ -9,7 +9,7 @@ import pytest
 from resispec import VERIFIERS, get_verifier
 from resispec.enumeration import enumerate_law, enumerate_steps
 from resispec.verifiers import SequentialVerifier
-from resispec.verifiers.resispec_plan import schedule
+from resispec.verifiers.resispec.plan import schedule
 
 RNG = np.random.default_rng(7)
 P, Q = RNG.dirichlet(np.full(5, 0.6)), RNG.dirichlet(np.full(5, 0.6))

@@ -202,7 +202,7 @@ def floats(law):
 @pytest.mark.parametrize("inst", CROSS, ids=str)
 def test_float_schedule_and_bounds_match_the_exact_ones(inst):
     from resispec.bounds import optimal_acceptance, sequential_optimum_lp
-    from resispec.verifiers.resispec_plan import schedule as float_schedule
+    from resispec.verifiers.resispec.plan import schedule as float_schedule
 
     exact = schedule(inst.p, inst.q, inst.k)
     p, q = floats(inst.p), floats(inst.q)

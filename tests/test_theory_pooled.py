@@ -157,7 +157,7 @@ def test_theorem_checks_fail_on_broken_plans(monkeypatch):
         assert not check().passed
 
 
-# --- the exact plan against the float plan (resispec.verifiers.pooled_plan) --------------------------
+# --- the exact plan against the float plan (resispec.verifiers.pooled.plan) --------------------------
 
 CROSS = plan_cases()[::2]
 
@@ -169,7 +169,7 @@ def floats(law) -> np.ndarray:
 def float_plan(inst: Instance):
     """The float plan of the instance (one row)."""
     from resispec.validation import as_pair
-    from resispec.verifiers.pooled_plan import pooled_plan
+    from resispec.verifiers.pooled.plan import pooled_plan
 
     p, q = as_pair(floats(inst.p), floats(inst.q))
     return pooled_plan(p[None], q[None], inst.k)
@@ -202,9 +202,9 @@ def test_exact_plan_matches_the_float_plan(inst: Instance):
 
 @pytest.mark.parametrize("inst", [i for _, i in enumeration_cases()[::3] if same_ranks(i)], ids=str)
 def test_float_conditional_selection_law_matches_the_exact_integral(inst: Instance):
-    """``resispec.verifiers.pooled_plan.selection_probabilities`` (Gauss-Legendre, per candidate) against the
+    """``resispec.verifiers.pooled.plan.selection_probabilities`` (Gauss-Legendre, per candidate) against the
     exact per-candidate integral of ``theory.pooling.selection_given``, for every candidate multiset."""
-    from resispec.verifiers.pooled_plan import selection_probabilities
+    from resispec.verifiers.pooled.plan import selection_probabilities
 
     exact, plan = build(inst.p, inst.q, inst.k), float_plan(inst)
     laws = {x: interval_law(exact, x) for x in range(inst.V) if inst.q[x] > 0}

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from resispec.audit import exact_law
 from resispec.bounds_wor import sequential_optimum_wor_lp
-from resispec.verifiers.resispec_wor_plan import latest_first_plan
+from resispec.verifiers.resispec_wor.plan import latest_first_plan
 from theory.arith import Exact, normalise
 from theory.exact import Instance
 from theory.resispec_wor import (

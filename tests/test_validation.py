@@ -8,7 +8,7 @@ import pytest
 from resispec import get_verifier
 from resispec.audit import exact_law, pit_audit, sample_audit
 from resispec.bounds import optimal_acceptance, optimal_acceptance_lp, sequential_optimum_lp
-from resispec.verifiers.resispec_plan import schedule
+from resispec.verifiers.resispec.plan import schedule
 
 P = np.array([0.4, 0.3, 0.2, 0.1])
 Q = np.array([0.1, 0.2, 0.3, 0.4])

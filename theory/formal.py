@@ -90,19 +90,19 @@ FORMAL: tuple[FormalTheorem, ...] = (
         "(1 - <Pi(x, .), a_2>) norm(f) satisfy the kernel identity and are distributions.",
         ("resispec_wor.recursion_exact", "resispec_wor.exact_law"),
         "theory/wor_shaping.py (ResiSpecWOR, any planner); "
-        "resispec/verifiers/resispec_wor.py (ResiSpecWithoutReplacement)",
+        "resispec/verifiers/resispec_wor/rule.py (ResiSpecWithoutReplacement)",
     ),
     FormalTheorem(
         "resispec_exact", "Resispec.v",
         "resispec's threshold schedule emits p for every token type, every k and any thresholds "
         "T_1 >= ... >= T_k >= 0 (exactness does not need the tight schedule).",
-        ("resispec.telescoping",), "theory/resispec.py (ResiSpec); resispec/verifiers/resispec.py (ResiSpec)",
+        ("resispec.telescoping",), "theory/resispec.py (ResiSpec); resispec/verifiers/resispec/rule.py (ResiSpec)",
     ),
     FormalTheorem(
         "rs_accept_range", "Resispec.v",
         "With feasible thresholds (T_j - T_{j+1} <= R_j) every acceptance a_j(x) of resispec lies in [0, 1].",
         ("resispec.acceptance_bounds",),
-        "theory/resispec.py (ResiSpec.accept); resispec/verifiers/resispec.py (ResiSpec)",
+        "theory/resispec.py (ResiSpec.accept); resispec/verifiers/resispec/rule.py (ResiSpec)",
     ),
     FormalTheorem(
         "paper_counterexample", "Paper.v",

@@ -547,7 +547,7 @@ receiver's interval with probability `(phi_y - c)/(phi_y - phi_z)`; the receiver
 lands on the donor's interval with `(c - phi_z)/(phi_y - phi_z)`. Both products are free of `c`:
 {display_eq(two_stage_donor, sp.simplify(two_stage_donor))}
 and `M_l / q_z` for the receiver: the same law of each candidate's score as the one-stage draw
-(partner interval with probability `M_l / q_x`) that `resispec/verifiers/pooled_plan.py` uses.
+(partner interval with probability `M_l / q_x`) that `resispec/verifiers/pooled/plan.py` uses.
 
 **Pools never cross the cut.** Both blocks are coupled separately, so `H*`'s tokens score only in
 `H*`'s intervals, which lie below all others: the selected token is in `H*` iff every candidate is.

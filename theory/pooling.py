@@ -1,4 +1,4 @@
-"""The pooled plan in exact rationals, and pooled's exact law (the float plan is ``resispec/verifiers/pooled_plan.py``).
+"""The pooled plan in exact rationals, and pooled's exact law (the float plan is ``resispec/verifiers/pooled/plan.py``).
 
 Built from ``docs/pooled.md`` alone, without the float code, so that the two can be compared:
 

@@ -1,5 +1,5 @@
 """The k = 2 latest-first plan in exact rationals, and resispec_wor's recursion as a sequential rule
-(the float twins are ``resispec/verifiers/resispec_wor_plan.py`` and ``resispec/verifiers/resispec_wor.py``).
+(the float twins are ``resispec/verifiers/resispec_wor/plan.py`` and ``resispec/verifiers/resispec_wor/rule.py``).
 
 Built from ``docs/resispec_wor.md`` alone, without the float code, so that the two can be compared.
 Target ``r``, draft ``q`` (at least two drafted tokens), two candidates without replacement:

@@ -20,9 +20,13 @@ import torch
 from engine.runtime.tree import CandidateTree
 from resispec.sequence import SEQUENCE_VERIFIERS, get_round_verifier
 from resispec.sequence.tree import round_tree
+from resispec.verifiers import VERIFIERS
 
-DRAFTING_VERIFIER = {"iid": "rrs", "wor": "rrs_wor"}
-"""The zoo verifier whose drafting rule drafts the tree for each sequence-level drafting rule."""
+
+def drafting_verifier(drafting: str) -> str:
+    """The zoo verifier whose drafting rule drafts a round's tree for a sequence-level ``drafting`` (the class
+    that declares ``drafts_rounds``: rrs for i.i.d. trees, rrs_wor for WOR ones)."""
+    return next(name for name, cls in VERIFIERS.items() if cls.drafts_rounds and cls.drafting == drafting)
 
 
 def is_sequence_level(name: str) -> bool:
@@ -36,7 +40,7 @@ class RoundVerification:
     def __init__(self, name: str) -> None:
         self.verifier = get_round_verifier(name)
         self.name = name
-        self.drafting_verifier = DRAFTING_VERIFIER[self.verifier.drafting]
+        self.drafting_verifier = drafting_verifier(self.verifier.drafting)
 
     def check_branching(self, branching: tuple[int, ...]) -> None:
         """``ValueError`` for a tree shape the verifier cannot take (block needs a chain)."""

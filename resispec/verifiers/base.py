@@ -61,6 +61,15 @@ class Verifier(ABC):
     ``min(1, p(x) / q(x))``, else draw from ``norm((p - q)+)``), as for every exact verifier of sampled
     candidates that reaches ``sum_x min(p, q)`` at k = 1 (its accepted mass at x is then min(p(x), q(x)),
     which fixes the residual); the engine then verifies chains as sps does (tests compare the laws).
+
+    Facts the simulator and the engine read (the simulator's kernels stay in ``sim``, chosen by these):
+    ``closed_form``: the simulator has exact closed-form step statistics given ``(p, q)`` alone, for
+    ``k <= closed_form_max_k`` (None: every k), and enumerates or samples candidate tuples elsewhere;
+    ``k_independent``: the rule at k' < k is the first k' steps of the rule at k (its step statistics at k'
+    are those at k, truncated); ``single_step``: not sequential, one selection among the k candidates then
+    one accept test (one step of statistics); ``drafts_rounds``: this verifier's drafting rule drafts the
+    trees of the sequence-level verifiers with the same ``drafting`` (rrs for i.i.d. trees, rrs_wor for
+    WOR ones); ``colour`` and ``marker``: how plots draw it (matplotlib names; None: not plotted).
     """
 
     name: ClassVar[str]
@@ -68,6 +77,13 @@ class Verifier(ABC):
     claims_exact: ClassVar[bool]
     max_k: ClassVar[int | None] = None
     single_candidate_is_sps: ClassVar[bool] = False
+    closed_form: ClassVar[bool] = False
+    closed_form_max_k: ClassVar[int | None] = None
+    k_independent: ClassVar[bool] = False
+    single_step: ClassVar[bool] = False
+    drafts_rounds: ClassVar[bool] = False
+    colour: ClassVar[str | None] = None
+    marker: ClassVar[str] = "o"
 
     @property
     def scheme(self) -> DraftingScheme:

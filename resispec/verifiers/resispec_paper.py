@@ -46,6 +46,8 @@ class ResiSpecPaper(BatchedSequentialVerifier):
     name = "resispec_paper"
     drafting = "iid"
     claims_exact = False
+    k_independent = True
+    colour = "tab:gray"
 
     def _row_plan(self, p: Array, q: Array, k: int) -> Array:
         """Each row's pour order, shared by the k steps."""

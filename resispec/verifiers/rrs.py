@@ -23,6 +23,10 @@ class RRS(BatchedSequentialVerifier):
     drafting = "iid"
     claims_exact = True
     single_candidate_is_sps = True
+    closed_form = True
+    k_independent = True
+    drafts_rounds = True
+    colour = "tab:blue"
 
     def _row_steps(self, p: Array, q: Array, candidates: Array, plan: None) -> RowStepGenerator:
         target = p

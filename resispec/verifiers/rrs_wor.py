@@ -20,6 +20,10 @@ class RRSWithoutReplacement(BatchedSequentialVerifier):
     drafting = "wor"
     claims_exact = True
     single_candidate_is_sps = True
+    k_independent = True
+    drafts_rounds = True
+    colour = "tab:orange"
+    marker = "s"
 
     def _row_steps(self, p: Array, q: Array, candidates: Array, plan: None) -> RowStepGenerator:
         xp = namespace(p, q)

@@ -59,6 +59,8 @@ class SpecTr(BatchedSequentialVerifier):
     drafting = "iid"
     claims_exact = True
     single_candidate_is_sps = True
+    closed_form = True
+    colour = "tab:green"
 
     def _row_plan(self, p: Array, q: Array, k: int) -> SpecTrPlan:
         return spectr_plan(p, q, k)

@@ -23,6 +23,9 @@ class TopK(BatchedSequentialVerifier):
     name = "topk"
     drafting = "topk"
     claims_exact = True
+    closed_form = True
+    k_independent = True
+    colour = "tab:purple"
 
     def _row_steps(self, p: Array, q: Array, candidates: Array, plan: None) -> RowStepGenerator:
         xp = namespace(p, q)

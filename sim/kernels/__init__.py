@@ -16,7 +16,7 @@ import numpy as np
 
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.validation import as_count
-from resispec.verifiers import get_verifier
+from resispec.verifiers import VERIFIERS
 from sim.batch import PairBatch
 from sim.kernels.closed_form import (
     pooled_stats,
@@ -39,22 +39,24 @@ from sim.kernels.tuple_chains import (
 from sim.kernels.wor_states import WOR_STATES
 from sim.steps import StepStats, concatenate, interleave
 
-CLOSED_FORM = {"rrs": rrs_stats, "spectr": spectr_stats, "topk": topk_stats, "resispec": resispec_stats,
-               "pooled": pooled_stats, "pooled_wor": pooled_wor_stats}
-CLOSED_FORM_UP_TO = {"resispec_wor": (2, resispec_wor_stats)}
-"""Verifiers with a closed form up to some k (resispec_wor: the k = 2 plan); tuple chains beyond."""
-TUPLE_CHAINS = {"rrs_wor": rrs_wor_chain, "resispec_wor": resispec_wor_chain, "resispec_paper": paper_chain}
-SUPPORTED = ("rrs", "rrs_wor", "spectr", "topk", "resispec", "pooled", "resispec_wor", "pooled_wor", "resispec_paper")
+CLOSED_FORM_KERNELS = {"rrs": rrs_stats, "spectr": spectr_stats, "topk": topk_stats, "resispec": resispec_stats,
+                       "pooled": pooled_stats, "pooled_wor": pooled_wor_stats, "resispec_wor": resispec_wor_stats}
+"""The closed-form step statistics of each verifier whose class declares ``closed_form`` (used for
+``k <= closed_form_max_k``: resispec_wor's is the k = 2 plan)."""
+CHAIN_KERNELS = {"rrs_wor": rrs_wor_chain, "resispec_wor": resispec_wor_chain, "resispec_paper": paper_chain}
+"""The one-tuple chains of the verifiers (or the k) without a closed form: enumerated or sampled tuples."""
+SUPPORTED = tuple(name for name in VERIFIERS if name in CLOSED_FORM_KERNELS or name in CHAIN_KERNELS)
 """Verifiers the simulator runs (the core's exact verifiers with more than one candidate, and the
-published rule as the biased control)."""
-K_INDEPENDENT = frozenset({"rrs", "rrs_wor", "topk", "resispec_paper"})
-"""Verifiers whose rule does not depend on k: their statistics at k' < k are the first k' steps of
-those at k (``StepStats.truncated``). spectr's rate, resispec's schedule, pooled's plan and
-resispec_wor's last step (the rrs_wor step when one candidate is left) depend on k."""
-SINGLE_STEP = frozenset({"pooled", "pooled_wor"})
-"""Verifiers that are not sequential: one selection among the k candidates, then one accept test.
-Their ``StepStats`` have one step (column 0; the others are never reached), so their drift curve
-is a single point, not a curve over the candidate index."""
+published rule as the biased control), in the zoo's order. The class attributes say the rest:
+``k_independent`` (statistics at k' < k are the first k' steps of those at k, ``StepStats.truncated``;
+spectr's rate, resispec's schedule, pooled's plan and resispec_wor's last step depend on k) and
+``single_step`` (one selection then one accept test: ``StepStats`` of one step, a drift curve of one point)."""
+
+
+def closed_form_at(verifier: str, k: int) -> bool:
+    """Whether ``verifier``'s step statistics at k candidates come in closed form (its class's facts)."""
+    facts = VERIFIERS[verifier]
+    return facts.closed_form and (facts.closed_form_max_k is None or k <= facts.closed_form_max_k)
 
 
 @dataclass(frozen=True)
@@ -92,10 +94,8 @@ def step_stats(verifier: str, batch: PairBatch, k: int,
     """
     (verifier,) = check_verifiers([verifier])
     k = as_count(k)
-    kernel = CLOSED_FORM.get(verifier)
-    if verifier in CLOSED_FORM_UP_TO and k <= CLOSED_FORM_UP_TO[verifier][0]:
-        kernel = CLOSED_FORM_UP_TO[verifier][1]
-    if kernel is not None:
+    if closed_form_at(verifier, k):
+        kernel = CLOSED_FORM_KERNELS[verifier]
         rows = max(1, CHUNK_ELEMENTS // batch.vocab_size)
         return concatenate([kernel(batch.rows(slice(start, start + rows)), k)
                             for start in range(0, len(batch), rows)])
@@ -105,9 +105,9 @@ def step_stats(verifier: str, batch: PairBatch, k: int,
     if len(streams) != len(batch):
         raise ValueError(f"rng: expected one Generator per pair ({len(batch)}), got {len(streams)}")
     if verifier not in WOR_STATES:
-        drafting = get_verifier(verifier).drafting
+        drafting = VERIFIERS[verifier].drafting
         tuples = candidate_tuples(batch, k, drafting, monte_carlo.samples, monte_carlo.enumeration_limit, streams)
-        return chain_stats(verifier, TUPLE_CHAINS[verifier], batch, tuples, k, monte_carlo.samples)
+        return chain_stats(verifier, CHAIN_KERNELS[verifier], batch, tuples, k, monte_carlo.samples)
     return _wor_stats(verifier, batch, k, streams, monte_carlo)
 
 
@@ -123,7 +123,7 @@ def _wor_stats(verifier: str, batch: PairBatch, k: int, streams: list[np.random.
         part = batch.rows(rows)
         tuples = candidate_tuples(part, k, "wor", monte_carlo.samples, monte_carlo.enumeration_limit,
                                   [streams[n] for n in rows])
-        parts.append((rows, chain_stats(verifier, TUPLE_CHAINS[verifier], part, tuples, k, monte_carlo.samples)))
+        parts.append((rows, chain_stats(verifier, CHAIN_KERNELS[verifier], part, tuples, k, monte_carlo.samples)))
     rows = np.flatnonzero(~listed)
     if rows.size:
         parts.append((rows, path_stats(verifier, batch.rows(rows), k, monte_carlo.samples, [streams[n] for n in rows])))

@@ -21,7 +21,7 @@ reference verifiers by enumeration on small instances.
   (the plan's ``selection_law``), accepted with probability ``min(1, p/t)``: step 1 is reached with
   probability 1, accepts ``sum min(p, t)`` (= alpha*) and its drift is ``TV(p, t)`` (residual target p,
   proposal t); steps 2..k do not exist (reached 0), so the drift curve has one point.
-- resispec_wor, k = 2 (the latest-first plan A, C, ``a_2``, f of ``resispec.verifiers.resispec_wor_plan``): step 1
+- resispec_wor, k = 2 (the latest-first plan A, C, ``a_2``, f of ``resispec.verifiers.resispec_wor.plan``): step 1
   accepts ``sum A`` with drift ``TV(p, q)``; step 2 is reached with probability ``1 - sum A``, accepts
   ``sum min(p - A, C)``, and its drift is ``sum (p - A - C)+``: after rejecting x the target is
   ``r_x = q_{-x} a_2 + w_x f`` with ``w_x = 1 - <q_{-x}, a_2>``, and since ``f > 0`` only where
@@ -36,8 +36,8 @@ import numpy as np
 from resispec.drafting import top_k_tokens
 from resispec.row_ratio_profile import RowRatioProfile
 from resispec.verifiers import get_verifier
-from resispec.verifiers.resispec_plan import schedule_from_profile
-from resispec.verifiers.resispec_wor_plan import latest_first_plan
+from resispec.verifiers.resispec.plan import schedule_from_profile
+from resispec.verifiers.resispec_wor.plan import latest_first_plan
 from resispec.verifiers.spectr import spectr_plan
 from sim.batch import PairBatch
 from sim.steps import StepStats

@@ -12,7 +12,7 @@ and accepted with probability ``a_h(x)``. What the simulator reads off a state:
 
 rrs_wor: ``a_h(x) = min(1, r_h(x) / s_h(x))``, next target ``norm((r_h - s_h)+)`` (the core's
 ``rejection_step``), accepted mass ``min(r_h, s_h)``. resispec_wor with n >= 2 candidates left: the k = 2
-latest-first plan of ``(r_h, s_h)`` (``resispec.verifiers.resispec_wor_plan``, one row), ``a_h(x) = A(x) /
+latest-first plan of ``(r_h, s_h)`` (``resispec.verifiers.resispec_wor.plan``, one row), ``a_h(x) = A(x) /
 s_h(x)`` (``first_acceptance``), accepted mass A, next target ``plan.rejection_target(x)``; with one left,
 the rrs_wor step. ``accepted_mass`` leaves out ``first_acceptance``'s rounding guard (it accepts x outright
 when rejecting it would leave no mass; then ``s_h(x) - A(x)`` is rounding only); the path estimator
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from resispec.verifiers.rejection import rejection_acceptance, rejection_residual
-from resispec.verifiers.resispec_wor_plan import LatestFirstPlan, latest_first_plan
+from resispec.verifiers.resispec_wor.plan import LatestFirstPlan, latest_first_plan
 
 
 @dataclass(frozen=True)

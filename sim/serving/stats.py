@@ -35,7 +35,7 @@ from resispec.bounds import optimal_acceptance
 from resispec.formats.nodes import NodeBatch
 from resispec.verifiers import VERIFIERS, get_verifier
 from sim.batch import PairBatch
-from sim.kernels import CLOSED_FORM, CLOSED_FORM_UP_TO, SINGLE_STEP, SUPPORTED, MonteCarlo, step_stats
+from sim.kernels import SUPPORTED, MonteCarlo, closed_form_at, step_stats
 from sim.optima import WorSettings, alpha_star_wor, support_capped
 from sim.serving.exact import fixed_sum, fixed_sums, node_uniforms
 
@@ -139,8 +139,7 @@ def pit_values(p: np.ndarray, q: np.ndarray, emitted: np.ndarray, u: np.ndarray)
 
 
 def _needs_streams(verifier: str, k: int) -> bool:
-    closed = CLOSED_FORM_UP_TO.get(verifier)
-    return verifier not in CLOSED_FORM and not (closed and k <= closed[0])
+    return not closed_form_at(verifier, k)
 
 
 def _add_law(tally: GroupTally, p: np.ndarray, q: np.ndarray, node_ids: np.ndarray, settings: AuditSettings) -> None:
@@ -207,4 +206,4 @@ def batch_stats(batch: NodeBatch, settings: AuditSettings = AuditSettings()) -> 
 
 def single_step(verifier: str) -> bool:
     """Whether the verifier is one selection then one test (its step law has one step)."""
-    return verifier in SINGLE_STEP
+    return VERIFIERS[verifier].single_step

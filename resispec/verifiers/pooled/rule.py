@@ -6,7 +6,7 @@ sampling of the selected token y against p: accept y with probability ``min(1, p
 from ``norm((p - t)+)``. Exact for any selection rule whose true law is ``t``: ``min(p, t) + (p - t)+ = p``.
 Acceptance ``sum_y min(p(y), t(y))``.
 
-The selection is the priority-score rule of ``resispec.verifiers.pooled_plan`` (max-ratio selection
+The selection is the priority-score rule of ``resispec.verifiers.pooled.plan`` (max-ratio selection
 reshaped by pools), whose law is ``t = max(p, mu q)`` on the optimal cut ``H*`` and ``min(p, lam q)`` off it.
 Then ``min(p, t) = p`` on ``H*`` and ``= t`` off it, so the acceptance is
 ``p(H*) + t(off H*) = p(H*) + 1 - q(H*)^k = alpha*``, the i.i.d. optimum: no exact verifier of
@@ -20,7 +20,7 @@ precomputed cumulative sum.
 
 Uniform layout (``uniforms_needed(k) = 2k + 2``; the engine runs this same rule):
 
-- ``u[i]``, ``i < k``: which interval holds candidate i's score (``pooled_plan.score_intervals``);
+- ``u[i]``, ``i < k``: which interval holds candidate i's score (``pooled.plan.score_intervals``);
 - ``u[k + i]``: the score's position inside that interval (compared only on equal intervals);
 - ``u[2k]``: accept the selected candidate y iff ``u[2k] < accept(y) = min(1, p(y)/t(y))``;
 - ``u[2k + 1]``: the residual token by inverse CDF over token ids ascending.
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from resispec.rows import Array
 from resispec.validation import as_count
-from resispec.verifiers.pooled_plan import PooledPlan, pooled_plan, select, selection_probabilities
+from resispec.verifiers.pooled.plan import PooledPlan, pooled_plan, select, selection_probabilities
 from resispec.verifiers.select_then_verify import SelectThenVerify
 
 
@@ -45,6 +45,10 @@ class Pooled(SelectThenVerify):
     drafting = "iid"
     claims_exact = True
     single_candidate_is_sps = True
+    closed_form = True
+    single_step = True
+    colour = "tab:brown"
+    marker = "*"
 
     def uniforms_needed(self, k: int) -> int:
         """``2k + 2``: an interval and a position uniform per candidate, then accept and residual."""

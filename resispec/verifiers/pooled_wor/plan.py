@@ -28,7 +28,7 @@ independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built o
    positive coefficients only (nothing cancels); ``resispec.race`` holds the pair algebra, the grid
    and the compiled kernels. One forward pass along each scan carries the earlier-scanned pair (the
    thetas are known there); the later-scanned pairs come from a backward pass that keeps one every
-   ``CHECKPOINT`` tokens and are rebuilt block by block (``resispec.verifiers.pooled_wor_scan``). The
+   ``CHECKPOINT`` tokens and are rebuilt block by block (``resispec.verifiers.pooled_wor.scan``). The
    integral is the trapezoid rule in ``ln T = s - exp(-s)`` on the race grid of q and k (``race_grid``: from
    ``T_lo``, ``T_lo^k / k! <= TAIL``, to ``T_hi``, where a Gamma(k, m_k) tail is ``TAIL``, ``m_k`` the
    q-mass outside the k - 1 heaviest tokens), shared with the ``P_k`` of step 1; ``e_x`` and ``r_x`` are
@@ -44,7 +44,7 @@ independent clocks ``E_x ~ Exp(q_x)`` (docs/resispec_wor.md, section 6). Built o
    Every choice is exact; the choice only affects acceptance.
 5. **Mixture.** Where the chosen scan's acceptance is below the least prefix value by more than
    ``MIXTURE_TRIGGER`` (1e-6), the selection becomes a mixture of the scan (probability ``w_0``) and "latest in
-   order pi_j" rules (``w_j``), by column generation (``resispec.verifiers.pooled_wor_mixture``); its law
+   order pi_j" rules (``w_j``), by column generation (``resispec.verifiers.pooled_wor.mixture``); its law
    ``t = w_0 t_scan + sum_j w_j t_(pi_j)``. The first selection uniform ``r`` picks the rule and, on
    ``r < w_0``, serves the scan as ``r / w_0``.
 6. **Degenerate drafts.** When a drafted token's q is below ``SMALLEST_RATE`` the integrals cannot be
@@ -76,8 +76,8 @@ from resispec.bounds_wor import wor_prefix_values
 from resispec.residual import supported_residual
 from resispec.rows import Array, add_at_, device_of, gather_rows, namespace, set_at_
 from resispec.sampling import RowInverseCDF
-from resispec.verifiers.pooled_plan import acceptance_ratio
-from resispec.verifiers.pooled_wor_mixture import Mixture, mixture, scan_only
+from resispec.verifiers.pooled.plan import acceptance_ratio
+from resispec.verifiers.pooled_wor.mixture import Mixture, mixture, scan_only
 
 if TYPE_CHECKING:
     from resispec.race import Race
@@ -114,7 +114,7 @@ class PooledWorPlan:
     - ``reach`` (V,), ``fallback`` (V,) by token id: ``D`` and ``L`` of the module docstring.
     - ``scan_law`` (V,) by token id: the scan's law ``L + theta (D - L)``.
     - ``scan_weight``, ``column_weights`` (m,), ``column_ranks`` (m, V) int32: the mixture
-      (``resispec.verifiers.pooled_wor_mixture``): the scan with probability ``scan_weight``, else "latest
+      (``resispec.verifiers.pooled_wor.mixture``): the scan with probability ``scan_weight``, else "latest
       in order j" (``column_ranks[j]`` the position of each token id in it) with ``column_weights[j]``;
       the scan alone (weight 1, m = 0) unless it falls short of the least prefix value by more than 1e-6.
     - ``selection_law`` (V,) by token id: the mixture's law ``t`` (the scan's where m = 0).
@@ -147,8 +147,8 @@ class PooledWorPlan:
 def _scan(race: Race, p_rows: np.ndarray, rows: np.ndarray, other: np.ndarray) -> dict[str, np.ndarray]:
     """Thinning along ``rows`` (race rows in visiting order): theta, D, L and t of the scanned tokens
     (by position in ``rows``; tokens with q = 0 get theta 1 and D = L = 0), by the compiled scan
-    (``resispec.verifiers.pooled_wor_scan``) from the earlier pair ``other``."""
-    from resispec.verifiers.pooled_wor_scan import thinned_scan  # numba is imported on first use
+    (``resispec.verifiers.pooled_wor.scan``) from the earlier pair ``other``."""
+    from resispec.verifiers.pooled_wor.scan import thinned_scan  # numba is imported on first use
     out = {"theta": np.ones(rows.size), "reach": np.zeros(rows.size), "fallback": np.zeros(rows.size)}
     positions = np.flatnonzero(race.rate[rows] > 0)
     theta, reach, fallback = thinned_scan(race.stay, race.ring, race.rate, p_rows, rows[positions], other,

@@ -8,12 +8,12 @@ with equality iff ``t >= p`` on an optimal cut, ``t <= p`` off it and ``t(cut) =
 select-then-verify can always reach alpha*-WOR (theorem ``pooled_wor.ceiling_reachable``,
 docs/pooled_wor.md).
 
-The selection (``resispec.verifiers.pooled_wor_plan``): a ratio-prefix cut H; if every candidate is in
+The selection (``resispec.verifiers.pooled_wor.plan``): a ratio-prefix cut H; if every candidate is in
 H, scan them by ratio ascending, else scan the candidates outside H by ratio descending; select the
 visited candidate with probability ``theta`` (greedy, so each token gets its target mass p where
 possible), else the last visited. Where that scan falls short of the least ratio-prefix value, the plan
 mixes it with "select the candidate latest in order pi" rules, weights and orders by column generation
-(``resispec.verifiers.pooled_wor_mixture``), which stops only at alpha*-WOR (theorem
+(``resispec.verifiers.pooled_wor.mixture``), which stops only at alpha*-WOR (theorem
 ``pooled_wor.mixture``). Its law ``t`` comes from exponential-race integrals, without enumerating
 tuples. The plan is NumPy only, built per row; the selection runs on rows (NumPy or torch).
 
@@ -21,7 +21,7 @@ Uniform layout (``uniforms_needed(k) = k + 2``; the engine runs this same rule):
 
 - ``u[i]``, ``i < k``: candidate i (draw order) is selected when visited iff ``u[i] < theta``; with a
   mixture, ``r = u[0]`` first picks the rule (the scan iff ``r < w_0``, which then reads ``r / w_0``;
-  ``pooled_wor_plan.select``);
+  ``pooled_wor.plan.select``);
 - ``u[k]``: accept the selected candidate y iff ``u[k] < accept(y)``;
 - ``u[k + 1]``: the residual token by inverse CDF over token ids ascending.
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from resispec.rows import Array
 from resispec.validation import as_count
-from resispec.verifiers.pooled_wor_plan import PooledWorRows, pooled_wor_plans, select, selection_probabilities
+from resispec.verifiers.pooled_wor.plan import PooledWorRows, pooled_wor_plans, select, selection_probabilities
 from resispec.verifiers.select_then_verify import SelectThenVerify
 
 
@@ -44,6 +44,10 @@ class PooledWithoutReplacement(SelectThenVerify):
     drafting = "wor"
     claims_exact = True
     single_candidate_is_sps = True  # one WOR draw is one draw from q: t = q, then sps (tests/test_single_candidate.py)
+    closed_form = True
+    single_step = True
+    colour = "tab:olive"
+    marker = "P"
 
     def uniforms_needed(self, k: int) -> int:
         """``k + 2``: a thinning uniform per candidate, then accept and residual."""

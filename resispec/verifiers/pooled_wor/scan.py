@@ -1,7 +1,7 @@
 """The thinned scan of a pooled_wor block, compiled: theta, D and L of every scanned token.
 
 Notation of ``resispec.race`` (pairs ``(A, B)``, clock factors ``e``, ``r``, nodes and weights) and of
-``resispec.verifiers.pooled_wor_plan`` (the rule). The block's tokens are visited in a fixed order;
+``resispec.verifiers.pooled_wor.plan`` (the rule). The block's tokens are visited in a fixed order;
 with the earlier-scanned pair ``(A, B)`` (the other block's pair times the earlier tokens at weight
 ``1 - theta``) and y forced into S (y rings and is good), ``(A, B)(r_y X, q_y e_y) = (r_y X A,
 q_y e_y A + r_y X B)``. Contracted with the later tokens' pair ``(A', B')`` at weight 1,

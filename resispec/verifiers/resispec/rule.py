@@ -1,7 +1,7 @@
 """resispec: exact residual shaping for i.i.d. candidates (the project's realisation of ResiSpec).
 
 With the schedule ``T_1 >= ... >= T_k >= T_{k+1} = 0``, ``R_j = 1 - g(T_1) + g(T_j)`` (its plan,
-``resispec.verifiers.resispec_plan``), step j accepts candidate x with probability
+``resispec.verifiers.resispec.plan``), step j accepts candidate x with probability
 ``a_j(x) = [min(p(x), T_j q(x)) - min(p(x), T_{j+1} q(x))] / (R_j q(x))``; all rejected (probability
 ``z = 1 - g(T_1)``): emit from ``norm((p - T_1 q)+)``. The residual after j rejections is
 proportional to ``(p - T_1 q)+ + min(p, T_{j+1} q)``: draft-shaped mass kept for later candidates.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from resispec.rows import Array, float_errors_allowed, gather_rows, namespace, positive_part_
 from resispec.verifiers.base import BatchedSequentialVerifier, BoundVerifier, RowStepGenerator
-from resispec.verifiers.resispec_plan import Schedule, resispec_plan
+from resispec.verifiers.resispec.plan import Schedule, resispec_plan
 
 
 class ResiSpec(BatchedSequentialVerifier):
@@ -25,6 +25,8 @@ class ResiSpec(BatchedSequentialVerifier):
     drafting = "iid"
     claims_exact = True
     single_candidate_is_sps = True
+    closed_form = True
+    colour = "tab:red"
 
     def _row_plan(self, p: Array, q: Array, k: int) -> Schedule:
         return resispec_plan(p, q, k)

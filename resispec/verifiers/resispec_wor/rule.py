@@ -2,7 +2,7 @@
 
 State ``(r, q', n)``: the current target, the draft renormalised over the undrawn tokens, the number of
 candidates left; ``r = p``, ``q' = q``, ``n = k`` at the start. With ``n >= 2``, build the k = 2
-latest-first plan for ``(r, q')`` (the verifier's plan, ``resispec.verifiers.resispec_wor_plan``: step-1
+latest-first plan for ``(r, q')`` (the verifier's plan, ``resispec.verifiers.resispec_wor.plan``: step-1
 accepted mass A, step-2 reach C and acceptance ``a_2``, final residual ``f``) and accept the candidate x
 with probability ``A_x / q'_x``; on rejection the next state is ``(r_x, q'_{-x}, n - 1)`` with the law the
 plan would emit from there, ``r_x = q'_{-x} a_2 + (1 - <q'_{-x}, a_2>) norm(f)``. With ``n = 1``: the
@@ -30,7 +30,7 @@ from array_api_compat import device as device_of
 from resispec.rows import Array, namespace, placed_rows, zero_at_
 from resispec.verifiers.base import BatchedSequentialVerifier, BoundVerifier, RowStepGenerator
 from resispec.verifiers.rejection import rejection_acceptance, rejection_residual
-from resispec.verifiers.resispec_wor_plan import LatestFirstPlan, latest_first_plan
+from resispec.verifiers.resispec_wor.plan import LatestFirstPlan, latest_first_plan
 
 
 class ResiSpecWithoutReplacement(BatchedSequentialVerifier):
@@ -40,6 +40,10 @@ class ResiSpecWithoutReplacement(BatchedSequentialVerifier):
     drafting = "wor"
     claims_exact = True
     single_candidate_is_sps = True
+    closed_form = True
+    closed_form_max_k = 2
+    colour = "tab:pink"
+    marker = "s"
 
     def _row_plan(self, p: Array, q: Array, k: int) -> LatestFirstPlan | None:
         """The first step's plans (shared by every tuple); None for k = 1 (a plain rrs_wor step)."""
