@@ -9,8 +9,8 @@ from resispec import VERIFIERS, get_verifier
 from resispec.audit import DEFAULT_ALPHA, DEFAULT_SAMPLES, exact_law, pit_audit, sample_audit
 from resispec.audit.goodness_of_fit import merged_chi_square, min_detectable_tv
 from resispec.audit.runner import _audit_seed, run_audit
-from resispec.verifiers import Verifier
 from resispec.suite import get_suite
+from resispec.verifiers import Verifier
 
 CONTROLS = [name for name, cls in VERIFIERS.items() if not cls.claims_exact]
 

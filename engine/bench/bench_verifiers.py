@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.verifiers import TORCH_VERIFIERS, get_torch_verifier
+from engine.verifiers import get_torch_verifier
 from resispec.benchmarks.timing import median_ratio
 from resispec.benchmarks.verify_speed import LOGIT_SCALE, VerifyTiming
+from resispec.verifiers import VERIFIERS
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def bench_torch_verify(verifier_names: Sequence[str] | None, batch: int, vocabs:
     for vocab in vocabs:
         logits, p, q = llm_like_batch(batch, vocab, generator, device)
         softmax = _synchronized(lambda: torch.softmax(logits, dim=-1), device)
-        for name in verifier_names or list(TORCH_VERIFIERS):
+        for name in verifier_names or list(VERIFIERS):
             verifier = get_torch_verifier(name)
             for count in dict.fromkeys(min(k, verifier.max_k or k) for k in ks):
                 inputs = itertools.cycle([

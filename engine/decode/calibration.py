@@ -176,16 +176,17 @@ def _sample_continuation(target, prompt: torch.Tensor, new_tokens: int, sampling
 def _verify_costs(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_children: int,
                   rows: int = VERIFY_COST_ROWS) -> dict[int, float]:
     """``u(k)``, k = 1..max_children: mean seconds of one node's verification with k candidates drawn by
-    the verifier's rule (the torch port, full vocabulary), over ``rows`` calibration rows spread along the
+    the verifier's rule (on tensors, full vocabulary), over ``rows`` calibration rows spread along the
     text: a plan's cost depends on the row's shape (a peaked row builds fast). One candidate costs what sps
     costs where the verifier's one-candidate rule is sps (the decoder batches those nodes)."""
     from engine.verifiers.node_verification import NodeVerifier
 
     rng, generator = np.random.default_rng(0), torch.Generator().manual_seed(0)
+    rule = get_verifier(verifier)
     picks = np.linspace(0, len(p_rows) - 1, min(rows, len(p_rows))).round().astype(int)
     costs = {}
     for k in range(1, max_children + 1):  # one candidate: sps where the decoder decides it so
-        node = NodeVerifier("sps" if k == 1 and get_verifier(verifier).single_candidate_is_sps else verifier)
+        node = NodeVerifier(get_verifier("sps") if k == 1 and rule.single_candidate_is_sps else rule)
         seconds = []
         for i in picks:
             p, q = torch.from_numpy(p_rows[i: i + 1]), torch.from_numpy(q_rows[i: i + 1])

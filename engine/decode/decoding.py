@@ -38,9 +38,7 @@ from engine.drafts.base import Draft
 from engine.logs.node_log import NodeLog
 from engine.runtime.compact_lm import lm_for
 from engine.runtime.tree import CandidateTree
-from engine.verifiers.node_verification import NodeVerifier
-from engine.verifiers.round_verification import RoundVerification, is_sequence_level
-from resispec import get_verifier
+from engine.verifiers.strategy import Verification
 from resispec.audit import randomized_pit
 from resispec.sampling import inverse_cdf_rows
 
@@ -93,8 +91,9 @@ class Decoder:
     Args:
         target_model: the target p (a transformers causal LM).
         draft: the draft q (``engine.drafts.Draft``); ignored for ``verifier="ar"``.
-        verifier: a verifier name of the zoo, a sequence-level one (``block``, ``traversal``,
-            ``traversal_wor``: ``engine.verifiers.round_verification``), or ``"ar"`` for plain sampling.
+        verifier: how to verify, resolved once (``engine.verifiers.strategy.Verification``), or its name: a
+            verifier of the zoo, a sequence-level one (``block``, ``traversal``, ``traversal_wor``), or
+            ``"ar"`` for plain sampling.
         branching: children per node at each depth, e.g. ``(4, 2, 2, 1)``.
         sampling: temperature / top-k / top-p, applied identically to p and q.
         seed: all randomness flows from it: verification and sampling uniforms from
@@ -106,7 +105,7 @@ class Decoder:
         log: record (p, q, candidates, emitted) of every verified node (``engine.logs.node_log``).
     """
 
-    def __init__(self, target_model: torch.nn.Module, draft: Draft | None, verifier: str,
+    def __init__(self, target_model: torch.nn.Module, draft: Draft | None, verifier: str | Verification,
                  branching: tuple[int, ...] = (4, 2, 2, 1), sampling: Sampling = Sampling(),
                  seed: int = 0, audit: bool = False, parity_fraction: float = 0.0,
                  log: NodeLog | None = None) -> None:
@@ -117,20 +116,17 @@ class Decoder:
         if self.speculative:
             if draft is None:
                 raise ValueError("draft: speculative decoding needs a draft model")
-            self.round_verifier = RoundVerification(verifier) if is_sequence_level(verifier) else None
-            if self.round_verifier is not None:
-                if parity_fraction or log is not None:
-                    raise ValueError(f"verifier: {verifier} decides whole rounds; the per-node log and parity "
-                                     "check apply to node-by-node verifiers only")
-                self.round_verifier.check_branching(tuple(branching))
-            drafting = verifier if self.round_verifier is None else self.round_verifier.drafting_verifier
-            self.node_verifier = NodeVerifier(drafting, parity_fraction, self.hooks_rng)
+            verification = verifier if isinstance(verifier, Verification) else Verification.of(verifier)
+            self.round_verifier = verification.round
+            if self.round_verifier is not None and (parity_fraction or log is not None):
+                raise ValueError(f"verifier: {verification.name} decides whole rounds; the per-node log and parity "
+                                 "check apply to node-by-node verifiers only")
             self.tree = CandidateTree.from_branching(branching)
-            self.node_verifier.check_branching(self.tree.branching)
+            verification.check_branching(self.tree.branching)
+            self.node_verifier = verification.node_verifier(parity_fraction, self.hooks_rng)
             self.chain_length = next((d for d, b in enumerate(self.tree.branching) if b > 1), self.tree.depth)
-            self.chain_verifier = (NodeVerifier("sps", parity_fraction, self.hooks_rng)
-                                   if self.chain_length and self.round_verifier is None
-                                   and get_verifier(verifier).single_candidate_is_sps else None)
+            self.chain_verifier = (verification.chain_verifier(parity_fraction, self.hooks_rng)
+                                   if self.chain_length else None)
         self.draft = draft
         self.sampling = sampling
         self.generator = torch.Generator(device=target_model.device).manual_seed(seed)

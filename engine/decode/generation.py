@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -13,8 +13,7 @@ from engine.decode.processing import Sampling
 from engine.drafts.registry import DEFAULT_DRAFT, check_draft_name, make_draft, resolve_draft_name
 from engine.logs.node_log import NodeLog
 from engine.runtime.tree import CandidateTree
-from engine.verifiers.node_verification import NodeVerifier
-from engine.verifiers.round_verification import RoundVerification, is_sequence_level
+from engine.verifiers.strategy import Verification
 from resispec.audit import pit_audit
 from resispec.validation import as_count
 
@@ -43,6 +42,8 @@ class GenerationRequest:
     chat: bool = True
     parity_fraction: float = 0.0
     threads: int = 2
+    verification: Verification | None = field(init=False, default=None, repr=False, compare=False)
+    """How to verify, resolved once from ``verifier`` on construction (None for ``"ar"``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.prompt, str) or not self.prompt.strip():
@@ -54,10 +55,10 @@ class GenerationRequest:
             raise ValueError(f"parity_fraction: must lie in [0, 1], got {self.parity_fraction}")
         if self.verifier != AUTOREGRESSIVE:
             check_draft_name(self.draft)
-            rule = RoundVerification(self.verifier) if is_sequence_level(self.verifier) else NodeVerifier(self.verifier)
+            self.verification = Verification.of(self.verifier)
             if self.branching != AUTO_TREE:  # branchings >= 1, at most MAX_TREE_NODES nodes; sps, block: one child
                 CandidateTree.from_branching(self.branching)
-                rule.check_branching(tuple(self.branching))
+                self.verification.check_branching(tuple(self.branching))
 
 
 def prompt_ids(tokenizer, prompt: str, chat: bool) -> torch.Tensor:
@@ -76,7 +77,7 @@ def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[st
     records every verified node."""
     draft = None if request.verifier == AUTOREGRESSIVE else make_draft(request.draft, model)
     branching, tree_info = resolve_tree(model, tokenizer, draft, request)
-    decoder = Decoder(model, draft, request.verifier, branching, request.sampling,
+    decoder = Decoder(model, draft, request.verification or request.verifier, branching, request.sampling,
                       request.seed, request.audit, request.parity_fraction, log)
     tokens: list[int] = []
     shown = ""
@@ -102,12 +103,10 @@ def resolve_tree(model, tokenizer, draft, request: GenerationRequest) -> tuple[t
         return (1,), {}
     if request.branching != AUTO_TREE:
         return tuple(request.branching), {"branching": list(request.branching)}
-    verifier, chains_only = request.verifier, False
-    if is_sequence_level(verifier):  # calibrated with its drafting rule's node verifier (a lower bound)
-        round_verifier = RoundVerification(verifier)
-        verifier, chains_only = round_verifier.drafting_verifier, round_verifier.verifier.chains_only
+    verification = request.verification  # a sequence-level one: calibrated with its drafting verifier (a lower bound)
     choice, calibration, cached = choose_tree(model, tokenizer, draft, resolve_draft_name(request.draft, model),
-                                              verifier, request.sampling, request.threads, chains_only)
+                                              verification.node.name, request.sampling, request.threads,
+                                              verification.chains_only)
     return choice.branching, {"branching": list(choice.branching), "auto": True, "calibration_cached": cached,
                               "predicted_tokens_per_forward": choice.tokens_per_round,
                               "predicted_tokens_per_second": choice.tokens_per_second,

@@ -1,28 +1,21 @@
-"""The verifier zoo in torch, batched over nodes: ``TORCH_VERIFIERS`` and ``get_torch_verifier``.
+"""Verification in the engine: the torch adapter of the core rules, node and round verification, the strategy.
 
-A core verifier whose rule is written once over rows (``resispec.verifiers.base.BatchedSequentialVerifier``:
-sps, rrs, rrs_wor, spectr, topk, resispec, resispec_wor and the controls rrs_skip_dup, wor_unmasked, ears,
-resispec_paper; ``resispec.verifiers.select_then_verify.SelectThenVerify``: pooled, pooled_wor) runs here
-through ``shared_rule``, with no torch copy of its rule: every verifier of the zoo.
+- ``base.TorchVerifier(rule)``: one adapter that runs any core rule written over rows on (B, V) tensors
+  (every verifier of the zoo: ``get_torch_verifier(name)``).
+- ``node_verification.NodeVerifier``: drafting and verifying the children of tree nodes.
+- ``round_verification.RoundVerification``: a sequence-level verifier applied to whole rounds.
+- ``strategy.Verification``: how a decode verifies, resolved once from the request's verifier name.
 """
 
 from __future__ import annotations
 
-from engine.verifiers.base import SequentialTorchVerifier, TorchVerifier
-from engine.verifiers.shared_rule import torch_verifier_for
-from resispec.verifiers import VERIFIERS
-
-TORCH_VERIFIERS: dict[str, type[TorchVerifier]] = {name: torch_verifier_for(cls) for name, cls in VERIFIERS.items()}
-"""Every torch verifier by the name of its core verifier, in ``VERIFIERS``' order: exact ones first, then
-the controls."""
+from engine.verifiers.base import TorchVerifier
+from resispec.verifiers import get_verifier
 
 
 def get_torch_verifier(name: str) -> TorchVerifier:
-    """A torch verifier instance by name; ``ValueError`` listing the known names otherwise."""
-    try:
-        return TORCH_VERIFIERS[name]()
-    except KeyError:
-        raise ValueError(f"unknown torch verifier {name!r}; known: {', '.join(TORCH_VERIFIERS)}") from None
+    """The torch verifier of the zoo verifier ``name``; ``ValueError`` listing the known names otherwise."""
+    return TorchVerifier(get_verifier(name))
 
 
-__all__ = ["TORCH_VERIFIERS", "SequentialTorchVerifier", "TorchVerifier", "get_torch_verifier"]
+__all__ = ["TorchVerifier", "get_torch_verifier"]

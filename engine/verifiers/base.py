@@ -1,28 +1,27 @@
-"""The batched torch verifier contract: torch port of ``resispec.verifiers.base``.
+"""The torch adapter of a core rule: ``TorchVerifier(rule)`` runs a core verifier on B nodes at once.
 
-A ``TorchVerifier`` verifies B nodes at once. Shapes: target ``p`` and draft ``q`` (B, V), any
-floating dtype (float32 from a model), cast to float64 and validated as in NumPy; candidates (B, k)
-integer ids; uniforms ``u`` (B, uniforms_needed(k)) float64, k + 1 for a sequential verifier (a port
-of a verifier that needs more overrides ``uniforms_needed``, as its twin does). ``verify`` returns
-``(tokens (B,), index (B,))`` long, ``index`` = the accepted candidate position or -1 (final
-residual). Everything runs on the inputs' device (CPU or CUDA).
+The core states each rule once, for (B, V) rows with the array API: a sequential rule
+(``resispec.verifiers.base.BatchedSequentialVerifier``) by ``_row_plan`` and ``_row_steps``, a
+select-then-verify rule (``resispec.verifiers.select_then_verify.SelectThenVerify``) by ``_row_plan`` and
+``_row_decide``. This adapter validates tensors at the boundary and runs those same methods on the
+validated float64 tensors, on their device (CPU or CUDA); nothing here restates a rule.
 
-Parity with the NumPy twin (``numpy_twin``, whose ``name``, ``drafting``, ``claims_exact`` and
-``max_k`` the port takes over): the same randomness convention, decision for decision given the same
-uniforms. ``u[:, i]`` decides candidate i (accept iff ``u[:, i] < a_i``, computed in float64 by the
-same formulas), ``u[:, k]`` draws the final residual by inverse CDF over token ids ascending, and the
-twin's fallback holds (``resispec.residual``, shared): a candidate with ``p(x) = 0`` is never
-accepted, the residual is restricted to p's support, and p itself is drawn from where it has no mass
-left. Only sums
-are taken in another order, so the two can differ only where a uniform lies within rounding of a
-threshold.
+Shapes: target ``p`` and draft ``q`` (B, V), any floating dtype (float32 from a model), cast to float64
+and validated as in NumPy; candidates (B, k) integer ids; uniforms ``u`` (B, uniforms_needed(k)) float64,
+the rule's layout (k + 1 for a sequential rule). ``verify`` returns ``(tokens (B,), index (B,))`` long,
+``index`` = the accepted candidate position or -1 (final residual).
+
+The randomness convention is the core's, decision for decision given the same uniforms: ``u[:, i]``
+decides candidate i (accept iff ``u[:, i] < a_i``, in float64 by the same formulas), ``u[:, k]`` draws
+the final residual by inverse CDF over token ids ascending, and the fallback of ``resispec.residual``
+holds: a candidate with ``p(x) = 0`` is never accepted, the residual is restricted to p's support, and p
+itself is drawn from where it has no mass left. Only sums are taken in another order, so the NumPy
+reference and the tensors can differ only where a uniform lies within rounding of a threshold.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Generator
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 
@@ -35,31 +34,24 @@ from engine.verifiers.validation import (
     same_device,
 )
 from resispec.validation import as_count
-from resispec.verifiers.base import Verifier, row_decisions
-
-TorchStepGenerator = Generator[torch.Tensor, torch.Tensor | None, torch.Tensor]
-"""Yields ``a_i`` (B,) for every node, then returns the final residual weights (B, V), unnormalised
-and non-negative. Each resume receives the nodes still undecided after the step just yielded (bool
-(B,): every candidate so far rejected), or None (treat every node as undecided), so a step may skip
-the work of decided nodes (resispec_wor: its next plan). The rows of a decided node (or of one that
-accepts with certainty, ``a_i = 1``) are never used and may hold anything, NaN included."""
+from resispec.verifiers.base import BatchedSequentialVerifier, Verifier, row_decisions
+from resispec.verifiers.select_then_verify import SelectThenVerify
 
 
-class TorchVerifier(ABC):
-    """Batched twin of the NumPy verifier ``numpy_twin`` (attributes taken from it)."""
+class TorchVerifier:
+    """The core verifier ``rule`` (an instance) on (B, V) tensors; ``name``, ``drafting``, ``claims_exact``
+    and ``max_k`` are the rule's."""
 
-    numpy_twin: ClassVar[type[Verifier]]
-    name: ClassVar[str]
-    drafting: ClassVar[str]
-    claims_exact: ClassVar[bool]
-    max_k: ClassVar[int | None]
+    def __init__(self, rule: Verifier) -> None:
+        if not isinstance(rule, (BatchedSequentialVerifier, SelectThenVerify)):
+            raise ValueError(f"rule: {type(rule).__name__} is not written over rows (a BatchedSequentialVerifier "
+                             "or a SelectThenVerify), so it cannot run on tensors")
+        self.rule = rule
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        twin = cls.__dict__.get("numpy_twin")
-        if twin is not None:
-            cls.name, cls.drafting, cls.claims_exact, cls.max_k = (
-                twin.name, twin.drafting, twin.claims_exact, twin.max_k)
+    name = property(lambda self: self.rule.name)
+    drafting = property(lambda self: self.rule.drafting)
+    claims_exact = property(lambda self: self.rule.claims_exact)
+    max_k = property(lambda self: self.rule.max_k)
 
     @property
     def scheme(self) -> TorchDraftingScheme:
@@ -67,12 +59,11 @@ class TorchVerifier(ABC):
         return TORCH_DRAFTING_SCHEMES[self.drafting]
 
     def uniforms_needed(self, k: int) -> int:
-        """How many uniforms one node's verification of k candidates consumes (k + 1 unless overridden)."""
-        return as_count(k) + 1
+        """How many uniforms one node's verification of k candidates consumes (the rule's layout)."""
+        return self.rule.uniforms_needed(k)
 
-    __repr__ = Verifier.__repr__
-
-    # --- public contract: validate at the boundary, then delegate -------------------------------
+    def __repr__(self) -> str:
+        return f"TorchVerifier({self.rule!r})"
 
     def draft(self, q: torch.Tensor, k: int, generator: torch.Generator) -> torch.Tensor:
         """(B, k) long candidate ids drawn from each row of ``q`` (B, V) by the drafting rule."""
@@ -86,8 +77,7 @@ class TorchVerifier(ABC):
         """``(tokens (B,), index (B,))`` emitted for the candidates (B, k) and uniforms (B, uniforms_needed(k))."""
         p64, q64, ids = self._validated(p, q, candidates)
         same_device(u, "u", p64.device)
-        uniforms = as_uniform_batch(u, ids.shape[0], self.uniforms_needed(ids.shape[1]))
-        return self._decide(p64, q64, ids, uniforms, self._prepare(p64, q64, ids.shape[1]))
+        return self._decide(p64, q64, ids, as_uniform_batch(u, ids.shape[0], self.uniforms_needed(ids.shape[1])))
 
     def verify_with(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
                     generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -97,7 +87,15 @@ class TorchVerifier(ABC):
         batch, k = ids.shape
         u = torch.rand((batch, self.uniforms_needed(k)), dtype=torch.float64, device=p64.device,
                        generator=generator)
-        return self._decide(p64, q64, ids, u, self._prepare(p64, q64, k))
+        return self._decide(p64, q64, ids, u)
+
+    def _decide(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
+                u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rule on validated float64 ``p``, ``q`` (B, V), candidates (B, k) and uniforms."""
+        plan: Any = self.rule._row_plan(p, q, candidates.shape[1])
+        if isinstance(self.rule, SelectThenVerify):
+            return self.rule._row_decide(plan, candidates, u)
+        return row_decisions(self.rule._row_steps(p, q, candidates, plan), p, candidates, u)
 
     def _validated(self, p: torch.Tensor, q: torch.Tensor,
                    candidates: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -111,33 +109,9 @@ class TorchVerifier(ABC):
     def _check_count(self, q: torch.Tensor, k: int) -> int:
         k = as_count(k)
         if self.max_k is not None and k > self.max_k:
-            self.numpy_twin()._check_count(q[0].cpu().numpy(), k)  # raises the NumPy "k: ..." error
+            self.rule._check_count(q[0].cpu().numpy(), k)  # raises the NumPy "k: ..." error
         self.scheme.check_count(q, k)
         return k
-
-    # --- hooks for concrete verifiers ------------------------------------------------------------
-
-    def _prepare(self, p: torch.Tensor, q: torch.Tensor, k: int) -> Any:
-        """Per-node work shared by the k steps (schedules, sorted profiles), batched; none by default."""
-        return None
-
-    @abstractmethod
-    def _decide(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor, u: torch.Tensor,
-                plan: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(tokens, index)`` for validated float64 ``p``, ``q`` (B, V), candidates and uniforms."""
-
-
-class SequentialTorchVerifier(TorchVerifier):
-    """Candidates examined one step at a time for all B nodes together, then the final residual: the
-    core's decision loop over rows (``resispec.verifiers.base.row_decisions``) run on the step generator."""
-
-    @abstractmethod
-    def _steps(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor, plan: Any) -> TorchStepGenerator:
-        """Acceptance probabilities step by step, then the final residual (see ``TorchStepGenerator``)."""
-
-    def _decide(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor, u: torch.Tensor,
-                plan: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        return row_decisions(self._steps(p, q, candidates, plan), p, candidates, u)
 
 
 def _check_generator(generator: torch.Generator, device: torch.device) -> None:

@@ -1,4 +1,4 @@
-"""Batched drafting schemes: torch port of ``resispec.drafting`` (``iid``, ``wor``, ``topk``).
+"""Batched drafting schemes on tensors, after ``resispec.drafting`` (``iid``, ``wor``, ``topk``).
 
 Each scheme draws (B, k) candidate ids from a validated float64 draft batch ``q`` (B, V) with an
 explicit ``torch.Generator`` on q's device, and flags the rows whose candidates it could not have
@@ -24,21 +24,21 @@ from resispec.validation import as_candidates, raise_for_rows
 
 
 class TorchDraftingScheme(ABC):
-    """Batched twin of the NumPy scheme ``DRAFTING_SCHEMES[name]``."""
+    """The batched form of the NumPy scheme ``DRAFTING_SCHEMES[name]``."""
 
     name: str
     bounded: bool = True
     """Whether k is limited by the draft's support (False for i.i.d. drafting)."""
 
     @property
-    def numpy_twin(self) -> DraftingScheme:
+    def reference(self) -> DraftingScheme:
         return DRAFTING_SCHEMES[self.name]
 
     def check_count(self, q: torch.Tensor, k: int) -> None:
         """``ValueError`` (the NumPy scheme's) if some row of ``q`` cannot supply k candidates."""
         if self.bounded:
             too_few = torch.count_nonzero(q, dim=-1) < k
-            raise_for_rows(too_few, lambda row: self.numpy_twin.check_count(q[row].cpu().numpy(), k))
+            raise_for_rows(too_few, lambda row: self.reference.check_count(q[row].cpu().numpy(), k))
 
     def check_candidates(self, q: torch.Tensor, candidates: torch.Tensor) -> None:
         """``ValueError`` for the first row this scheme could not have produced (shapes already checked)."""
@@ -47,7 +47,7 @@ class TorchDraftingScheme(ABC):
         bad = ((candidates < 0) | (candidates >= vocab)).any(dim=-1)
         drafted = q.gather(1, candidates.clamp(0, vocab - 1))
         bad |= (drafted <= 0).any(dim=-1) | self._impossible(q, candidates)
-        raise_for_rows(bad, lambda row: self.numpy_twin.check_candidates(
+        raise_for_rows(bad, lambda row: self.reference.check_candidates(
             q[row].cpu().numpy(), _numpy_candidates(candidates[row], vocab)))
 
     def _impossible(self, q: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
@@ -99,7 +99,7 @@ class WORDrafting(TorchDraftingScheme):
 def top_k_tokens(q: torch.Tensor, k: int) -> torch.Tensor:
     """The k tokens of largest ``q`` per row (B, k), descending ``q``, ties by ascending token id.
 
-    Torch port of ``resispec.drafting.top_k_tokens`` in O(V) per row: every token above the k-th
+    ``resispec.drafting.top_k_tokens`` on tensors, in O(V) per row: every token above the k-th
     largest value is in; the remaining places go to the lowest ids holding exactly that value.
     """
     batch, vocab = q.shape

@@ -8,7 +8,8 @@ and the remaining child slots repeat the last one as padding, which verification
 (``real_children``).
 
 Parity check (optional): on a random fraction of verified nodes the NumPy reference decides the same
-node with the same uniforms; every disagreement is counted (expected: none, see the torch ports).
+node with the same uniforms; every disagreement is counted (expected: none: one rule, summed in another
+order only).
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.verifiers import get_torch_verifier
 from engine.verifiers.base import TorchVerifier
-from resispec import get_verifier
+from resispec.verifiers import Verifier
 
 
 @dataclass
@@ -30,34 +30,27 @@ class ParityCounts:
 
 
 class NodeVerifier:
-    """A verifier of the zoo applied to tree nodes (torch port; NumPy twin for parity checks).
+    """A verifier of the zoo applied to tree nodes (on tensors; the NumPy rule itself for parity checks).
 
     Args:
-        name: the verifier's name.
+        rule: the core verifier (``resispec.get_verifier(name)``).
         parity_fraction: probability that a verified node is re-decided by the NumPy reference.
         parity_rng: the generator choosing those nodes, apart from the decisions' uniforms, so that
             turning the check on never changes what is decoded (required when ``parity_fraction > 0``).
     """
 
-    def __init__(self, name: str, parity_fraction: float = 0.0,
+    def __init__(self, rule: Verifier, parity_fraction: float = 0.0,
                  parity_rng: np.random.Generator | None = None) -> None:
         if not 0.0 <= parity_fraction <= 1.0:
             raise ValueError(f"parity_fraction: must lie in [0, 1], got {parity_fraction}")
         if parity_fraction and parity_rng is None:
             raise ValueError("parity_rng: a parity check needs its own generator")
-        self.verifier: TorchVerifier = get_torch_verifier(name)
-        self.reference = get_verifier(name)
-        self.name = name
+        self.verifier = TorchVerifier(rule)
+        self.reference = rule
+        self.name = rule.name
         self.parity_fraction = parity_fraction
         self.parity_rng = parity_rng
         self.parity = ParityCounts()
-
-    def check_branching(self, branching: tuple[int, ...]) -> None:
-        """Reject tree shapes the verifier cannot take (e.g. sps with more than one child)."""
-        limit = self.verifier.max_k
-        if limit is not None and max(branching) > limit:
-            raise ValueError(f"tree: {self.name} verifies at most {limit} candidate(s) per node, "
-                             f"but the branching is {','.join(map(str, branching))}")
 
     def real_children(self, q: torch.Tensor, k: int) -> torch.Tensor:
         """How many of the k child slots of each node hold real candidates (q (M, V) -> long (M,))."""

@@ -40,13 +40,6 @@ class RoundVerification:
     def __init__(self, name: str) -> None:
         self.verifier = get_round_verifier(name)
         self.name = name
-        self.drafting_verifier = drafting_verifier(self.verifier.drafting)
-
-    def check_branching(self, branching: tuple[int, ...]) -> None:
-        """``ValueError`` for a tree shape the verifier cannot take (block needs a chain)."""
-        if self.verifier.chains_only and max(branching) > 1:
-            raise ValueError(f"tree: {self.name} verifies a chain (one child per node, e.g. 1,1,1,1), "
-                             f"but the branching is {','.join(map(str, branching))}")
 
     def __call__(self, tree: CandidateTree, tokens: torch.Tensor, p: torch.Tensor, q: torch.Tensor,
                  rng: np.random.Generator) -> tuple[int, int]:

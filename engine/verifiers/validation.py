@@ -1,4 +1,4 @@
-"""Batched input checks for the torch verifiers: torch port of ``resispec.validation``.
+"""Batched input checks for the torch verifiers: the tensor form of ``resispec.validation``.
 
 A batch holds B nodes: probabilities ``(B, V)``, candidates ``(B, k)``, uniforms ``(B, k + 1)``.
 Every check runs vectorised on the inputs' device and costs one host sync in the common (valid)

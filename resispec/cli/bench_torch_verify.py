@@ -19,7 +19,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
         description="LLM-like peaky float32 pairs; ratios of medians measured alternately in one run.",
     )
     parser.add_argument("--verifier", nargs="+", type=verifier_name, metavar="NAME",
-                        help="verifiers (default: every torch port)")
+                        help="verifiers (default: every verifier of the zoo)")
     parser.add_argument("--batch", type=positive_int, default=64, help="nodes B (default: %(default)s)")
     parser.add_argument("--device", type=device, default="cpu",
                         help="torch device, e.g. cpu or cuda (default: %(default)s)")

@@ -15,3 +15,5 @@ class SPS(RRS):
 
     name = "sps"
     max_k = 1
+    closed_form = drafts_rounds = False  # facts of rrs not inherited: not simulated, drafts no rounds
+    colour = None

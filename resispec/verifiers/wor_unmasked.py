@@ -20,6 +20,8 @@ class WORUnmasked(RRS):
     drafting = "wor"
     claims_exact = False
     single_candidate_is_sps = False  # a control keeps its own rule everywhere
+    closed_form = drafts_rounds = False  # facts of rrs not inherited: not simulated, drafts no rounds
+    colour = None
 
     def _acceptance(self, bound: BoundVerifier) -> float:
         return enumerate_law(bound).acceptance

@@ -18,14 +18,13 @@ from engine.decode.decoding import Decoder
 from engine.decode.processing import Sampling
 from engine.model.tiny import tiny_pair
 from engine.runtime.tree_lm import TreeLM
-from engine.verifiers import TORCH_VERIFIERS
 from resispec import VERIFIERS
 
 RECORDED = json.loads((Path(__file__).parent / "decoded_tokens.json").read_text())
 
 
 @pytest.mark.parametrize("vocab", [8, 64])
-@pytest.mark.parametrize("name", list(TORCH_VERIFIERS))
+@pytest.mark.parametrize("name", list(VERIFIERS))
 def test_the_same_seed_decodes_the_recorded_tokens(name, vocab):
     target, draft = tiny_pair(seed=0, vocab_size=vocab)
     branching = (1, 1, 1) if VERIFIERS[name].max_k == 1 else (3, 2)

@@ -10,13 +10,12 @@ import torch
 from engine.decode.decoding import Decoder
 from engine.decode.processing import Sampling, draft_probs, target_probs
 from engine.runtime.tree_lm import TreeLM
-from engine.verifiers import TORCH_VERIFIERS
 from engine.verifiers.node_verification import NodeVerifier
-from resispec import VERIFIERS
+from resispec import VERIFIERS, get_verifier
 from resispec.audit import pit_audit
 from resispec.cli import main
 
-EXACT = [name for name, cls in TORCH_VERIFIERS.items() if cls.claims_exact]  # the engine decodes with the torch ports
+EXACT = [name for name, cls in VERIFIERS.items() if cls.claims_exact]  # the engine decodes with every rule
 
 
 def _branching(verifier: str) -> tuple[int, ...]:
@@ -92,7 +91,7 @@ def test_decoder_rejects_bad_configuration(tiny_models):
         Decoder(target, TreeLM(draft), "sps", (2, 1))
     with pytest.raises(ValueError, match="draft"):
         Decoder(target, None, "rrs")
-    with pytest.raises(ValueError, match="unknown torch verifier"):
+    with pytest.raises(ValueError, match="unknown verifier"):
         Decoder(target, TreeLM(draft), "nope")
     with pytest.raises(ValueError, match="max_new_tokens"):
         list(Decoder(target, None, "ar").generate(torch.tensor([1]), 0))
@@ -146,7 +145,7 @@ def test_parity_check_of_torch_against_numpy_during_decoding(tiny_models, verifi
     with pytest.raises(ValueError, match="parity_fraction"):
         Decoder(target, TreeLM(draft), verifier, (2,), parity_fraction=1.5)
     with pytest.raises(ValueError, match="parity_rng: a parity check needs its own generator"):
-        NodeVerifier(verifier, parity_fraction=0.5)
+        NodeVerifier(get_verifier(verifier), parity_fraction=0.5)
 
 
 def test_node_log_round_trips_through_the_simulator_format(tiny_models, tmp_path):

@@ -1,6 +1,6 @@
-"""The support invariant for the torch ports and the decoder: no token with p = 0 is ever emitted.
+"""The support invariant for the torch verifiers and the decoder: no token with p = 0 is ever emitted.
 
-Every exact torch port (from the registry, so a new port is covered once registered) on the
+Every exact verifier of the zoo (from the registry, so a new one is covered once registered) on the
 extreme-magnitude instances of ``tests.extreme`` (masses from 1e-320 to 1, zeros), with seeded
 uniforms and the extremes 0 and 1 - ulp; then the decoding loop with tiny models, greedy (p one-hot,
 q at T = 1: most candidates have p = 0) and top-k = 2 (p and q keep different tokens).
@@ -17,11 +17,12 @@ from engine.decode.decoding import Decoder
 from engine.decode.processing import Sampling
 from engine.logs.node_log import NodeLog
 from engine.runtime.tree_lm import TreeLM
-from engine.verifiers import TORCH_VERIFIERS
+from engine.verifiers import get_torch_verifier
+from resispec.verifiers import VERIFIERS
 from tests.engine.torch_verifier_helpers import one_thread  # noqa: F401  (autouse fixture)
 from tests.extreme import extreme_instances
 
-EXACT = [name for name, cls in TORCH_VERIFIERS.items() if cls.claims_exact]
+EXACT = [name for name, cls in VERIFIERS.items() if cls.claims_exact]
 ROWS = 16
 """Nodes per batch: the same (p, q) repeated, each with its own candidates and uniforms."""
 
@@ -31,7 +32,7 @@ ROWS = 16
 @given(instance=extreme_instances())
 def test_torch_ports_never_emit_a_token_outside_the_support_of_p(name, instance):
     p, q, k = instance
-    verifier = TORCH_VERIFIERS[name]()
+    verifier = get_torch_verifier(name)
     p_rows = torch.tensor(np.tile(p, (ROWS, 1)))
     q_rows = torch.tensor(np.tile(q, (ROWS, 1)))
     generator = torch.Generator().manual_seed(0)
@@ -48,7 +49,7 @@ def test_torch_ports_never_emit_a_token_outside_the_support_of_p(name, instance)
 
 
 @pytest.mark.parametrize("sampling", [Sampling(0.0), Sampling(1.0, top_k=2)], ids=["greedy", "top-k-2"])
-@pytest.mark.parametrize("verifier", [name for name in EXACT if TORCH_VERIFIERS[name].max_k is None])
+@pytest.mark.parametrize("verifier", [name for name in EXACT if VERIFIERS[name].max_k is None])
 def test_the_decoder_never_emits_a_token_outside_the_support_of_p(tiny_models, verifier, sampling):
     target, draft = tiny_models
     log = NodeLog(target.config.vocab_size, keep=target.config.vocab_size)

@@ -57,3 +57,18 @@ def test_block_needs_a_chain_and_rounds_have_no_node_log(tiny_models, capsys):
         Decoder(target, TreeLM(draft), "traversal", (2, 1), parity_fraction=0.5)
     assert main(["generate", "--prompt", "hi", "--verifier", "block", "--tree", "2,1"]) == 2
     assert capsys.readouterr().err.strip().startswith("resispec generate: tree: block verifies a chain")
+
+
+def test_the_strategy_resolves_the_drafting_verifier_and_the_shapes_once():
+    """A sequence-level verifier drafts with the class that declares drafts_rounds for its drafting rule."""
+    from engine.verifiers.strategy import Verification
+
+    assert [Verification.of(name).node.name for name in ("traversal", "traversal_wor", "block")] == \
+        ["rrs", "rrs_wor", "rrs"]
+    assert Verification.of("block").chains_only and not Verification.of("traversal").chains_only
+    assert Verification.of("resispec").round is None and Verification.of("resispec").chain_verifier().name == "sps"
+    assert Verification.of("traversal").chain_verifier() is None
+    with pytest.raises(ValueError, match="block verifies a chain"):
+        Verification.of("block").check_branching((2, 1))
+    with pytest.raises(ValueError, match="sps verifies at most 1"):
+        Verification.of("sps").check_branching((2,))

@@ -20,16 +20,15 @@ from engine.decode.processing import Sampling
 from engine.drafts.self_draft import SelfDraft
 from engine.model.tiny import tiny_llama
 from engine.runtime.tree_lm import TreeLM
-from engine.verifiers import TORCH_VERIFIERS
 from resispec import VERIFIERS
 from resispec.audit.goodness_of_fit import merged_chi_square
 from resispec.sequence import SEQUENCE_VERIFIERS
 
 PROMPT = torch.tensor([3])
 VOCAB, LENGTH, SAMPLES = 8, 3, 1500
-EXACT = [name for name, cls in TORCH_VERIFIERS.items() if cls.claims_exact]  # the engine decodes with the torch ports
+EXACT = [name for name, cls in VERIFIERS.items() if cls.claims_exact]  # the engine decodes with every rule
 EXACT += ["traversal"]  # a whole-round verifier (block and the lifts share its hook in the loop)
-CONTROLS = [name for name, cls in TORCH_VERIFIERS.items() if not cls.claims_exact]
+CONTROLS = [name for name, cls in VERIFIERS.items() if not cls.claims_exact]
 LEVEL = 0.01 / len(EXACT)
 pytestmark = pytest.mark.slow  # the sequence-level tier (tests/conftest.py)
 

@@ -2,7 +2,7 @@
 
 Every node of a batch is the same small pair from the audit suite, so one batched call gives n
 independent draws of (draft, verify). Exact verifiers must pass a chi-square against p (sparse bins
-merged, Bonferroni over the suite) and accept as often as the NumPy twin's exact acceptance; each
+merged, Bonferroni over the suite) and accept as often as the NumPy rule's exact acceptance; each
 control must be rejected on the pair where its exact-law bias is largest. The drafting schemes'
 tuple frequencies are tested against the NumPy tuple probabilities.
 """
@@ -13,18 +13,18 @@ import numpy as np
 import pytest
 import torch
 
-from engine.verifiers import TORCH_VERIFIERS, TorchVerifier, get_torch_verifier
+from engine.verifiers import TorchVerifier, get_torch_verifier
 from engine.verifiers.drafting import TORCH_DRAFTING_SCHEMES
 from resispec.audit import DEFAULT_ALPHA, exact_law
 from resispec.audit.goodness_of_fit import merged_chi_square
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.suite import get_suite
-from resispec.verifiers import get_verifier
+from resispec.verifiers import VERIFIERS, get_verifier
 from tests.engine.torch_verifier_helpers import DEVICES, one_thread  # noqa: F401 (fixture)
 
 SAMPLES = 20_000
-EXACT = [name for name, cls in TORCH_VERIFIERS.items() if cls.claims_exact]
-CONTROLS = [name for name, cls in TORCH_VERIFIERS.items() if not cls.claims_exact]
+EXACT = [name for name, cls in VERIFIERS.items() if cls.claims_exact]
+CONTROLS = [name for name, cls in VERIFIERS.items() if not cls.claims_exact]
 
 
 def sample_tokens(verifier: TorchVerifier, p: np.ndarray, q: np.ndarray, k: int, n: int, seed: int,

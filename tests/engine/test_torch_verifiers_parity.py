@@ -1,43 +1,38 @@
 """The engine agrees with the NumPy core where the two have separate code: the registry (every verifier of
-the zoo runs its core rule on tensors through one adapter, ``engine.verifiers.shared_rule``), the batched
+the zoo runs its core rule on tensors through one adapter, ``engine.verifiers.base.TorchVerifier``), the batched
 inverse CDF (overshoot and empty rows), top-k ties, and the residual fallback of the decision loop.
 
-There are no torch ports of rules left to keep in parity; the engine's decisions are checked against
+The engine's decisions are checked against
 recorded tokens (``test_decoded_tokens.py``) and the exact law (``test_torch_verifiers_exactness.py``).
 """
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
 import torch
 
-from engine.verifiers import TORCH_VERIFIERS, SequentialTorchVerifier, get_torch_verifier
+from engine.verifiers import TorchVerifier, get_torch_verifier
 from engine.verifiers.drafting import top_k_tokens
-from engine.verifiers.shared_rule import SharedRuleTorchVerifier, SharedSelectionTorchVerifier
 from resispec.drafting import top_k_tokens as numpy_top_k_tokens
 from resispec.sampling import inverse_cdf as numpy_inverse_cdf
 from resispec.sampling import inverse_cdf_rows
 from resispec.verifiers import VERIFIERS, SequentialVerifier
+from resispec.verifiers.base import BatchedSequentialVerifier
 from tests.engine.torch_verifier_helpers import DEVICES, one_thread  # noqa: F401 (fixture)
 
 
-def test_registry_mirrors_the_numpy_zoo():
-    assert list(TORCH_VERIFIERS) == list(VERIFIERS)  # every verifier of the zoo runs in the engine
-    for name, cls in TORCH_VERIFIERS.items():
-        twin = VERIFIERS[name]
-        assert cls.numpy_twin is twin
+def test_every_verifier_of_the_zoo_runs_through_the_one_adapter():
+    for name, cls in VERIFIERS.items():  # every verifier of the zoo runs in the engine: its core rule itself
+        verifier = get_torch_verifier(name)
+        assert type(verifier) is TorchVerifier and type(verifier.rule) is cls
         attributes = ("name", "drafting", "claims_exact", "max_k")
-        assert [getattr(cls, a) for a in attributes] == [getattr(twin, a) for a in attributes]
-        module = importlib.import_module(cls.__module__)
-        # the core rule itself, through the one adapter of its kind
-        assert module.__name__ == "engine.verifiers.shared_rule" and cls.__name__ == f"Torch{twin.__name__}"
-        assert issubclass(cls, (SharedRuleTorchVerifier, SharedSelectionTorchVerifier))
-        assert isinstance(get_torch_verifier(name), cls)
-    with pytest.raises(ValueError, match="unknown torch verifier 'nope'; known: sps, rrs"):
+        assert [getattr(verifier, a) for a in attributes] == [getattr(cls, a) for a in attributes]
+        assert verifier.uniforms_needed(3) == cls().uniforms_needed(3)
+    with pytest.raises(ValueError, match="unknown verifier 'nope'; known: sps, rrs"):
         get_torch_verifier("nope")
+    with pytest.raises(ValueError, match="rule: _StubNumPy is not written over rows"):
+        TorchVerifier(_StubNumPy())
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -77,10 +72,12 @@ class _StubNumPy(SequentialVerifier):
         return np.where(bound.p > 0, 0.0, 1.0)
 
 
-class _StubTorch(SequentialTorchVerifier):
-    numpy_twin = _StubNumPy
+class _StubRows(BatchedSequentialVerifier):
+    """The same stub written over rows, which the adapter runs on tensors."""
 
-    def _steps(self, p, q, candidates, plan):
+    name, drafting, claims_exact = "stub", "iid", False
+
+    def _row_steps(self, p, q, candidates, plan):
         for _ in range(candidates.shape[1]):
             yield p.new_zeros(p.shape[0])
         return torch.where(p > 0, 0.0, 1.0)
@@ -90,7 +87,7 @@ def test_a_final_residual_without_mass_on_the_support_of_p_draws_from_p_in_both(
     p = torch.tensor([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
     candidates = torch.tensor([[0, 1], [2, 2]])
     u = torch.tensor([[0.1, 0.2, 0.3], [0.0, 0.9, 0.99]], dtype=torch.float64)
-    tokens, index = _StubTorch().verify(p, p, candidates, u)
+    tokens, index = TorchVerifier(_StubRows()).verify(p, p, candidates, u)
     assert tokens.tolist() == [0, 2] and index.tolist() == [-1, -1]
     expected = [_StubNumPy().verify(p[b].double().numpy(), p[b].double().numpy(), candidates[b].numpy(), u[b].numpy())
                 for b in range(2)]
