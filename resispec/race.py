@@ -20,7 +20,7 @@ left end only): it acts where ``|T| <= e^s`` is at most about 1, where the integ
 growing at most like ``exp(|T|)``) are bounded whatever the argument of T, so the strip and the rate are
 kept while the nodes left of T = 1 drop from ``ln(1 / T_lo) / STEP`` (up to 100 at k = 2) to a handful:
 33 nodes instead of 71 at k = 4, 37 instead of 123 at k = 2 on the V = 49152 LLM-like pair. Measured
-(tests/test_race.py): on 13 drafts and k = 1, 2, 4, 6 every ``P_k``, ``D`` and ``L`` agrees with the plain
+(tests/resispec/test_race.py): on 13 drafts and k = 1, 2, 4, 6 every ``P_k``, ``D`` and ``L`` agrees with the plain
 ``ln T`` rule at step 0.05 to rounding (below 1e-13). Each truncated tail is at most ``TAIL``:
 
 - left: the integrand is at most the density of the k-th arrival overall, and

@@ -136,7 +136,7 @@ can go either way; the claim is over the drafting.)
   is at least token-level verification's for every i ({tally(not_dominant)}); expected gain in
   accepted tokens per round over token level: min {float(min(gains)):.4f}, max {float(max(gains)):.4f}.
 - The same optimum against the round LP over all exact verifiers (floating point, HiGHS):
-  `tests/test_sequence_verification.py` (instance certificates, not part of this proof).
+  `tests/resispec/sequence/test_sequence_verification.py` (instance certificates, not part of this proof).
 """
     return Outcome(bound_ok and not not_bound and not not_dominant, derivation, checked)
 

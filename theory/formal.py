@@ -6,7 +6,7 @@ function and proves the generic exactness theorem; ``Sps.v``, ``RrsWor.v``, ``Re
 ``Resispec.v`` instantiate it; ``Paper.v`` computes the published rule's counterexample in the rationals;
 ``Optimal.v`` proves that no exact single-draft verifier accepts more than sps; ``Assumptions.v`` prints
 the axioms each main theorem rests on. ``ASSUMPTIONS_RECORD`` keeps that output for the docs (so they
-do not depend on whether ``coqc`` is installed); ``tests/test_coq.py`` checks it against a fresh compile.
+do not depend on whether ``coqc`` is installed); ``tests/theory/test_coq.py`` checks it against a fresh compile.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ def formal_section() -> list[str]:
         "`accept s x`, and on rejection the run continues from `next s x`; after the last candidate it",
         "emits `final s`. Its output law is the recursion of `theory/sequential.py`'s `emit`, which is the",
         "modelling assumption: each candidate is drawn afresh given the state. `python -m theory`",
-        "compiles it when `coqc` is on the PATH (`tests/test_coq.py` does in CI) and prints a line per",
+        "compiles it when `coqc` is on the PATH (`tests/theory/test_coq.py` does in CI) and prints a line per",
         "theorem; without `coqc` it says so and skips it.",
         "",
         "| Coq theorem | file | statement | covers | Python code |",

@@ -3,7 +3,7 @@ and resispec_wor at k <= 2.
 
 Vectorised over the pairs of a batch (p, q of shape (N, V)) or pair by pair; the per-pair plans
 (resispec's schedule, SpecTr's ``rho*``, the top-k set, pooled's selection law, resispec_wor's k = 2
-plan) come from the core's own functions. ``tests/test_sim_kernels`` pins every kernel to the core's
+plan) come from the core's own functions. ``tests/sim/test_sim_kernels.py`` pins every kernel to the core's
 reference verifiers by enumeration on small instances.
 
 - rrs: ``r_1 = p``, ``r_{i+1} = norm((r_i - q)+)`` whatever the candidates; step i accepts with

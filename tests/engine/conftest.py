@@ -10,10 +10,6 @@ from engine.model.tiny import tiny_pair
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "real_model: uses the real SmolLM2 target (loaded from the user cache)")
-
-
 @pytest.fixture(scope="session")
 def tiny_models():
     """(p_model, q_model): tiny random target (2 layers) and draft (1 layer), vocab 8."""

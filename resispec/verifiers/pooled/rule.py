@@ -12,7 +12,7 @@ Then ``min(p, t) = p`` on ``H*`` and ``= t`` off it, so the acceptance is
 ``p(H*) + t(off H*) = p(H*) + 1 - q(H*)^k = alpha*``, the i.i.d. optimum: no exact verifier of
 i.i.d. candidates accepts more. A rejection needs ``t(y) > p(y)``, so ``y in H*``, which happens
 only when every candidate is in ``H*``; the residual lives off ``H*``, so it never emits a candidate.
-Exact (proof in docs/pooled.md; exact-law and sampling audits in tests/test_pooled.py).
+Exact (proof in docs/pooled.md; exact-law and sampling audits in tests/resispec/verifiers/test_pooled.py).
 
 Cost: the plan (sort, cut, ``t``, pools) is O(V log V) once per ``(p, q, k)``; one tuple then costs
 O(k log V): a ``searchsorted`` over the row's pools per candidate, one over the residual's

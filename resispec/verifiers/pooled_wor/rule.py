@@ -43,7 +43,7 @@ class PooledWithoutReplacement(SelectThenVerify):
     name = "pooled_wor"
     drafting = "wor"
     claims_exact = True
-    single_candidate_is_sps = True  # one WOR draw is one draw from q: t = q, then sps (tests/test_single_candidate.py)
+    single_candidate_is_sps = True  # one WOR draw is one draw from q: t = q, then sps (test_single_candidate.py)
     closed_form = True
     single_step = True
     colour = "tab:olive"

@@ -21,7 +21,7 @@ from sim.serving.report import audit_report
 from sim.serving.runner_local import run_local
 from sim.serving.synth import SynthSpec, synth
 
-ENGINE_LOG = Path(__file__).parents[1] / "engine" / "data" / "smollm2_decoding_log.npz"
+ENGINE_LOG = Path(__file__).resolve().parents[3] / "engine" / "data" / "smollm2_decoding_log.npz"
 SMALL = dict(kept=8, family="llm:sigma=1,V=32")
 
 

@@ -13,8 +13,8 @@ from resispec.bounds import optimal_acceptance_lp
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.verifiers.base import repeat_rows
 from resispec.verifiers.pooled_wor.plan import SMALLEST_RATE, select, selection_probabilities
+from tests.resispec.verifiers.test_resispec_wor import family_pairs
 from tests.strategies import instances
-from tests.test_resispec_wor import family_pairs
 
 TOLERANCE = 1e-12
 LP_TOLERANCE = 1e-7

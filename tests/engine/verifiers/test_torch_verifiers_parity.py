@@ -100,7 +100,7 @@ def test_a_final_residual_without_mass_on_the_support_of_p_draws_from_p_in_both(
 def test_pooled_wor_rows_with_and_without_mixtures_decide_as_numpy(device):
     """A batch mixing rows whose plans carry mixtures with a row that scans alone (padded with weight 0):
     the torch decisions equal the NumPy single-instance ones, row for row."""
-    from tests.test_pooled_wor import SHORT_SCANS
+    from tests.resispec.verifiers.test_pooled_wor import SHORT_SCANS
     rng, per_pair, k = np.random.default_rng(1710), 60, 2
     pairs = [(np.array(p), np.array(q)) for _, p, q in (SHORT_SCANS[0], SHORT_SCANS[3])]
     pairs.append((rng.dirichlet(np.ones(6)), rng.dirichlet(np.ones(6))))

@@ -12,7 +12,7 @@ import pytest
 if importlib.util.find_spec("ruff") is None:
     pytest.skip("ruff is not installed (pip install 'resispec[test]')", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def ruff_check(*arguments: str, source: str | None = None) -> subprocess.CompletedProcess:

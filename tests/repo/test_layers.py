@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("importlinter", reason="import-linter is not installed (pip install 'resispec[test]')")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("resispec", "sim", "engine", "theory")
 LINT = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"
 

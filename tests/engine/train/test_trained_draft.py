@@ -16,7 +16,7 @@ from engine.model.tiny import tiny_llama
 from engine.runtime.tree_lm import TreeLM
 from engine.train.distill import TrainConfig, kl_and_overlap, learning_rate, step_sequences, train
 from engine.train.draft_data import GenerationConfig, Sequences, generate_shards, sample_continuations
-from tests.engine.test_models import requires_target_wheel
+from tests.engine.model.test_models import requires_target_wheel
 
 MAX_WEIGHTS_BYTES = 25 * 10**6
 

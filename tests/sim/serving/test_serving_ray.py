@@ -12,7 +12,7 @@ from sim.serving.report import audit_report
 from sim.serving.runner_local import run_local
 from sim.serving.runner_ray import run_ray
 from sim.serving.synth import SynthSpec, synth
-from tests.test_serving import write_bad_shard
+from tests.sim.serving.test_serving import write_bad_shard
 
 
 @pytest.fixture(scope="module")

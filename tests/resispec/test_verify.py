@@ -20,7 +20,7 @@ def _pairs():
 @pytest.mark.parametrize("name", ALL)
 def test_verify_samples_follow_conditional_law(name):
     """For fixed candidates, verify with fresh uniforms follows conditional_law (chi-square; the 3000
-    verifications as rows of ``verify_many``, which decides as ``verify``, tests/test_verify_many.py)."""
+    verifications as rows of ``verify_many``, which decides as ``verify``, tests/resispec/test_verify_many.py)."""
     verifier = get_verifier(name)
     rng = np.random.default_rng(7)
     for pair in _pairs():

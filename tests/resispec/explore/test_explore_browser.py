@@ -20,7 +20,7 @@ import pytest
 
 from resispec import VERIFIERS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SCREENSHOT = ROOT / "docs" / "figures" / "explore.png"
 UPDATE_SCREENSHOT = os.environ.get("RESISPEC_UPDATE_SCREENSHOT") == "1"
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
