@@ -54,10 +54,14 @@ def test_audit_uniforms_are_apart_from_the_engines_own(tiny_models):
 
 
 def test_batching_does_not_change_the_pit_values(tiny_models):
+    """Padded batches score every token at its own position: the PIT values agree with one-by-one scoring up to
+    float32 rounding of the logits (a float32 product's rounding depends on the row count: MKL picks other
+    kernels, and on an AVX2-only CPU the values differ by up to ~5e-7), far below the O(0.1) change a
+    misaligned position or mask would make."""
     text = sequences(tiny_models, "hf")
     one_by_one = stream_pit(tiny_models[0], text, max_batch_tokens=1).values
     padded = stream_pit(tiny_models[0], text, max_batch_tokens=10_000).values
-    np.testing.assert_allclose(one_by_one, padded, atol=1e-9)
+    np.testing.assert_allclose(one_by_one, padded, atol=1e-5)
 
 
 def test_a_token_impossible_under_the_claimed_law_fails_the_audit(tiny_models):
