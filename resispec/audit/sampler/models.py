@@ -5,7 +5,8 @@ A model family maps a prefix (the token ids after the round's root) to a raw pai
 
 - ``suite``: at each prefix one of the standard suite's V = 6 pairs (Dirichlet of three concentrations,
   p == q, one-hot p, disjoint supports, zeros in p, zeros in q), chosen by a hash of the prefix: corner
-  cases along the chain, short rounds (disjoint) next to fully accepted ones (p == q);
+  cases along the chain, short rounds (disjoint) next to fully accepted ones (p == q); the root's pair is
+  ``zeros-in-q``, where the known-biased controls of the zoo are most biased (``resispec audit``);
 - ``dirichlet``: ``p ~ Dirichlet(1)``, ``q = 0.6 p + 0.4 Dirichlet(1)``: high acceptance, so rounds often
   reach the bonus row;
 - ``zeros`` (the edge probes): the suite's pairs with tokens of ``p = 0`` and ``q > 0`` (zeros in p,
@@ -30,6 +31,7 @@ from resispec.suite import SuitePair, get_suite
 MODEL_VOCAB = 6
 CHAIN_FAMILIES = ("suite", "dirichlet")
 ZERO_PAIRS = ("zeros-in-p", "disjoint", "one-hot-p")
+SUITE_ROOT = "zeros-in-q"
 
 
 def processed_pair(pair: SuitePair, processing: Processing) -> tuple[np.ndarray, np.ndarray]:
@@ -77,7 +79,9 @@ class ChainModel:
             rng = np.random.default_rng([self.seed, key])
             p = rng.dirichlet(np.ones(MODEL_VOCAB))
             return p, 0.6 * p + 0.4 * rng.dirichlet(np.ones(MODEL_VOCAB))
-        pair = self._pairs[key % len(self._pairs)]
+        names = [pair.name for pair in self._pairs]
+        pair = self._pairs[names.index(SUITE_ROOT)] if not prefix and SUITE_ROOT in names else \
+            self._pairs[key % len(self._pairs)]
         return pair.p, pair.q
 
     def round_models(self, branching: Sequence[int]) -> RoundModels:

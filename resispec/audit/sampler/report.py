@@ -36,13 +36,20 @@ class SamplerTest:
     result: AuditResult
 
     @property
+    def rejected(self) -> bool:
+        """The test's own verdict at the family's level (a PIT test splits it between KS and chi-square; a token
+        where the law has p = 0 rejects whatever the degrees of freedom)."""
+        return not self.result.passed
+
+    @property
     def tested(self) -> bool:
-        return self.result.chi2_df >= 1
+        """Whether the test could see anything: a degree of freedom, or a rejection."""
+        return self.result.chi2_df >= 1 or self.rejected
 
     def to_dict(self) -> dict:
         record = self.result.to_dict()
         record.update(name=self.name, context=self.context, dimension=self.dimension, tested=self.tested,
-                      detectable_tv=self.result.min_detectable_tv)
+                      rejected=self.rejected, detectable_tv=self.result.min_detectable_tv)
         return record
 
 
@@ -84,7 +91,7 @@ class SamplerReport:
 
     @property
     def rejected_tests(self) -> list[SamplerTest]:
-        return [test for test in self.tests if test.tested and not test.result.pvalue >= self.level_alpha]
+        return [test for test in self.tests if test.rejected]
 
     @property
     def edge_violations(self) -> list[EdgeOutcome]:
@@ -122,8 +129,7 @@ class SamplerReport:
         lines.append(f"{'test':<{width}}  {'n':>6}  {'df':>4}  {'p-value':>8}  {'TV':>6}  {'TV <=':>6}  "
                      f"{'detects':>7}  verdict")
         for test in self.tests:
-            verdict = ("untested" if not test.tested else
-                       "ok" if test.result.pvalue >= self.level_alpha else "REJECT")
+            verdict = "REJECT" if test.rejected else "ok" if test.tested else "untested"
             lines.append(f"{test.name + ', ' + test.context:<{width}}  {describe_result(test.result)}  {verdict}")
         lines.append("")
         lines.append("coverage: " + "; ".join(f"{key} {value}" for key, value in self.coverage.items()))

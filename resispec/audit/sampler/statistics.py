@@ -115,9 +115,3 @@ def pit_test(name: str, context: str, values: np.ndarray) -> PendingTest | None:
         return None
     return PendingTest(name, context, "batch", lambda alpha: pit_audit(values, alpha))
 
-
-def untested(name: str, context: str, dimension: str, n: int, note: str) -> AuditResult:
-    """The record of a test that could not run (no degree of freedom)."""
-    return AuditResult(test=f"{name}, {context}", n=n, alpha=float("nan"), passed=False, pvalue=float("nan"),
-                       chi2=float("nan"), chi2_df=0, chi2_pvalue=float("nan"), tv=float("nan"),
-                       tv_upper=float("nan"), min_detectable_tv=float("nan"), note=note)
