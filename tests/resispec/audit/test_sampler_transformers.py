@@ -1,7 +1,7 @@
 """transformers' installed ``_speculative_sampling`` (5.24), audited as shipped through a 10-line adapter
 (tests/resispec/audit/hf_samplers.py): the exact mode passes at node and chain level, the
-``assistant_ensemble_weight`` mode (w = 0.5) is rejected (its law, and the tokens with p = 0 it accepts), and the edge probe finds that at u = 0 its
-``r_i <= probability_ratio`` accepts a draft token with p = 0."""
+``assistant_ensemble_weight`` mode (w = 0.5) is rejected (its law, and the tokens with p = 0 it accepts), and
+the edge probe finds that at u = 0 its ``r_i <= probability_ratio`` accepts a draft token with p = 0."""
 
 import pytest
 

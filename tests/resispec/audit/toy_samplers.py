@@ -23,9 +23,10 @@ def _draw(weights: np.ndarray, u: float) -> int:
 
 
 RNG = np.random.default_rng(2026)
+PLAIN = Processing()
 
 
-def sps_chain(p, q, drafts, processing=Processing(), forget_bonus=False, forget_top_k_residual=False, rng=RNG):
+def sps_chain(p, q, drafts, processing=PLAIN, forget_bonus=False, forget_top_k_residual=False, rng=RNG):
     target, draft = process_probs(p, processing), process_probs(q, processing)
     if forget_bonus:
         target[:, -1] = p[:, -1]
