@@ -24,3 +24,7 @@ def hf_ensemble_chain(p, q, drafts):
 
 def hf_ensemble_node(p, q, candidates):
     return hf_node(p, q, candidates, weight=0.5)
+
+
+def hf_tree(p, q, paths):  # a tree of one path (branching 1,...,1): p (B, 1, D + 1, V), q (B, 1, D, V), paths (B, 1, D)
+    return hf_chain(p[:, 0], q[:, 0], paths[:, 0])

@@ -10,7 +10,13 @@ from resispec.audit.sampler import audit_sampler
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from tests.resispec.audit.hf_samplers import hf_chain, hf_ensemble_chain, hf_ensemble_node, hf_node  # noqa: E402
+from tests.resispec.audit.hf_samplers import (  # noqa: E402
+    hf_chain,
+    hf_ensemble_chain,
+    hf_ensemble_node,
+    hf_node,
+    hf_tree,
+)
 
 HF = dict(arrays="torch", dtype="float32", inputs="logits", rule="sps")
 NODE = dict(k=1, samples=1500, pairs=["dirichlet-1", "zeros-in-p", "zeros-in-q", "disjoint", "llm-like",
@@ -39,6 +45,11 @@ def test_the_exact_mode_passes_at_chain_level():
     report = audit_sampler(hf_chain, "chain", gamma=4, samples=2000, **HF)
     assert report.verdict == "PASS", report.format()
     assert report.coverage["depth reached"] == 4
+
+
+def test_a_chain_is_a_tree_of_one_path():
+    report = audit_sampler(hf_tree, "tree", branching=(1, 1, 1), samples=1500, **HF)
+    assert report.verdict == "PASS", report.format()
 
 
 def test_the_chain_edge_probe_pins_the_accepted_token_with_p_0():
