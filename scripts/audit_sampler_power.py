@@ -45,9 +45,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.03, 0.1, 0.3])
+    parser.add_argument("--levels", nargs="+", default=["node", "chain", "tree"])
     args = parser.parse_args()
     options = {"node": dict(k=2), "chain": dict(gamma=4), "tree": dict(branching=(2, 2))}
-    for level, extra in options.items():
+    for level in args.levels:
+        extra = options[level]
         for epsilon in args.epsilons:
             start, rejected, tests = time.perf_counter(), 0, {}
             for seed in range(args.seeds):

@@ -57,6 +57,10 @@ from resispec.verifiers import get_verifier
 
 Sampler = Callable[..., Any]
 
+PREFIX_LAWS = (2, 3)
+"""Chain and tree audits also test the law of the first 2 and 3 tokens of the continued sequences (36 and 216
+cells at V = 6): marginals of the sequence law with few cells, where a bias early in the round stays visible."""
+
 
 def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 4,
                   branching: Sequence[int] = (2, 2), drafting: str = "iid", rule: str | None = None,
@@ -237,6 +241,12 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
         round_models = model.round_models(branching)
         first = np.bincount(sequences[:, 0], minlength=MODEL_VOCAB)
         pending.append(counts_test("first token", model.name, "law", first, model.target(())))
+        for length in PREFIX_LAWS:
+            if length < depth + 1:
+                codes = sequence_codes(sequences[:, :length], MODEL_VOCAB)
+                pending.append(counts_test(f"first {length} tokens", model.name, "law",
+                                           np.bincount(codes, minlength=MODEL_VOCAB ** length),
+                                           round_models.continuation((), length)))
         pending.append(counts_test("sequence law (cells)", model.name, "law",
                                    np.bincount(sequence_codes(sequences, MODEL_VOCAB),
                                                minlength=MODEL_VOCAB ** (depth + 1)), round_models.target_law()))

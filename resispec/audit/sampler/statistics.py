@@ -3,7 +3,9 @@
 Per context (a node's suite pair, a chain's or tree's model):
 
 - ``token law`` (node): chi-square (sparse bins merged) and TV of the emitted tokens against the processed p;
-- ``first token`` (chain, tree): the same for the first emitted token against p at the root;
+- ``first token`` (chain, tree): the same for the first emitted token against p at the root, and ``first 2
+  tokens`` / ``first 3 tokens``: the law of the first tokens of the continued sequences (below) against the
+  target's marginal;
 - ``sequence law (cells)``: the emitted tokens continued by target sampling to D + 1 tokens (an exact sampler
   makes them distributed as the target's ``T(s) = prod_t p(s_t | s_<t)``, ``resispec.audit.round_law``),
   chi-square and TV over the ``V^(D+1)`` cells;

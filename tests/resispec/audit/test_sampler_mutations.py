@@ -11,17 +11,9 @@ from resispec.audit.sampler import audit_sampler
 from resispec.processing import Processing
 from tests.resispec.audit import toy_samplers as toy
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 
 COOL = Processing(temperature=0.5)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def rejected(report) -> set[str]:

@@ -7,7 +7,7 @@ import pytest
 
 from resispec.audit.sampler import audit_sampler
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from tests.resispec.audit.hf_samplers import (  # noqa: E402
@@ -21,14 +21,6 @@ from tests.resispec.audit.hf_samplers import (  # noqa: E402
 HF = dict(arrays="torch", dtype="float32", inputs="logits", rule="sps")
 NODE = dict(k=1, samples=1500, pairs=["dirichlet-1", "zeros-in-p", "zeros-in-q", "disjoint", "llm-like",
                                       "counterexample"])
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_the_exact_mode_passes_every_test_at_node_level_and_the_edge_probe_finds_the_u_0_acceptance():
