@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from resispec.audit.family import FAMILY_ALPHA, bonferroni_level
 from resispec.audit.sampler.acceptance import candidate_share, depth_law
-from resispec.audit.sampler.batches import GROUPS, SEED_GROUPS, compose, placements
+from resispec.audit.sampler.batches import GROUPS, SEED_GROUPS, RowPlacement, compose, placements
 from resispec.audit.sampler.checks import ContractLog, check_rows
 from resispec.audit.sampler.contract import (
     DEFAULT_TIME_LIMIT,
@@ -154,7 +154,7 @@ class _Runner:
                 "seeded rows": "mixed with unseeded ones" if self.seeded else "none (no seeds declared)"}
 
 
-def _group_tests(values: np.ndarray, placement, seeded: bool) -> list[PendingTest]:
+def _group_tests(values: np.ndarray, placement: RowPlacement, seeded: bool) -> list[PendingTest]:
     """PIT tests of every row and of each batch group; ``values`` (rows, m) PIT values per row."""
     groups = {"all rows": np.ones(values.shape[0], dtype=bool)}
     for name, select in {**GROUPS, **(SEED_GROUPS if seeded else {})}.items():
@@ -269,14 +269,13 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
     return pending, coverage, []
 
 
-def _subset(placement, keep: np.ndarray):
-    return type(placement)(placement.position[keep], placement.size[keep], placement.mode[keep],
-                           placement.seeded[keep])
+def _subset(placement: RowPlacement, keep: np.ndarray) -> RowPlacement:
+    return RowPlacement(placement.position[keep], placement.size[keep], placement.mode[keep], placement.seeded[keep])
 
 
-def _concat_placements(parts):
-    return type(parts[0])(*(np.concatenate([getattr(p, name) for p in parts]) for name in
-                            ("position", "size", "mode", "seeded")))
+def _concat_placements(parts: list[RowPlacement]) -> RowPlacement:
+    return RowPlacement(*(np.concatenate([getattr(part, name) for part in parts]) for name in
+                          ("position", "size", "mode", "seeded")))
 
 
 def _probe(runner: _Runner, scheme, seed: int) -> list[EdgeOutcome]:

@@ -35,8 +35,9 @@ EDGES: dict[str, float] = {
     "1 - 2^-24": 1.0 - 2.0 ** -24,
     "1 - ulp": float(np.nextafter(1.0, 0.0)),
 }
-"""The forced values; "1 - ulp" is the float64 one, which a float32 result rounds to ``1 - 2^-24``'s float32
-neighbour 1.0 - so in float32 it is stored as ``1 - 2^-24`` (the largest float32 below 1)."""
+"""The forced values. "1 - 2^-24" is the largest float32 below 1 (the largest float32 ``torch.rand`` returns);
+"1 - ulp" is the largest float64 below 1, which rounds to 1.0 in float32, so a float32 result gets the largest
+float32 below 1 instead (``_below_one``): in float32 the last two edges coincide."""
 
 TORCH_UNFORCED = ("randn", "randn_like", "randint", "randint_like", "randperm", "normal", "bernoulli", "poisson",
                   "normal_", "random_", "bernoulli_", "geometric_", "cauchy_", "log_normal_")
