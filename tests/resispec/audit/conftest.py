@@ -1,10 +1,10 @@
-"""Torch samplers in these tests run on one CPU thread (small tensors: threads cost more than they give, and the
-machine is shared)."""
+"""``one_torch_thread``: torch samplers in a test module run on one CPU thread (small tensors: threads cost more than
+they give, and the machine is shared); a module opts in with ``pytestmark = pytest.mark.usefixtures(...)``."""
 
 import pytest
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def one_torch_thread():
     try:
         import torch

@@ -12,6 +12,7 @@ from resispec.processing import Processing
 from tests.resispec.audit import toy_samplers as toy
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 COOL = Processing(temperature=0.5)
 

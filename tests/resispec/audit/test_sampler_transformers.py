@@ -8,6 +8,7 @@ import pytest
 from resispec.audit.sampler import audit_sampler
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 pytest.importorskip("transformers")
 
 from tests.resispec.audit.hf_samplers import (  # noqa: E402
