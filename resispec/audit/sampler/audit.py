@@ -232,6 +232,7 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
         "rounds ending in a residual draw": int((clean & (accepted < rows.lengths)).sum()),
     }
     values = np.full((out.shape[0], depth + 1), np.nan)
+    skipped: list[str] = []
     for index, model in enumerate(models):
         mine = clean & (rows.context == index)
         if not mine.any():
@@ -257,8 +258,12 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
         if rule:
             for length in np.unique(rows.lengths[mine]):
                 shape = contract.branching if contract.level == "tree" else (1,) * int(length)
-                law = depth_law(rule, model, shape) if length > 0 else np.ones(1)
-                if law is None or length == 0:
+                if length == 0:
+                    continue
+                law = depth_law(rule, model, shape)
+                if law is None:
+                    skipped.append(f"accepted depth, {model.name}: more drafted trees than the enumeration visits "
+                                   f"(resispec.sequence.enumeration.MAX_TREES); use a smaller branching")
                     continue
                 picked = accepted[mine & (rows.lengths == length)]
                 name = f"{model.name}" + (f", length {length}" if "lengths" in contract.extras else "")
@@ -266,7 +271,7 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
                                            np.bincount(picked, minlength=law.size), law))
     keep = clean
     pending.extend(_group_tests(values[keep], _subset(placement, keep), runner.seeded))
-    return pending, coverage, []
+    return pending, coverage, skipped
 
 
 def _subset(placement: RowPlacement, keep: np.ndarray) -> RowPlacement:

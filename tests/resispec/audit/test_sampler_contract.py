@@ -111,3 +111,10 @@ def test_the_report_is_reproducible_from_its_seed():
     second = audit_sampler(zoo_sampler("rrs"), "node", samples=200, pairs=["dirichlet-1"], seed=3)
     other = audit_sampler(zoo_sampler("rrs"), "node", samples=200, pairs=["dirichlet-1"], seed=4)
     assert strict_json(first.to_dict()) == strict_json(second.to_dict()) != strict_json(other.to_dict())
+
+
+def test_an_acceptance_test_past_the_enumeration_is_listed_as_skipped():
+    report = audit_sampler(zoo_sampler("rrs", "tree", (3, 3)), "tree", branching=(3, 3), rule="rrs", samples=50,
+                           families=["dirichlet"])
+    assert not any(test.name == "accepted depth" for test in report.tests)
+    assert report.skipped and "accepted depth, dirichlet" in report.skipped[0]
