@@ -122,7 +122,9 @@ def as_inputs(probs: np.ndarray, contract: SamplerContract, offsets: np.ndarray)
 
 
 def as_ids(ids: np.ndarray, contract: SamplerContract) -> Any:
-    return _to_library(np.ascontiguousarray(ids, dtype=np.int64), contract)
+    """A copy of ``ids`` as int64 in the contract's library (a sampler that writes into its drafts cannot change
+    the drafts the audit checks its output against)."""
+    return _to_library(np.array(ids, dtype=np.int64), contract)
 
 
 def _to_library(values: np.ndarray, contract: SamplerContract) -> Any:

@@ -118,3 +118,13 @@ def test_an_acceptance_test_past_the_enumeration_is_listed_as_skipped():
                            families=["dirichlet"])
     assert not any(test.name == "accepted depth" for test in report.tests)
     assert report.skipped and "accepted depth, dirichlet" in report.skipped[0]
+
+
+def test_a_sampler_that_overwrites_its_drafts_cannot_hide_a_mismatch():
+    def overwrite(p, q, drafts):
+        out = np.full((drafts.shape[0], drafts.shape[1] + 1), -1)
+        out[:, :2] = (drafts[:, :2] + 1) % p.shape[2]
+        drafts[:, :1] = out[:, :1]  # written back into the argument
+        return out
+    report = audit_sampler(overwrite, "chain", gamma=2, samples=30, families=["dirichlet"])
+    assert report.output.counts["emitted draft differs from the drafted token"] == 30
