@@ -5,7 +5,7 @@
 - chain, tree: ``zoo_sampler(name, "chain")`` / ``zoo_sampler(name, "tree", branching)`` run the round verifier
   ``resispec.sequence.get_round_verifier(name)`` (a zoo name verifies node by node; ``block``, ``traversal``,
   ... decide whole rounds) on each row's tree, rebuilt from the drafts (a chain's length is its number of
-  drafts before -1) or from the paths and ``branching``.
+  drafts before -1, so the ``lengths`` extra is accepted and not needed) or from the paths and ``branching``.
 
 Uniforms come from ``numpy.random.default_rng([seed, call])`` made inside each call, so an audit's edge probe
 reaches them.
@@ -19,6 +19,7 @@ from itertools import count
 import numpy as np
 
 from resispec.audit.sampler.drafting import path_slots
+from resispec.sampling import inverse_cdf
 from resispec.sequence import get_round_verifier
 from resispec.sequence.enumeration import branching_parents
 from resispec.sequence.tree import round_tree
@@ -49,11 +50,14 @@ def zoo_sampler(name: str, level: str = "node", branching: Sequence[int] | None 
         raise ValueError("branching: a tree sampler needs the children count per depth")
     verifier = get_round_verifier(name)
 
-    def rounds(p: np.ndarray, q: np.ndarray, drafted: np.ndarray) -> np.ndarray:
+    def rounds(p: np.ndarray, q: np.ndarray, drafted: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
         rng = np.random.default_rng([seed, next(calls)])
         depth = drafted.shape[-1]
         out = np.full((drafted.shape[0], depth + 1), -1, dtype=np.int64)
         for b in range(drafted.shape[0]):
+            if level == "chain" and drafted[b, 0] < 0:  # no drafts: the bonus row alone
+                out[b, 0] = inverse_cdf(p[b, 0], rng.random())
+                continue
             tree, p_nodes, q_nodes = (_chain(p[b], q[b], drafted[b]) if level == "chain"
                                       else _tree(p[b], q[b], drafted[b], tuple(branching)))
             node, token = verifier.verify(tree, p_nodes, q_nodes, rng.random(verifier.uniforms_needed(tree)))

@@ -67,3 +67,11 @@ def test_exact_tree_verifiers_pass_at_tree_level(name, drafting):
                            samples=800, families=["dirichlet"])
     assert report.verdict == "PASS", report.format()
     assert any(test.name == "accepted depth" and test.tested for test in report.tests)
+
+
+def test_unequal_chain_lengths_share_calls_and_each_length_is_tested():
+    report = audit_sampler(zoo_sampler("rrs", "chain"), "chain", gamma=3, rule="rrs", extras=["lengths"], samples=1200,
+                           families=["dirichlet"])
+    assert report.verdict == "PASS", report.format()
+    depth_tests = [test.context for test in report.tests if test.name == "accepted depth"]
+    assert depth_tests == [f"dirichlet, length {g}" for g in (1, 2, 3)]
