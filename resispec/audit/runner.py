@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from resispec.audit.exact import EXACT_TOLERANCE, bound_exact_law
+from resispec.audit.family import FAMILY_ALPHA, bonferroni_level
 from resispec.audit.sampling import DEFAULT_SAMPLES, bound_sample_audit
 from resispec.bounds import optimal_acceptance
 from resispec.limits import MAX_TUPLES
@@ -32,7 +33,6 @@ from resispec.suite import SuitePair, get_suite
 from resispec.validation import as_count
 from resispec.verifiers import VERIFIERS, Verifier, get_verifier
 
-FAMILY_ALPHA = 0.01
 DEFAULT_KS = (2, 4)
 
 
@@ -198,7 +198,7 @@ def run_audit(verifier_names: Sequence[str] | None = None, ks: Sequence[int] = D
     pairs = get_suite(suite)
     plan = _plan(verifiers, [as_count(k) for k in ks], pairs, suite)
     exact_audits = sum(len(usable) for verifier, _, usable, _ in plan if verifier.claims_exact)
-    alpha = FAMILY_ALPHA / max(exact_audits, 1)
+    alpha = bonferroni_level(max(exact_audits, 1), FAMILY_ALPHA)
     rows = []
     for row_index, (verifier, k, usable, skipped) in enumerate(plan):
         row = AuditRow(verifier.name, verifier.claims_exact, verifier.drafting, k, skipped=skipped)

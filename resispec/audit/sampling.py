@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from resispec.audit.counts import audit_counts
 from resispec.audit.exact import resolve
-from resispec.audit.goodness_of_fit import merged_chi_square, min_detectable_tv, total_variation, tv_upper_bound
 from resispec.audit.result import AuditResult
 from resispec.validation import as_count
 from resispec.verifiers import BoundVerifier, Verifier
@@ -36,21 +36,5 @@ def bound_sample_audit(bound: BoundVerifier, n: int = DEFAULT_SAMPLES,
     tokens, index = bound.draft_and_verify(n, np.random.default_rng(seed))
     counts = np.bincount(tokens, minlength=bound.p.size)
     accepted = int(np.count_nonzero(index >= 0))
-    chi = merged_chi_square(counts, bound.p)
-    tv = total_variation(counts, bound.p)
-    cells = int(np.count_nonzero((bound.p > 0) | (counts > 0)))
-    return AuditResult(
-        test=f"sample audit of {bound.verifier.name}, k = {bound.k}",
-        n=n,
-        alpha=alpha,
-        passed=chi.pvalue >= alpha,
-        pvalue=chi.pvalue,
-        chi2=chi.statistic,
-        chi2_df=chi.df,
-        chi2_pvalue=chi.pvalue,
-        tv=tv,
-        tv_upper=tv_upper_bound(tv, n, cells, alpha),
-        min_detectable_tv=min_detectable_tv(n, chi.df, alpha),
-        acceptance_rate=accepted / n,
-        note=f"{chi.impossible} token(s) emitted where p = 0" if chi.impossible else "",
-    )
+    return audit_counts(counts, bound.p, alpha, test=f"sample audit of {bound.verifier.name}, k = {bound.k}",
+                        acceptance_rate=accepted / n)

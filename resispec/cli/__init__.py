@@ -16,6 +16,7 @@ from resispec.cli.arguments import OneLineParser, report_error
 COMMAND_MODULES: list[str] = [
     "resispec.cli.audit",
     "resispec.cli.audit_stream",
+    "resispec.cli.audit_sampler",
     "resispec.cli.bench",
     "resispec.cli.generate",
     "resispec.cli.theory",

@@ -1,0 +1,308 @@
+"""``audit_sampler``: an exactness audit of any speculative sampler, a plain callable, at node, chain or tree level.
+
+The audit drafts with the claimed drafting rule from the processed draft, hands the sampler the *unprocessed*
+model in the contract's layout (``contract``), splits the rows into calls of varied composition (``batches``),
+checks the output contract on every row (``checks``), tests the emitted tokens against the processed target
+(``statistics``; the claimed rule's acceptance where a rule is named, ``acceptance``), optionally probes the
+edges of its randomness (``edges``), and judges every test at one Bonferroni level (``resispec.audit.family``).
+A pass states what it could see: each test's detectable TV and the branches the rows reached (``coverage``).
+
+Randomness: every draft, seed, batch split, PIT uniform and continuation comes from
+``numpy.random.default_rng(seed)``; the sampler's own randomness is its own (or the seeds it is handed).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from resispec.audit.family import FAMILY_ALPHA, bonferroni_level
+from resispec.audit.sampler.acceptance import candidate_share, depth_law
+from resispec.audit.sampler.batches import GROUPS, SEED_GROUPS, RowPlacement, compose, placements
+from resispec.audit.sampler.checks import ContractLog, check_rows
+from resispec.audit.sampler.contract import (
+    DEFAULT_TIME_LIMIT,
+    SamplerContract,
+    SamplerError,
+    as_ids,
+    as_inputs,
+    call_sampler,
+    extra_arguments,
+)
+from resispec.audit.sampler.drafting import DraftedRows, level_rows, scheme_chooser
+from resispec.audit.sampler.edges import EDGES, numpy_edge, torch_edge
+from resispec.audit.sampler.models import CHAIN_FAMILIES, MODEL_VOCAB, ChainModel, node_contexts
+from resispec.audit.sampler.probe_rows import probe_rows
+from resispec.audit.sampler.report import EdgeOutcome, SamplerReport, SamplerTest
+from resispec.audit.sampler.statistics import (
+    PendingTest,
+    continue_sequences,
+    counts_test,
+    pit_test,
+    prefix_chi_square,
+    sequence_codes,
+    sequence_pits,
+    token_pits,
+)
+from resispec.audit.sampling import DEFAULT_SAMPLES
+from resispec.drafting import DRAFTING_SCHEMES
+from resispec.processing import Processing
+from resispec.sequence import get_round_verifier
+from resispec.validation import as_count
+from resispec.verifiers import get_verifier
+
+Sampler = Callable[..., Any]
+
+PREFIX_LAWS = (2, 3)
+"""Chain and tree audits also test the law of the first 2 and 3 tokens of the continued sequences (36 and 216
+cells at V = 6): marginals of the sequence law with few cells, where a bias early in the round stays visible."""
+
+
+def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 4,
+                  branching: Sequence[int] = (2, 2), drafting: str = "iid", rule: str | None = None,
+                  arrays: str = "numpy", dtype: str = "float64", inputs: str = "probs", temperature: float = 1.0,
+                  top_k: int | None = None, top_p: float | None = None, extras: Sequence[str] = (),
+                  samples: int = DEFAULT_SAMPLES, seed: int = 0, family_alpha: float = FAMILY_ALPHA,
+                  probe_edges: bool = False, time_limit: float = DEFAULT_TIME_LIMIT,
+                  pairs: Sequence[str] | None = None, families: Sequence[str] | None = None,
+                  progress: bool | None = None) -> SamplerReport:
+    """Audit the sampler ``fn`` (module doc; the contract per level: ``resispec.audit.sampler.contract``).
+
+    ``drafting``: iid, wor or topk (the claimed drafting rule); ``rule``: a zoo verifier name (node) or a round
+    verifier name (chain, tree; zoo names verify node by node) whose exact acceptance is tested, with the same
+    drafting; ``pairs`` (node) / ``families`` (chain, tree): the contexts, by default every suite pair / every
+    chain family; ``samples`` per context. ``progress``: a tqdm bar over the calls (None: only on a terminal).
+    ``ValueError`` naming the argument on bad options; ``SamplerError`` (a ``ValueError``) when ``fn`` raises,
+    hangs or returns outside the contract.
+    """
+    contract = SamplerContract(level=level, k=k, gamma=gamma, branching=tuple(branching), arrays=arrays, dtype=dtype,
+                               inputs=inputs, processing=Processing(temperature, top_k, top_p), extras=tuple(extras),
+                               time_limit=time_limit)
+    samples = as_count(samples, "samples", "samples")
+    if drafting not in DRAFTING_SCHEMES:
+        raise ValueError(f"drafting: expected one of {', '.join(DRAFTING_SCHEMES)}, got {drafting!r}")
+    if rule is not None:
+        claimed = get_verifier(rule) if level == "node" else get_round_verifier(rule)
+        if claimed.drafting != drafting:
+            raise ValueError(f"rule: {rule} drafts by {claimed.drafting}, but the audit drafts by {drafting}; "
+                             f"pass drafting={claimed.drafting!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed: expected an integer >= 0, got {seed!r}")
+    scheme = DRAFTING_SCHEMES[drafting]
+    rng = np.random.default_rng(seed)
+    runner = _Runner(fn, contract, rng, progress)
+    if level == "node":
+        report = _audit_nodes(runner, scheme, rule, samples, pairs)
+    else:
+        report = _audit_rounds(runner, scheme, rule, samples, families, seed)
+    pending, coverage, skipped = report
+    level_alpha = bonferroni_level(max(len(pending), 1), family_alpha)
+    tests = [SamplerTest(t.name, t.context, t.dimension, t.evaluate(level_alpha)) for t in pending]
+    coverage.update(runner.batch_coverage())
+    edges = _probe(runner, scheme, seed) if probe_edges else []
+    return SamplerReport(contract=contract.describe(), level=level, samples=samples, seed=seed,
+                         family_alpha=family_alpha, level_alpha=level_alpha, tests=tests, output=runner.log,
+                         coverage=coverage, edges=edges, rule=rule, skipped=skipped)
+
+
+class _Runner:
+    """Calls the sampler over batches of drafted rows and checks every output."""
+
+    def __init__(self, fn: Sampler, contract: SamplerContract, rng: np.random.Generator, progress: bool | None):
+        self.fn, self.contract, self.rng, self.progress = fn, contract, rng, progress
+        self.log = ContractLog()
+        self.calls = 0
+        self.sizes: Counter = Counter()
+        self.seeded = bool({"seeds", "generators"} & set(contract.extras))
+
+    def output_shape(self, rows: int) -> tuple[int, ...]:
+        return (rows,) if self.contract.level == "node" else (rows, self.contract.depth + 1)
+
+    def call(self, rows: DraftedRows, seeds: list[int | None], log: ContractLog, label: str = ""
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One call on ``rows``: ``(out, clean, path)`` (``checks.check_rows``)."""
+        contract, count = self.contract, rows.tokens.shape[0]
+        offsets = self.rng.normal(0.0, 3.0, size=count)
+        arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(rows.raw_q, contract, offsets),
+                     as_ids(rows.tokens, contract))
+        extras = extra_arguments(contract, seeds, rows.lengths, int(self.rng.integers(0, 2**31)))
+        self.calls += 1
+        out = call_sampler(self.fn, contract, arguments, extras, self.output_shape(count),
+                           f"call {self.calls}, {count} row(s){', ' + label if label else ''}")
+        clean, path = check_rows(contract.level, out, rows.p, rows.tokens, rows.lengths, log, label)
+        return out, clean, path
+
+    def run(self, rows: DraftedRows) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+        """Every row once, over composed batches: ``(out, clean, path, placement)`` in row order."""
+        count = rows.tokens.shape[0]
+        batches = compose(count, self.seeded, self.rng)
+        out = np.empty(self.output_shape(count), dtype=np.int64)
+        clean, path = np.zeros(count, dtype=bool), np.zeros(count, dtype=np.int64)
+        disable = {True: False, False: True}.get(self.progress)
+        for batch in tqdm(batches, desc=f"audit-sampler {self.contract.level}", unit="call", disable=disable):
+            out[batch.rows], clean[batch.rows], path[batch.rows] = self.call(rows.take(batch.rows), batch.seeds,
+                                                                            self.log)
+            self.sizes[batch.rows.size] += 1
+        return out, clean, path, placements(batches, count)
+
+    def batch_coverage(self) -> dict:
+        return {"calls": self.calls, "batch sizes": dict(sorted(self.sizes.items())),
+                "seeded rows": "mixed with unseeded ones" if self.seeded else "none (no seeds declared)"}
+
+
+def _group_tests(values: np.ndarray, placement: RowPlacement, seeded: bool) -> list[PendingTest]:
+    """PIT tests of every row and of each batch group; ``values`` (rows, m) PIT values per row."""
+    groups = {"all rows": np.ones(values.shape[0], dtype=bool)}
+    for name, select in {**GROUPS, **(SEED_GROUPS if seeded else {})}.items():
+        groups[name] = select(placement)
+    tests = [pit_test("randomized PIT", name, values[mask].ravel()) for name, mask in groups.items()]
+    return [test for test in tests if test is not None]
+
+
+def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs: Sequence[str] | None):
+    contract, rng = runner.contract, runner.rng
+    contexts = node_contexts(contract.processing, pairs)
+    if pairs is not None and len(contexts) < len(set(pairs)):
+        raise ValueError(f"pairs: unknown pair name in {list(pairs)}")
+    served = [c for c in contexts if (scheme.max_candidates(c.q) or contract.k) >= contract.k]
+    skipped = [f"{c.name}: {scheme.name} drafting cannot draw k = {contract.k} candidates" for c in contexts
+               if c not in served]
+    if not served:
+        raise ValueError(f"k: no pair serves k = {contract.k} candidates under {scheme.name} drafting")
+    pending: list[PendingTest] = []
+    coverage: dict = {"candidate tokens": {}, "residual tokens": {}}
+    pit_rows, placements_all = [], []
+    for vocab in sorted({c.p.size for c in served}):
+        group = [c for c in served if c.p.size == vocab]
+        rows = DraftedRows(
+            np.concatenate([np.tile(c.raw_p, (samples, 1)) for c in group]),
+            np.concatenate([np.tile(c.raw_q, (samples, 1)) for c in group]),
+            np.concatenate([np.tile(c.p, (samples, 1)) for c in group]),
+            np.concatenate([scheme.draft_rows(c.q, contract.k, samples, 0, rng)[0] for c in group]),
+            np.repeat(np.arange(len(group)), samples), np.zeros(len(group) * samples, dtype=np.int64))
+        out, clean, _, placement = runner.run(rows)
+        for index, context in enumerate(group):
+            mine = clean & (rows.context == index)
+            tokens = out[mine]
+            if tokens.size == 0:
+                continue
+            pending.append(counts_test("token law", context.name, "law", np.bincount(tokens, minlength=vocab),
+                                       context.p))
+            is_candidate = (rows.tokens[mine] == tokens[:, None]).any(axis=1)
+            coverage["candidate tokens"][context.name] = int(is_candidate.sum())
+            coverage["residual tokens"][context.name] = int((~is_candidate).sum())
+            share = candidate_share(rule, context.p, context.q, contract.k) if rule else None
+            if share is not None:
+                counts = np.array([int(is_candidate.sum()), int((~is_candidate).sum())])
+                pending.append(counts_test("token is a candidate", context.name, "acceptance", counts,
+                                           np.array([share, 1.0 - share])))
+        values = np.full((out.shape[0], 1), np.nan)
+        values[clean, 0] = token_pits(rows.p[clean], out[clean], rng.random(int(clean.sum())))
+        pit_rows.append(values)
+        placements_all.append(placement)
+    placement = _concat_placements(placements_all)
+    values = np.concatenate(pit_rows)
+    keep = ~np.isnan(values[:, 0])
+    pending.extend(_group_tests(values[keep], _subset(placement, keep), runner.seeded))
+    return pending, coverage, skipped
+
+
+def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, families: Sequence[str] | None,
+                  seed: int):
+    contract, rng = runner.contract, runner.rng
+    families = list(families or CHAIN_FAMILIES)
+    models = [ChainModel(family, contract.processing, seed) for family in families]
+    depth = contract.depth
+    if "lengths" in contract.extras:
+        lengths = [rng.integers(0, depth + 1, size=samples) for _ in models]
+    else:
+        lengths = [np.full(samples, depth) for _ in models]
+    rows = level_rows(contract.level, models, contract.gamma, contract.branching, lengths, scheme_chooser(scheme, rng))
+    out, clean, _, placement = runner.run(rows)
+    pending: list[PendingTest] = []
+    accepted = (out != -1).sum(axis=1) - 1
+    coverage: dict = {
+        "accepted depth": dict(sorted(Counter(accepted[clean].tolist()).items())),
+        "depth reached": int(accepted[clean].max()) if clean.any() else None,
+        "rounds fully accepted (bonus token emitted)": int((clean & (accepted == rows.lengths)).sum()),
+        "rounds ending in a residual draw": int((clean & (accepted < rows.lengths)).sum()),
+    }
+    values = np.full((out.shape[0], depth + 1), np.nan)
+    skipped: list[str] = []
+    for index, model in enumerate(models):
+        mine = clean & (rows.context == index)
+        if not mine.any():
+            continue
+        sequences = continue_sequences(out[mine], model.target, rng)
+        branching = contract.branching if contract.level == "tree" else (1,) * depth
+        round_models = model.round_models(branching)
+        first = np.bincount(sequences[:, 0], minlength=MODEL_VOCAB)
+        pending.append(counts_test("first token", model.name, "law", first, model.target(())))
+        for length in PREFIX_LAWS:
+            if length < depth + 1:
+                codes = sequence_codes(sequences[:, :length], MODEL_VOCAB)
+                pending.append(counts_test(f"first {length} tokens", model.name, "law",
+                                           np.bincount(codes, minlength=MODEL_VOCAB ** length),
+                                           round_models.continuation((), length)))
+        pending.append(counts_test("sequence law (cells)", model.name, "law",
+                                   np.bincount(sequence_codes(sequences, MODEL_VOCAB),
+                                               minlength=MODEL_VOCAB ** (depth + 1)), round_models.target_law()))
+        pending.append(PendingTest("sequence law (by prefix)", model.name, "law",
+                                   lambda alpha, s=sequences, m=model: prefix_chi_square(
+                                       s, m.target, alpha, f"sequence law (by prefix), {m.name}")))
+        values[mine] = sequence_pits(sequences, model.target, rng)
+        if rule:
+            for length in np.unique(rows.lengths[mine]):
+                shape = contract.branching if contract.level == "tree" else (1,) * int(length)
+                if length == 0:
+                    continue
+                law = depth_law(rule, model, shape)
+                if law is None:
+                    skipped.append(f"accepted depth, {model.name}: more drafted trees than the enumeration visits "
+                                   f"(resispec.sequence.enumeration.MAX_TREES); use a smaller branching")
+                    continue
+                picked = accepted[mine & (rows.lengths == length)]
+                name = f"{model.name}" + (f", length {length}" if "lengths" in contract.extras else "")
+                pending.append(counts_test("accepted depth", name, "acceptance",
+                                           np.bincount(picked, minlength=law.size), law))
+    keep = clean
+    pending.extend(_group_tests(values[keep], _subset(placement, keep), runner.seeded))
+    return pending, coverage, skipped
+
+
+def _subset(placement: RowPlacement, keep: np.ndarray) -> RowPlacement:
+    return RowPlacement(placement.position[keep], placement.size[keep], placement.mode[keep], placement.seeded[keep])
+
+
+def _concat_placements(parts: list[RowPlacement]) -> RowPlacement:
+    return RowPlacement(*(np.concatenate([getattr(part, name) for part in parts]) for name in
+                          ("position", "size", "mode", "seeded")))
+
+
+def _probe(runner: _Runner, scheme, seed: int) -> list[EdgeOutcome]:
+    """Every edge of ``EDGES`` on the probe rows (``edges``, ``probe_rows``)."""
+    contract = runner.contract
+    rows = probe_rows(contract.level, contract.processing, contract.k, contract.gamma, contract.branching, scheme,
+                      seed)
+    count = rows.tokens.shape[0]
+    seeds = [None] * count
+    if runner.seeded and count > 1:
+        seeds[0] = seed
+    outcomes = []
+    for edge in EDGES:
+        log = ContractLog()
+        forcing = torch_edge(edge) if contract.arrays == "torch" else numpy_edge(edge)
+        with forcing as entered:
+            record = entered if contract.arrays == "torch" else entered[0]
+            try:
+                runner.call(rows, seeds, log, label=f"edge u = {edge}")
+            except SamplerError as error:
+                log.rows += count
+                log.counts["raised under the edge"] += count
+                log.examples["raised under the edge"] = str(error)
+        outcomes.append(EdgeOutcome(edge, dict(record.forced), dict(record.unforced), log))
+    return outcomes

@@ -1,0 +1,151 @@
+"""The report of a sampler audit: every test with what it could see, the coverage, the contract, the edges.
+
+Verdict: ``PASS`` iff some test had a degree of freedom, no test rejects at the family's Bonferroni level
+(``resispec.audit.family``), the output contract holds on every row, and no edge probe broke it;
+``REJECTED`` otherwise; ``NOT TESTED`` (never a pass) when no test had a degree of freedom and nothing was
+rejected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from resispec.audit.result import AuditResult
+from resispec.audit.sampler.checks import ContractLog
+
+
+def _figure(value: float, spec: str) -> str:
+    width = int(spec.split(".")[0])
+    return f"{'-':>{width}}" if value is None or value != value else format(value, spec)
+
+
+def describe_result(result: AuditResult) -> str:
+    """n, df, p-value, TV, its upper bound and the detectable TV as fixed-width columns ("-": not defined)."""
+    return (f"{result.n:>6}  {result.chi2_df:>4}  {_figure(result.pvalue, '8.2g')}  {_figure(result.tv, '6.3f')}  "
+            f"{_figure(result.tv_upper, '6.3f')}  {_figure(result.min_detectable_tv, '7.3f')}")
+
+
+@dataclass
+class SamplerTest:
+    """One test of the family: its name, the context (pair, model or batch group), its dimension (``law``,
+    ``acceptance``, ``batch``) and its result, judged at the family's level."""
+
+    name: str
+    context: str
+    dimension: str
+    result: AuditResult
+
+    @property
+    def rejected(self) -> bool:
+        """The test's own verdict at the family's level (a PIT test splits it between KS and chi-square; a token
+        where the law has p = 0 rejects whatever the degrees of freedom)."""
+        return not self.result.passed
+
+    @property
+    def tested(self) -> bool:
+        """Whether the test could see anything: a degree of freedom, or a rejection."""
+        return self.result.chi2_df >= 1 or self.rejected
+
+    def to_dict(self) -> dict:
+        record = self.result.to_dict()
+        record.update(name=self.name, context=self.context, dimension=self.dimension, tested=self.tested,
+                      rejected=self.rejected, detectable_tv=self.result.min_detectable_tv)
+        return record
+
+
+@dataclass
+class EdgeOutcome:
+    """One edge value: the functions whose draws were forced (calls), those reached but not forced, and the
+    contract on the probe rows under it."""
+
+    edge: str
+    forced: dict[str, int]
+    unforced: dict[str, int]
+    contract: ContractLog
+
+    @property
+    def reached(self) -> bool:
+        return sum(self.forced.values()) > 0
+
+    def to_dict(self) -> dict:
+        return {"edge": self.edge, "reached": self.reached, "forced": self.forced, "unforced": self.unforced,
+                **self.contract.to_dict()}
+
+
+@dataclass
+class SamplerReport:
+    """Everything ``audit_sampler`` found (module doc)."""
+
+    contract: str
+    level: str
+    samples: int
+    seed: int
+    family_alpha: float
+    level_alpha: float
+    tests: list[SamplerTest]
+    output: ContractLog
+    coverage: dict
+    edges: list[EdgeOutcome] = field(default_factory=list)
+    rule: str | None = None
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def rejected_tests(self) -> list[SamplerTest]:
+        return [test for test in self.tests if test.rejected]
+
+    @property
+    def edge_violations(self) -> list[EdgeOutcome]:
+        return [edge for edge in self.edges if not edge.contract.clean]
+
+    @property
+    def tested(self) -> bool:
+        return any(test.tested for test in self.tests)
+
+    @property
+    def verdict(self) -> str:
+        if self.rejected_tests or not self.output.clean or self.edge_violations:
+            return "REJECTED"
+        return "PASS" if self.tested else "NOT TESTED"
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "PASS"
+
+    def to_dict(self) -> dict:
+        return {"contract": self.contract, "level": self.level, "rule": self.rule, "samples": self.samples,
+                "seed": self.seed, "family_alpha": self.family_alpha, "alpha_per_test": self.level_alpha,
+                "verdict": self.verdict, "passed": self.passed,
+                "rejected": [f"{t.name}, {t.context}" for t in self.rejected_tests],
+                "output_contract": self.output.to_dict(), "coverage": self.coverage,
+                "tests": [test.to_dict() for test in self.tests], "edges": [e.to_dict() for e in self.edges],
+                "skipped": self.skipped}
+
+    def format(self) -> str:
+        """The human-readable report."""
+        lines = [f"sampler audit: {self.contract}" + (f"; claimed rule {self.rule}" if self.rule else ""),
+                 f"{self.samples} samples per context, seed {self.seed}; {len(self.tests)} tests, each at "
+                 f"{self.level_alpha:.2g} (Bonferroni: {self.family_alpha:g} over the family)", ""]
+        width = max((len(f"{t.name}, {t.context}") for t in self.tests), default=10)
+        lines.append(f"{'test':<{width}}  {'n':>6}  {'df':>4}  {'p-value':>8}  {'TV':>6}  {'TV <=':>6}  "
+                     f"{'detects':>7}  verdict")
+        for test in self.tests:
+            verdict = "REJECT" if test.rejected else "ok" if test.tested else "untested"
+            lines.append(f"{test.name + ', ' + test.context:<{width}}  {describe_result(test.result)}  {verdict}")
+        lines.append("")
+        lines.append("coverage: " + "; ".join(f"{key} {value}" for key, value in self.coverage.items()))
+        if self.output.clean:
+            lines.append(f"output contract: held on {self.output.rows} rows")
+        else:
+            for kind, count in self.output.counts.items():
+                lines.append(f"output contract: {count} row(s) with {kind}, e.g. {self.output.examples[kind]}")
+        for edge in self.edges:
+            reached = ", ".join(f"{name} x{count}" for name, count in edge.forced.items()) or "nothing forced"
+            unforced = (f"; reached, not forced: {', '.join(edge.unforced)}" if edge.unforced else "")
+            found = ("clean" if edge.contract.clean else "; ".join(
+                f"{count} row(s) with {kind}, e.g. {edge.contract.examples[kind]}"
+                for kind, count in edge.contract.counts.items()))
+            lines.append(f"edge u = {edge.edge}: {reached}{unforced} -> {found}")
+        if self.skipped:
+            lines.append("skipped: " + "; ".join(self.skipped))
+        lines.append(f"\nverdict: {self.verdict}")
+        return "\n".join(lines)

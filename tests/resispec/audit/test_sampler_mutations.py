@@ -1,0 +1,82 @@
+"""Deliberately buggy samplers (tests/resispec/audit/toy_samplers.py) are rejected exactly where their bug lives,
+and their correct versions pass there: the audit's dimensions (chain level at T != 1, batch composition, edge
+probes, the output contract) each catch what nothing else sees."""
+
+from functools import partial
+
+import numpy as np
+import pytest
+
+from resispec.audit.sampler import audit_sampler
+from resispec.processing import Processing
+from tests.resispec.audit import toy_samplers as toy
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+COOL = Processing(temperature=0.5)
+
+
+def rejected(report) -> set[str]:
+    return {test.name for test in report.rejected_tests}
+
+
+def test_a_bonus_token_drawn_without_the_temperature_is_caught_only_by_the_chain_at_t_not_1():
+    buggy = partial(toy.sps_chain, processing=COOL, forget_bonus=True)
+    chain = audit_sampler(buggy, "chain", gamma=1, temperature=0.5, samples=1500, families=["dirichlet"])
+    assert chain.verdict == "REJECTED" and chain.output.clean
+    assert "sequence law (cells)" in rejected(chain)
+    node = audit_sampler(partial(toy.sps_node, processing=COOL, forget_bonus=True), "node", k=1,
+                         temperature=0.5, samples=1500, pairs=["dirichlet-1", "llm-like", "counterexample"])
+    assert node.verdict == "PASS"
+    at_one = audit_sampler(partial(toy.sps_chain, forget_bonus=True), "chain", gamma=1, samples=1500,
+                           families=["dirichlet"])
+    assert at_one.verdict == "PASS"
+    correct = audit_sampler(partial(toy.sps_chain, processing=COOL), "chain", gamma=1, temperature=0.5, samples=1500,
+                            families=["dirichlet"])
+    assert correct.verdict == "PASS"
+
+
+def test_a_residual_without_top_k_breaks_the_output_contract():
+    processing = Processing(top_k=2)
+    buggy = partial(toy.sps_node, processing=processing, forget_top_k_residual=True)
+    report = audit_sampler(buggy, "node", k=1, top_k=2, samples=400, pairs=["dirichlet-1", "dirichlet-3"])
+    assert report.verdict == "REJECTED" and report.output.counts["token with p = 0"] > 0
+    fixed = audit_sampler(partial(toy.sps_node, processing=processing), "node", k=1, top_k=2, samples=400,
+                          pairs=["dirichlet-1", "dirichlet-3"])
+    assert fixed.verdict == "PASS"
+
+
+MIXED = dict(arrays="torch", k=1, samples=1500, pairs=["dirichlet-1", "llm-like", "zeros-in-p"], rule="sps")
+
+
+def test_the_mixed_batch_bug_is_caught_by_batch_composition_and_only_there():
+    buggy = partial(toy.race_node, mixed_batch_bug=True)
+    report = audit_sampler(buggy, "node", extras=["generators"], **MIXED)
+    assert report.verdict == "REJECTED"
+    groups = {test.context for test in report.rejected_tests if test.dimension == "batch"}
+    assert "unseeded rows of mixed batches" in groups
+    assert not {"seeded rows of mixed batches", "rows of all-seeded batches", "rows of all-unseeded batches"} & groups
+    unseeded_only = audit_sampler(buggy, "node", **MIXED)
+    assert unseeded_only.verdict == "PASS"
+    fixed = audit_sampler(toy.race_node, "node", extras=["generators"], **MIXED)
+    assert fixed.verdict == "PASS"
+
+
+def test_the_numpy_edge_probe_finds_an_acceptance_at_u_equal_to_zero():
+    buggy = partial(toy.rng_node, accept_at_equality=True)
+    report = audit_sampler(buggy, "node", k=1, extras=["rng"], samples=300, pairs=["zeros-in-p"], probe_edges=True)
+    edges = {edge.edge: edge for edge in report.edges}
+    assert report.verdict == "REJECTED"
+    assert edges["0"].reached and edges["0"].contract.counts["token with p = 0"] > 0
+    assert edges["1 - 2^-24"].contract.clean
+    fixed = audit_sampler(toy.rng_node, "node", k=1, extras=["rng"], samples=300, pairs=["zeros-in-p"],
+                          probe_edges=True)
+    assert fixed.verdict == "PASS" and all(edge.reached and edge.contract.clean for edge in fixed.edges)
+
+
+def test_an_edge_probe_that_reaches_nothing_says_so():
+    report = audit_sampler(partial(toy.sps_node, rng=np.random.default_rng(5)), "node", k=1, samples=200,
+                           pairs=["zeros-in-p"], probe_edges=True)
+    assert report.edges and not any(edge.reached for edge in report.edges)
+    assert "nothing forced" in report.format()

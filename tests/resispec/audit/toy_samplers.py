@@ -1,0 +1,93 @@
+"""Samplers written for these tests: correct ones and deliberately buggy ones, each bug a known kind.
+
+- ``sps_chain``: single-draft speculative sampling along a chain (NumPy probs), with the claimed processing;
+  ``forget_bonus=True`` draws the bonus token from the *unprocessed* target (the bug of a logits processor
+  skipped in one branch), ``forget_top_k_residual=True`` the residual from the unprocessed rows;
+- ``race_node``: sps at one node (torch probs) whose residual token is an exponential race, with per-row
+  ``torch.Generator``s; ``mixed_batch_bug=True`` writes the unseeded rows' noise into a copy (advanced indexing)
+  when seeded and unseeded rows share a batch, so those rows keep their initial noise of 1 and the race becomes
+  an argmax (the mechanism vLLM's v0 rejection sampler had before vllm-project/vllm#10863, written anew here);
+- ``rng_node``: sps at one node drawing from the ``rng`` extra (NumPy); ``accept_at_equality=True`` accepts
+  iff ``u <= ratio``, which at ``u = 0`` accepts a candidate with p = 0.
+"""
+
+import numpy as np
+import torch
+
+from resispec.processing import Processing, process_probs
+
+
+def _draw(weights: np.ndarray, u: float) -> int:
+    cumulative = np.cumsum(weights)
+    return min(int(np.searchsorted(cumulative, u * cumulative[-1], side="right")), int(np.flatnonzero(weights > 0)[-1]))
+
+
+RNG = np.random.default_rng(2026)
+PLAIN = Processing()
+
+
+def sps_chain(p, q, drafts, processing=PLAIN, forget_bonus=False, forget_top_k_residual=False, rng=RNG):
+    target, draft = process_probs(p, processing), process_probs(q, processing)
+    if forget_bonus:
+        target[:, -1] = p[:, -1]
+    out = np.full((drafts.shape[0], drafts.shape[1] + 1), -1)
+    for b in range(drafts.shape[0]):
+        length = int((drafts[b] >= 0).sum())
+        for i in range(length + 1):
+            if i == length:
+                out[b, i] = _draw(target[b, i], rng.random())
+                break
+            x = drafts[b, i]
+            if rng.random() < target[b, i, x] / draft[b, i, x]:
+                out[b, i] = x
+                continue
+            rows = (p[b, i], q[b, i]) if forget_top_k_residual else (target[b, i], draft[b, i])
+            residual = np.maximum(rows[0] - rows[1], 0.0)
+            out[b, i] = _draw(residual if residual.sum() > 0 else rows[0], rng.random())
+            break
+    return out
+
+
+def sps_node(p, q, candidates, **options):
+    """``sps_chain`` on a chain of one (the bonus row is p again; a node never emits it)."""
+    return sps_chain(np.stack([p, p], axis=1), q[:, None], candidates, **options)[:, 0]
+
+
+def race_node(p, q, candidates, generators=None, mixed_batch_bug=False):
+    rows = torch.arange(p.shape[0])
+    generators = generators or [None] * p.shape[0]
+    seeded = [b for b, g in enumerate(generators) if g is not None]
+    unseeded = [b for b, g in enumerate(generators) if g is None]
+    u = torch.empty(p.shape[0], dtype=p.dtype)
+    for b in seeded:
+        u[b] = torch.rand(1, generator=generators[b], dtype=p.dtype)[0]
+    if unseeded:
+        u[unseeded] = torch.rand(len(unseeded), dtype=p.dtype)
+    x = candidates[:, 0]
+    accept = u < p[rows, x] / q[rows, x]
+    residual = (p - q).clamp(min=0)
+    residual = torch.where(residual.sum(-1, keepdim=True) > 0, residual, p)
+    noise = torch.ones_like(residual)
+    if not seeded:
+        noise.exponential_()
+    else:
+        for b in seeded:
+            noise[b].exponential_(generator=generators[b])
+        if mixed_batch_bug:
+            noise[unseeded].exponential_()  # advanced indexing: a copy is filled, noise keeps its ones
+        elif unseeded:
+            noise[unseeded] = torch.empty(len(unseeded), p.shape[1], dtype=p.dtype).exponential_()
+    recovered = (residual / noise).argmax(-1)
+    return torch.where(accept, x, recovered)
+
+
+def rng_node(p, q, candidates, rng, accept_at_equality=False):
+    rows = np.arange(p.shape[0])
+    x = candidates[:, 0]
+    ratio = p[rows, x] / q[rows, x]
+    u = rng.random(p.shape[0])
+    accept = u <= ratio if accept_at_equality else u < ratio
+    residual = np.maximum(p - q, 0.0)
+    residual[residual.sum(axis=1) <= 0] = p[residual.sum(axis=1) <= 0]
+    recovered = np.array([_draw(residual[b], v) for b, v in enumerate(rng.random(p.shape[0]))])
+    return np.where(accept, x, recovered)
