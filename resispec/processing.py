@@ -40,6 +40,11 @@ class Processing:
             raise ValueError(f"top_p: must lie in (0, 1], got {self.top_p!r}")
 
     @property
+    def greedy(self) -> bool:
+        """True at temperature 0 (the law is one-hot at the argmax)."""
+        return self.temperature == 0
+
+    @property
     def identity(self) -> bool:
         """True when the law is the model's own (T = 1, no top-k, no top-p)."""
         return self.temperature == 1 and self.top_k is None and (self.top_p is None or self.top_p == 1)

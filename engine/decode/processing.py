@@ -1,67 +1,31 @@
 """Logits to probabilities, with the same temperature, top-k and top-p for the target p and the draft q.
 
-Exactness is relative to the *processed* target: speculative decoding emits tokens distributed as
-``p = process(target logits)``, the distribution plain sampling would use. The draft is processed the
-same way for T > 0. Temperature 0 is greedy: p is one-hot at the target's argmax (ties: lowest id); the
-draft then keeps T = 1 (with the same top-k/top-p), because a one-hot q cannot supply several distinct
-candidates and the draft's law never affects exactness - every exact verifier emits argmax p.
+The law is the core's (`resispec.processing`, written once over the array API): ``Sampling`` is its
+``Processing``, and both rows are computed in float64. Exactness is relative to the *processed* target:
+speculative decoding emits tokens distributed as ``p = process(target logits)``, the distribution plain
+sampling would use. The draft is processed the same way for T > 0. Temperature 0 is greedy: p is one-hot at
+the target's argmax (ties: lowest id); the draft then keeps T = 1 (with the same top-k/top-p), because a
+one-hot q cannot supply several distinct candidates and the draft's law never affects exactness - every
+exact verifier emits argmax p.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 
 import torch
 
+from resispec.processing import Processing as Sampling
+from resispec.processing import process_logits
 
-@dataclass(frozen=True)
-class Sampling:
-    """``temperature`` >= 0 (0 = greedy), ``top_k`` >= 1 or None, ``top_p`` in (0, 1] or None."""
-
-    temperature: float = 1.0
-    top_k: int | None = None
-    top_p: float | None = None
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.temperature < float("inf"):
-            raise ValueError(f"temperature: must be finite and >= 0 (0 = greedy), got {self.temperature}")
-        if self.top_k is not None and self.top_k < 1:
-            raise ValueError(f"top_k: must be >= 1, got {self.top_k}")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p: must lie in (0, 1], got {self.top_p}")
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0
-
-
-def _process(logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None) -> torch.Tensor:
-    """float64 probabilities [M, V] from logits [M, V]: softmax(logits / T), then top-k, then top-p.
-
-    top-k keeps the k largest probabilities (ties at the k-th value are all kept); top-p keeps the
-    smallest set of most probable tokens whose mass reaches ``top_p``; the rest are zeroed and the
-    rows renormalised.
-    """
-    probs = torch.softmax(logits.double() / temperature, dim=-1)
-    if top_k is not None and top_k < probs.shape[-1]:
-        kth = torch.topk(probs, top_k, dim=-1).values[..., -1:]
-        probs = torch.where(probs >= kth, probs, torch.zeros_like(probs))
-    if top_p is not None and top_p < 1:
-        sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
-        mass_before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs
-        keep_sorted = mass_before < top_p * sorted_probs.sum(dim=-1, keepdim=True)
-        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
-        probs = torch.where(keep, probs, torch.zeros_like(probs))
-    return probs / probs.sum(dim=-1, keepdim=True)
+__all__ = ["Sampling", "draft_probs", "target_probs"]
 
 
 def target_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
-    """The processed target p (float64 [M, V]); one-hot at the argmax when greedy."""
-    if sampling.greedy:
-        return torch.nn.functional.one_hot(logits.argmax(dim=-1), logits.shape[-1]).double()
-    return _process(logits, sampling.temperature, sampling.top_k, sampling.top_p)
+    """The processed target p (float64 [M, V]) of logits [M, V]; one-hot at the argmax when greedy."""
+    return process_logits(logits.double(), sampling)
 
 
 def draft_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
-    """The processed draft q (float64 [M, V]); at temperature 0 it keeps T = 1 (see module doc)."""
-    return _process(logits, sampling.temperature or 1.0, sampling.top_k, sampling.top_p)
+    """The processed draft q (float64 [M, V]) of logits [M, V]; at temperature 0 it keeps T = 1 (module doc)."""
+    return process_logits(logits.double(), replace(sampling, temperature=sampling.temperature or 1.0))

@@ -18,17 +18,39 @@ SETTINGS = [Processing(), Processing(0.7, 3), Processing(1.3, None, 0.8), Proces
             Processing(2.0, 4, 0.5), Processing(0.0)]
 
 
+def _reference_law(row: np.ndarray, processing: Processing) -> np.ndarray:
+    """The processing law of one logit row, token by token in plain Python (the module doc's definition)."""
+    if processing.temperature == 0:
+        return np.eye(row.size)[int(np.argmax(row))]
+    weights = np.exp((row - row.max()) / processing.temperature)
+    probs = weights / weights.sum()
+    if processing.top_k is not None:
+        kth = sorted(probs, reverse=True)[min(processing.top_k, row.size) - 1]
+        probs = np.where(probs >= kth, probs, 0.0)
+    if processing.top_p is not None:
+        order = sorted(range(row.size), key=lambda token: (-probs[token], token))
+        kept, mass = set(), 0.0
+        for token in order:
+            if mass < processing.top_p * probs.sum():
+                kept.add(token)
+            mass += probs[token]
+        probs = np.array([probs[t] if t in kept else 0.0 for t in range(row.size)])
+    return probs / probs.sum()
+
+
 @pytest.mark.parametrize("processing", SETTINGS, ids=str)
-def test_the_processing_law_equals_the_engines_in_numpy_and_torch(processing):
+def test_the_processing_law_in_numpy_torch_and_the_engine(processing):
+    """The core's law (NumPy and torch rows) equals the token-by-token definition, and the engine uses it."""
     torch = pytest.importorskip("torch")
-    from engine.processing import Sampling, target_probs
+    from engine.decode.processing import target_probs
 
     logits = np.random.default_rng(0).standard_normal((5, 9))
     logits[0, :3] = logits[0, 3]  # ties at the top-k / top-p cut
-    expected = target_probs(torch.tensor(logits), Sampling(processing.temperature, processing.top_k,
-                                                           processing.top_p)).numpy()
+    expected = np.stack([_reference_law(row, processing) for row in logits])
     assert np.abs(process_logits(logits, processing) - expected).max() < 1e-12
     assert np.abs(process_logits(torch.tensor(logits), processing).numpy() - expected).max() < 1e-12
+    assert np.abs(target_probs(torch.tensor(logits).float(), processing).numpy()
+                  - np.stack([_reference_law(row, processing) for row in logits.astype(np.float32).astype(np.float64)])).max() < 1e-12
 
 
 def test_processing_from_probabilities_keeps_zeros_and_applies_temperature():
