@@ -18,7 +18,7 @@ from resispec.cli.arguments import (
     top_p,
     tree_shape,
 )
-from resispec.cli.model_options import add_target_argument, usage_errors
+from resispec.cli.model_options import add_target_argument, add_target_compute_argument, usage_errors
 from resispec.cli.output import strict_json
 
 TREE_HELP = ("auto (default: the tree maximising expected tokens/s from measured acceptance and costs, "
@@ -44,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "or 'ar' for plain sampling")
     parser.add_argument("--draft", type=draft_name, default=None, help=DRAFT_HELP)
     add_target_argument(parser)
+    add_target_compute_argument(parser)
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32", help=DTYPE_HELP)
     parser.add_argument("--tree", type=parse_tree, default="auto", help=TREE_HELP)
     parser.add_argument("--temperature", type=temperature, default=1.0, help="0 = greedy")
@@ -82,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--log: autoregressive decoding (--verifier ar) verifies no node, so there is nothing to log")
     check_device(args.device)
     torch.set_num_threads(args.threads)
-    model, tokenizer = load_target(device=args.device, dtype=getattr(torch, args.dtype), path=args.target)
+    model, tokenizer = load_target(device=args.device, dtype=getattr(torch, args.dtype), path=args.target,
+                                   compute=args.target_compute)
     stream = None if args.json else (lambda text: print(text, end="", flush=True))
     log = node_log_for(model, request, args.log_keep) if args.log else None
     tokens, stats = generate(model, tokenizer, request, on_text=stream, log=log)

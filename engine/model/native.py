@@ -1,0 +1,146 @@
+"""The native target: p computed straight from the GGUF file's quantized blocks with integer kernels.
+
+The float32 target (`engine.model.models.load_target`) is the file's weights dequantized to float32 and
+multiplied in float32. The native target multiplies the **4-bit blocks themselves**: every decoder linear
+layer of the file is Q4_1 (blocks of 32 consecutive inputs of one output row, each with float16 ``d`` and
+``m`` and levels ``L`` in 0..15, value ``d L + m``), and ``torch._weight_int4pack_mm_for_cpu`` computes
+``(L - 8) s + z`` per group of 32 inputs, so the file's blocks map onto it without requantizing:
+
+    s = d,   z = m + 8 d       =>   (L - 8) s + z = d L + m,
+
+with ``s`` and ``z`` (and the activations fed to the kernel) in **bfloat16**, the kernel's fast path: the
+float32 path of the same kernel keeps ``d`` and ``m`` exact but is 5-15x slower on this CPU (924 vs 168 us
+for one 1536 x 576 row; docs/draft.md). The network around the products stays float32 (the residual
+stream, RMSNorm, rotary positions, attention and the KV cache); each product's input is rounded to bfloat16
+and its bfloat16 output added to the float32 residual. The tied embedding / head (Q8_0 in this file) is
+the float32 dequantized table (``d q``, exact in float32), so the head's product runs in float32 on MKL
+(`engine.runtime.small_rows`).
+
+**p is defined as that computation**: the verifiers make every emitted token follow it exactly. It is not
+the float32 p; docs/draft.md gives the measured TV between the two per token. A node's p can depend on the
+row count of the forward that computes it (kernels block differently for 1 and k rows, so the last bits of
+the sums differ); the p of a node is therefore the one its *verifying* forward computes, the tree forward
+in speculative decoding and the one-row forward in ``ar``.
+
+Supported: Q4_1 decoder linear layers (``attn_q/k/v/output``, ``ffn_gate/up/down``); Q8_0, F16 or F32
+for the embedding / head; F32 norms. Anything else raises one ``ValueError`` naming the tensor, its type
+and the supported types. The attention q/k rows are permuted back from the file's rotary layout by
+transformers' own ``LlamaTensorProcessor`` (a permutation of whole output rows, so of whole blocks).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import torch
+from gguf import GGUFReader
+from transformers import PreTrainedModel
+from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
+
+from engine.model.quantize import INT4_LEVELS, Int4Linear
+
+LINEAR_LAYERS = {"attn_q": ("self_attn", "q_proj"), "attn_k": ("self_attn", "k_proj"),
+                 "attn_v": ("self_attn", "v_proj"), "attn_output": ("self_attn", "o_proj"),
+                 "ffn_gate": ("mlp", "gate_proj"), "ffn_up": ("mlp", "up_proj"), "ffn_down": ("mlp", "down_proj")}
+"""GGUF name of a decoder linear layer (``blk.N.<name>.weight``) -> its module path in a transformers Llama layer."""
+LINEAR_TYPES = ("Q4_1",)
+TABLE_TYPES = ("Q8_0", "F16", "F32")
+NORM_TYPES = ("F32",)
+NATIVE = "native"
+Q4_1_BLOCK_BYTES = 20
+"""A Q4_1 block: float16 d, float16 m, then 16 bytes of levels (element j low nibble, element 16 + j high)."""
+
+
+def _supported(name: str) -> tuple[str, tuple[str, ...]]:
+    """What kind of tensor ``name`` is and the types the native target takes for it."""
+    if name.startswith("blk.") and name.split(".")[2] in LINEAR_LAYERS:
+        return "linear layers", LINEAR_TYPES
+    if name.startswith(("token_embd", "output.")):
+        return "the embedding / head", TABLE_TYPES
+    return "norms", NORM_TYPES
+
+
+def check_native_types(reader: GGUFReader, path: Path) -> None:
+    """ValueError (one line) at the first tensor whose quantization type the native target does not take."""
+    for tensor in reader.tensors:
+        kind, types = _supported(tensor.name)
+        if tensor.tensor_type.name not in types:
+            raise ValueError(
+                f"target-compute native: {path.name}: tensor {tensor.name} is {tensor.tensor_type.name}; supported: "
+                f"{'/'.join(LINEAR_TYPES)} for linear layers, {'/'.join(TABLE_TYPES)} for the embedding / head, "
+                f"{'/'.join(NORM_TYPES)} for norms (or use --target-compute float32)")
+
+
+class Q4_1Linear(Int4Linear):
+    """A Q4_1 layer of the file through the int4 kernel: ``y = x_bf16 @ W^T``, ``W_oi = d L_oi + m`` per block
+    (module docstring); the output takes the input's dtype (float32 into the float32 residual stream)."""
+
+    @classmethod
+    def from_blocks(cls, blocks: np.ndarray) -> Q4_1Linear:
+        """From the file's raw blocks, uint8 [out, in / 32 * 20] (one row of blocks per output)."""
+        out_features, row_bytes = blocks.shape
+        if row_bytes % Q4_1_BLOCK_BYTES:
+            raise ValueError(f"Q4_1Linear: a row of {row_bytes} bytes is not a whole number of {Q4_1_BLOCK_BYTES}-byte "
+                             "Q4_1 blocks")
+        groups = blocks.reshape(out_features, row_bytes // Q4_1_BLOCK_BYTES, Q4_1_BLOCK_BYTES)
+        d = torch.from_numpy(np.ascontiguousarray(groups[..., 0:2]).view(np.float16)[..., 0].astype(np.float32))
+        m = torch.from_numpy(np.ascontiguousarray(groups[..., 2:4]).view(np.float16)[..., 0].astype(np.float32))
+        packed = torch.from_numpy(np.ascontiguousarray(groups[..., 4:]))
+        levels = torch.cat([packed & 0x0F, packed >> 4], dim=-1).reshape(out_features, -1)
+        scales_and_zeros = torch.stack([d, m + (INT4_LEVELS + 1) // 2 * d], dim=-1).transpose(0, 1)  # z = m + 8 d
+        return cls(levels.contiguous(), scales_and_zeros.contiguous().to(torch.bfloat16))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x).to(x.dtype)
+
+
+def _rows(reader_tensor, config) -> np.ndarray:
+    """The tensor's raw blocks as rows (uint8 [out, bytes]), q/k rows permuted back to transformers' order."""
+    processor = LlamaTensorProcessor(config={"num_attention_heads": config.num_attention_heads,
+                                             "num_key_value_heads": config.num_key_value_heads})
+    return np.asarray(processor.process(np.asarray(reader_tensor.data), reader_tensor.name).weights)
+
+
+def native_model(float_model: PreTrainedModel, gguf_path: str | Path) -> PreTrainedModel:
+    """The native target built from ``gguf_path`` around ``float_model`` (the float32 target made from the
+    same file: its embedding / head, norms and rotary tensors are shared, not copied; its decoder linear
+    layers are replaced by `Q4_1Linear` layers read from the file's blocks). Eval mode, no grads.
+
+    Raises ValueError for a tensor type the native target does not take (`check_native_types`) or a file
+    whose layers do not match ``float_model``'s shapes.
+    """
+    path = Path(gguf_path)
+    reader = GGUFReader(path)
+    check_native_types(reader, path)
+    shared = {id(t): t for t in [*float_model.parameters(), *float_model.buffers()]}
+    native = copy.deepcopy(float_model, memo=shared)
+    layers = native.model.layers
+    found = 0
+    for tensor in reader.tensors:
+        parts = tensor.name.split(".")
+        if not (parts[0] == "blk" and parts[2] in LINEAR_LAYERS):
+            continue
+        index, (block, attribute) = int(parts[1]), LINEAR_LAYERS[parts[2]]
+        if index >= len(layers):
+            raise ValueError(f"target-compute native: {path.name} has layer {index}, the model {len(layers)} layers")
+        owner = getattr(layers[index], block)
+        linear = Q4_1Linear.from_blocks(_rows(tensor, native.config))
+        expected = tuple(getattr(owner, attribute).weight.shape)
+        if (linear.out_features, linear.in_features) != expected:
+            raise ValueError(f"target-compute native: {path.name}: {tensor.name} is {linear.out_features} x "
+                             f"{linear.in_features}, the model's layer {expected[0]} x {expected[1]}")
+        setattr(owner, attribute, linear)
+        found += 1
+    native.target_compute = NATIVE
+    if found != len(layers) * len(LINEAR_LAYERS):
+        raise ValueError(f"target-compute native: {path.name} holds {found} of the model's "
+                         f"{len(layers) * len(LINEAR_LAYERS)} decoder linear layers")
+    return native.eval().requires_grad_(False)
+
+
+
+def target_compute_of(model: torch.nn.Module) -> str:
+    """``native`` for a model `native_model` built, ``float32`` (whatever its dtype) otherwise."""
+    return getattr(model, "target_compute", "float32")
