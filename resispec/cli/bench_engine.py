@@ -34,9 +34,9 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from engine.bench.bench_engine import bench_engine, best_peer, engine_row_name, load_prompts
+    from engine.decode.decoding import AUTOREGRESSIVE
     from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT, resolve_draft_name
-    from engine.decode.decoding import AUTOREGRESSIVE
     from engine.model.models import check_target_compute, load_target, with_compute
     from resispec.cli.table import format_table
     from resispec.verifiers import VERIFIERS
