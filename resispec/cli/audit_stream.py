@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.decode.generation import prompt_ids
     from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT
-    from engine.model.models import load_target
+    from engine.model.models import check_target_compute, load_target
     from resispec.audit import DEFAULT_ALPHA
 
     spec = parse_generator(args.generator)
@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < alpha < 1 or args.sequences < 1 or args.max_new_tokens < 1:
         raise ValueError("--alpha must lie in (0, 1); --sequences and --max-new-tokens must be >= 1")
     messages = read_prompts(args.prompts) if args.prompts else load_prompts()
+    check_target_compute(args.target_compute, args.device, path=args.target)
     torch.set_num_threads(args.threads)
     model, tokenizer = load_target(device=args.device, path=args.target, compute=args.target_compute)
     draft = args.draft or DEFAULT_DRAFT

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.decode.generation import GenerationRequest, generate, node_log_for, summary
     from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT
-    from engine.model.models import load_target
+    from engine.model.models import check_target_compute, load_target
 
     request = GenerationRequest(
         prompt=args.prompt, verifier=args.verifier, draft=args.draft or DEFAULT_DRAFT, branching=args.tree,
@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if args.log and args.verifier == AUTOREGRESSIVE:
         raise ValueError("--log: autoregressive decoding (--verifier ar) verifies no node, so there is nothing to log")
     check_device(args.device)
+    check_target_compute(args.target_compute, args.device, getattr(torch, args.dtype), args.target)
     torch.set_num_threads(args.threads)
     model, tokenizer = load_target(device=args.device, dtype=getattr(torch, args.dtype), path=args.target,
                                    compute=args.target_compute)

@@ -9,14 +9,15 @@ import numpy as np
 from gguf import GGMLQuantizationType, GGUFWriter
 from gguf.quants import quantize
 
-HIDDEN, INTERMEDIATE, LAYERS, HEADS, KV_HEADS, VOCAB = 64, 96, 2, 2, 1, 64
-"""Sizes the int4 kernel takes: every input count a multiple of 32, every output count a multiple of 16."""
+HIDDEN, INTERMEDIATE, LAYERS, HEADS, KV_HEADS, VOCAB = 192, 96, 2, 3, 1, 64
+"""Sizes the int4 kernel takes (every input count a multiple of 32, every output count a multiple of 16), with
+the real model's head size 64 and 3 query heads per key head."""
 
 
 def write_tiny_gguf(path: Path, seed: int = 0, linear_type: GGMLQuantizationType = GGMLQuantizationType.Q4_1) -> Path:
     """Write the tiny model to ``path`` (its decoder linear layers as ``linear_type``) and return ``path``.
 
-    Weights are seeded normal draws (scale 0.3, the embedding 1.0); q/k rows are written in the file's rotary
+    Weights are seeded normal draws (scale 0.3, the embedding 0.15); q/k rows are written in the file's rotary
     layout as they come (any rows are a valid file: the reader permutes them back)."""
     rng = np.random.default_rng(seed)
     head_dim = HIDDEN // HEADS
@@ -36,7 +37,7 @@ def write_tiny_gguf(path: Path, seed: int = 0, linear_type: GGMLQuantizationType
         weight = (scale * rng.standard_normal(shape)).astype(np.float32)
         writer.add_tensor(name, quantize(weight, qtype), raw_dtype=qtype)
 
-    add("token_embd.weight", (VOCAB, HIDDEN), GGMLQuantizationType.Q8_0, 1.0)
+    add("token_embd.weight", (VOCAB, HIDDEN), GGMLQuantizationType.Q8_0, 0.15)
     writer.add_tensor("output_norm.weight", (1 + 0.1 * rng.standard_normal(HIDDEN)).astype(np.float32))
     shapes = {"attn_q": (HIDDEN, HIDDEN), "attn_k": (KV_HEADS * head_dim, HIDDEN),
               "attn_v": (KV_HEADS * head_dim, HIDDEN), "attn_output": (HIDDEN, HIDDEN),
