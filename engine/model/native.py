@@ -22,6 +22,12 @@ row count of the forward that computes it (kernels block differently for 1 and k
 the sums differ); the p of a node is therefore the one its *verifying* forward computes, the tree forward
 in speculative decoding and the one-row forward in ``ar``.
 
+The layers read from the file are cached (``native-q4_1-v1.safetensors`` beside the dequantized checkpoint,
+`engine.model.gguf.checkpoint_dir`: levels and bfloat16 scales / zeros per layer, with the format version and
+the source file's size in its metadata): reading the GGUF's header alone takes seconds (its 49,152 tokenizer
+strings). A cache file that cannot be read or does not match is named on one line on stderr, discarded and
+rebuilt (a tqdm bar shows the build).
+
 Supported: Q4_1 decoder linear layers (``attn_q/k/v/output``, ``ffn_gate/up/down``); Q8_0, F16 or F32
 for the embedding / head; F32 norms. Anything else raises one ``ValueError`` naming the tensor, its type
 and the supported types. The attention q/k rows are permuted back from the file's rotary layout by
@@ -31,14 +37,22 @@ transformers' own ``LlamaTensorProcessor`` (a permutation of whole output rows, 
 from __future__ import annotations
 
 import copy
+import hashlib
+import os
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
 from gguf import GGUFReader
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save_file
+from tqdm import tqdm
 from transformers import PreTrainedModel
 from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
 
+from engine.model.gguf import checkpoint_dir
 from engine.model.quantize import INT4_LEVELS, Int4Linear
 
 LINEAR_LAYERS = {"attn_q": ("self_attn", "q_proj"), "attn_k": ("self_attn", "k_proj"),
@@ -49,6 +63,8 @@ LINEAR_TYPES = ("Q4_1",)
 TABLE_TYPES = ("Q8_0", "F16", "F32")
 NORM_TYPES = ("F32",)
 NATIVE = "native"
+CACHE_FORMAT = "native-q4_1-v1"
+"""Name and version of the cached layers; a change to what they hold must change it."""
 Q4_1_BLOCK_BYTES = 20
 """A Q4_1 block: float16 d, float16 m, then 16 bytes of levels (element j low nibble, element 16 + j high)."""
 
@@ -103,6 +119,66 @@ def _rows(reader_tensor, config) -> np.ndarray:
     return np.asarray(processor.process(np.asarray(reader_tensor.data), reader_tensor.name).weights)
 
 
+def read_layers(gguf_path: Path, config) -> dict[tuple[int, str], Q4_1Linear]:
+    """Every decoder linear layer of the file, by (layer index, GGUF name), with a progress bar; ValueError
+    for a tensor type the native target does not take (`check_native_types`)."""
+    with tqdm(total=2, desc=f"native target: reading {gguf_path.name}", unit="step", disable=None) as bar:
+        reader = GGUFReader(gguf_path)
+        check_native_types(reader, gguf_path)
+        bar.update()
+        tensors = [t for t in reader.tensors if t.name.startswith("blk.") and t.name.split(".")[2] in LINEAR_LAYERS]
+        bar.total = 1 + len(tensors)
+        layers = {}
+        for tensor in tensors:
+            parts = tensor.name.split(".")
+            layers[int(parts[1]), parts[2]] = Q4_1Linear.from_blocks(_rows(tensor, config))
+            bar.update()
+    return layers
+
+
+def source_fingerprint(path: Path, edge: int = 1 << 16) -> str:
+    """The file's size and the SHA-256 of its first and last ``edge`` bytes: what the cache is checked against
+    (a different file, even of the same name and size, almost surely differs there: the header holds the
+    metadata, the end the last blocks)."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(edge)
+        handle.seek(max(size - edge, 0))
+        tail = handle.read(edge)
+    return f"{size}:{hashlib.sha256(head + tail).hexdigest()}"
+
+
+def cached_layers(gguf_path: Path, config) -> dict[tuple[int, str], Q4_1Linear]:
+    """`read_layers`, through the cache file of the module docstring."""
+    path = checkpoint_dir(gguf_path) / f"{CACHE_FORMAT}.safetensors"
+    expected = {"format": CACHE_FORMAT, "source": source_fingerprint(gguf_path)}
+    if path.is_file():
+        try:
+            with safe_open(str(path), "pt") as opened:
+                metadata = opened.metadata() or {}
+            if {key: metadata.get(key) for key in expected} != expected:
+                raise ValueError(f"metadata {metadata} instead of {expected}")
+            flat = load_file(path)
+            return {(int(key.split(".")[0]), key.split(".")[1]):
+                    Q4_1Linear(flat[key], flat[key.replace(".levels", ".scales_and_zeros")])
+                    for key in flat if key.endswith(".levels")}
+        except (OSError, ValueError, KeyError, SafetensorError) as error:
+            print(f"resispec: the cached native layers {path} are unusable ({str(error).splitlines()[0]}); "
+                  "discarded, rebuilding", file=sys.stderr)
+            path.unlink(missing_ok=True)
+    layers = read_layers(gguf_path, config)
+    flat = {}
+    for (index, name), linear in layers.items():
+        flat[f"{index}.{name}.levels"] = linear.levels
+        flat[f"{index}.{name}.scales_and_zeros"] = linear.scales_and_zeros
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(handle)
+    save_file(flat, staging, metadata=expected)
+    os.replace(staging, path)  # never half-written
+    return layers
+
+
 def native_model(float_model: PreTrainedModel, gguf_path: str | Path) -> PreTrainedModel:
     """The native target built from ``gguf_path`` around ``float_model`` (the float32 target made from the
     same file: its embedding / head, norms and rotary tensors are shared, not copied; its decoder linear
@@ -112,33 +188,24 @@ def native_model(float_model: PreTrainedModel, gguf_path: str | Path) -> PreTrai
     whose layers do not match ``float_model``'s shapes.
     """
     path = Path(gguf_path)
-    reader = GGUFReader(path)
-    check_native_types(reader, path)
     shared = {id(t): t for t in [*float_model.parameters(), *float_model.buffers()]}
     native = copy.deepcopy(float_model, memo=shared)
     layers = native.model.layers
-    found = 0
-    for tensor in reader.tensors:
-        parts = tensor.name.split(".")
-        if not (parts[0] == "blk" and parts[2] in LINEAR_LAYERS):
-            continue
-        index, (block, attribute) = int(parts[1]), LINEAR_LAYERS[parts[2]]
-        if index >= len(layers):
-            raise ValueError(f"target-compute native: {path.name} has layer {index}, the model {len(layers)} layers")
+    read = cached_layers(path, native.config)
+    wanted = {(index, name) for index in range(len(layers)) for name in LINEAR_LAYERS}
+    if set(read) != wanted:
+        raise ValueError(f"target-compute native: {path.name} holds decoder linear layers {len(read)} of the "
+                         f"model's {len(wanted)} (or others: layer indices up to {max(i for i, _ in read)})")
+    for (index, name), linear in read.items():
+        block, attribute = LINEAR_LAYERS[name]
         owner = getattr(layers[index], block)
-        linear = Q4_1Linear.from_blocks(_rows(tensor, native.config))
         expected = tuple(getattr(owner, attribute).weight.shape)
         if (linear.out_features, linear.in_features) != expected:
-            raise ValueError(f"target-compute native: {path.name}: {tensor.name} is {linear.out_features} x "
+            raise ValueError(f"target-compute native: {path.name}: blk.{index}.{name} is {linear.out_features} x "
                              f"{linear.in_features}, the model's layer {expected[0]} x {expected[1]}")
         setattr(owner, attribute, linear)
-        found += 1
     native.target_compute = NATIVE
-    if found != len(layers) * len(LINEAR_LAYERS):
-        raise ValueError(f"target-compute native: {path.name} holds {found} of the model's "
-                         f"{len(layers) * len(LINEAR_LAYERS)} decoder linear layers")
     return native.eval().requires_grad_(False)
-
 
 
 def target_compute_of(model: torch.nn.Module) -> str:

@@ -14,14 +14,23 @@ from transformers import AutoModelForCausalLM
 from engine.decode.calibration import calibration_key
 from engine.decode.decoding import Decoder
 from engine.decode.processing import Sampling
+from engine.model.gguf import checkpoint_dir
 from engine.model.models import check_target_compute, with_compute
-from engine.model.native import Q4_1Linear, native_model, target_compute_of
+from engine.model.native import CACHE_FORMAT, Q4_1Linear, native_model, target_compute_of
 from engine.runtime.compact_lm import CompactLM
 from engine.runtime.tree_lm import TreeLM
 from tests.engine.model.tiny_gguf import write_tiny_gguf
 
 BF16_STEP = 2.0 ** -8
 """Relative rounding step of bfloat16 (8 significant bits)."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def own_cache(tmp_path_factory):
+    """The resispec cache in a temporary folder (the native layers are cached there)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RESISPEC_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +148,22 @@ def test_unsupported_quantization_type_is_named_on_one_line(tmp_path):
 def test_impossible_target_computes_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         check_target_compute(**kwargs)
+
+
+def test_cached_layers_are_reused_and_a_corrupt_cache_is_named_and_rebuilt(float_and_native, tiny_file, capsys):
+    model, native = float_and_native
+    cache = checkpoint_dir(tiny_file) / f"{CACHE_FORMAT}.safetensors"
+    assert cache.is_file()
+    again = native_model(model, tiny_file)
+    assert torch.equal(again.model.layers[1].mlp.up_proj.levels, native.model.layers[1].mlp.up_proj.levels)
+    assert capsys.readouterr().err.count("unusable") == 0
+    cache.write_bytes(cache.read_bytes()[:1000])  # truncated
+    rebuilt = native_model(model, tiny_file)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "unusable" in line]
+    assert len(lines) == 1 and str(cache) in lines[0]
+    assert torch.equal(rebuilt.model.layers[1].mlp.up_proj.scales_and_zeros,
+                       native.model.layers[1].mlp.up_proj.scales_and_zeros)
+    assert cache.stat().st_size > 1000  # rewritten whole
 
 
 def test_float32_compute_is_the_model_itself(float_and_native):
