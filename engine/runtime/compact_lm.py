@@ -154,6 +154,18 @@ class CompactLM(TreeCacheLM):
         self.weights = prepared[pad_small_rows]
         super().__init__(model)
 
+    _prefilling = False
+
+    def prefill(self, input_ids: torch.Tensor) -> None:
+        """`TreeCacheLM.prefill`; the prompt's rows attend in one batched call even for a row-exact model
+        (`attend_row_by_row`): every decode of a prompt computes its cache the same way, so only the tree
+        rows need to match one-row forwards."""
+        self._prefilling = True
+        try:
+            super().prefill(input_ids)
+        finally:
+            self._prefilling = False
+
     @torch.inference_mode()
     def _reset_cache(self) -> None:
         w = self.weights
@@ -212,7 +224,7 @@ class CompactLM(TreeCacheLM):
         self._reserve(end)
         w = self.weights
         mask = None if bool(allowed.all()) else allowed[None, None]
-        seen = [row.nonzero()[:, 0] for row in allowed] if w.row_exact else None
+        seen = [row.nonzero()[:, 0] for row in allowed] if w.row_exact and not self._prefilling else None
         heads, kv_heads, dim = w.num_heads, w.num_kv_heads, w.head_dim
         h = w.embed[input_ids]
         cos, sin = (t[0] for t in w.rotary(h[None], positions[None]))
