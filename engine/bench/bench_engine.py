@@ -3,9 +3,11 @@
 Configurations, all in one run over the held-out prompts (``engine/data/bench_prompts.json``, never used
 for training or tuning; a test keeps them apart from the training prompts):
 
-- ``ar``: the engine's plain autoregressive sampling from the float32 target (the baseline);
+- ``ar``: the engine's plain autoregressive sampling from the target (the baseline);
 - the engine with each verifier (default: every exact one) and the tree (default ``auto``);
-- ``hf``: transformers ``generate(do_sample=True)`` on the same target;
+- both of the above for each way of computing the target given (``float32``, ``native``:
+  `engine.model.native`), rows then named ``ar [native]`` and so on, each speedup over its own ``ar``;
+- ``hf``: transformers ``generate(do_sample=True)`` on the same target (the first one given);
 - ``hf-assisted:N``: transformers assisted generation with the same target and the same draft model as
   ``assistant_model`` (``do_sample=True``, ``num_assistant_tokens=N``, constant schedule and the
   assistant's confidence threshold off, so that every round drafts N tokens), for each N given; the
@@ -22,12 +24,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
+from transformers import PreTrainedModel
 
 from engine.decode.decoding import AUTOREGRESSIVE
 from engine.decode.generation import GenerationRequest, generate, prompt_ids
@@ -120,25 +123,38 @@ def hf_generate(model, tokenizer, prompt: str, max_new_tokens: int, sampling: Sa
                      draft_seconds=timers[1].seconds if assistant is not None else 0.0)
 
 
-def bench_engine(model, tokenizer, verifiers: Sequence[str], draft: str, branching: tuple[int, ...] | str,
-                 max_new_tokens: int, sampling: Sampling, seed: int, prompts: Sequence[str],
-                 assistant_tokens: Sequence[int] = (), threads: int = 1, progress: bool = False) -> list[EngineRow]:
-    """One row per configuration (``ar`` first), summed over ``prompts`` (module docstring)."""
+def engine_row_name(verifier: str, compute: str, computes: Sequence[str]) -> str:
+    """``verifier``, or ``verifier [compute]`` when several target computations share the table."""
+    return verifier if len(computes) == 1 else f"{verifier} [{compute}]"
+
+
+def bench_engine(targets: Mapping[str, PreTrainedModel], tokenizer, verifiers: Sequence[str], draft: str,
+                 branching: tuple[int, ...] | str, max_new_tokens: int, sampling: Sampling, seed: int,
+                 prompts: Sequence[str], assistant_tokens: Sequence[int] = (), threads: int = 1,
+                 progress: bool = False) -> list[EngineRow]:
+    """One row per configuration (``ar`` first for each target), summed over ``prompts`` (module docstring).
+    ``targets``: the target computed each way to compare, by name (``{"float32": model}``, or with
+    ``"native"``); transformers runs on the first."""
     names = [AUTOREGRESSIVE, *[v for v in verifiers if v != AUTOREGRESSIVE]]
+    computes = list(targets)
+    model = targets[computes[0]]
     peers = ([HF] + [f"{HF_ASSISTED}:{n}" for n in assistant_tokens]) if assistant_tokens else []
-    rows = {name: EngineRow(name) for name in [*names, *peers]}
+    rows = {engine_row_name(name, compute, computes): EngineRow(engine_row_name(name, compute, computes))
+            for compute in computes for name in names}
+    rows.update({name: EngineRow(name) for name in peers})
     assistant = make_draft(draft, model).model if assistant_tokens else None
     bar = tqdm(total=len(prompts) * len(rows), desc="bench engine", unit="run", disable=not progress)
     for index, prompt in enumerate(prompts):
-        for name in names:
+        for compute, name in ((compute, name) for name in names for compute in computes):
             request = GenerationRequest(prompt=prompt, verifier=name, draft=draft, branching=branching,
                                         sampling=sampling, max_new_tokens=max_new_tokens, seed=seed + index,
                                         threads=threads)
-            tokens, stats = generate(model, tokenizer, request)
-            _add(rows[name], EngineRow(name, len(tokens), stats.target_forwards, stats.seconds, stats.draft_seconds,
-                                       stats.target_seconds, stats.verify_seconds,
-                                       tree=",".join(map(str, stats.tree.get("branching", [])))))
-            _report(bar, name, len(tokens), stats.seconds, stats.target_forwards)
+            tokens, stats = generate(targets[compute], tokenizer, request)
+            label = engine_row_name(name, compute, computes)
+            _add(rows[label], EngineRow(label, len(tokens), stats.target_forwards, stats.seconds,
+                                        stats.draft_seconds, stats.target_seconds, stats.verify_seconds,
+                                        tree=",".join(map(str, stats.tree.get("branching", [])))))
+            _report(bar, label, len(tokens), stats.seconds, stats.target_forwards)
         for name in peers:
             count = int(name.split(":")[1]) if ":" in name else 0
             row = hf_generate(model, tokenizer, prompt, max_new_tokens, sampling, seed + index,
@@ -146,9 +162,12 @@ def bench_engine(model, tokenizer, verifiers: Sequence[str], draft: str, branchi
             _add(rows[name], row)
             _report(bar, name, row.tokens, row.seconds, row.target_forwards)
     bar.close()
-    baseline = rows[AUTOREGRESSIVE].tokens_per_second
-    for row in rows.values():
-        row.speedup = row.tokens_per_second / baseline if baseline and row.tokens_per_second else None
+    for compute in computes:
+        baseline = rows[engine_row_name(AUTOREGRESSIVE, compute, computes)].tokens_per_second
+        own = [engine_row_name(name, compute, computes) for name in names] + (peers if compute == computes[0] else [])
+        for label in own:
+            row = rows[label]
+            row.speedup = row.tokens_per_second / baseline if baseline and row.tokens_per_second else None
     return list(rows.values())
 
 

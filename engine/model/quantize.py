@@ -148,6 +148,7 @@ def quantized_copy(target: PreTrainedModel, scheme: str) -> PreTrainedModel:
     if scheme != "bf16" and not integer_kernels_run_on(target.device):
         raise ValueError(f"draft {scheme}: the {scheme} kernel runs on CPU only, not on {target.device}; use bf16")
     draft = copy.deepcopy(target)
+    vars(draft).pop("target_compute", None)  # a copy of the native target is a draft, not the native target
     if scheme != "bf16":  # quantized from the float32 weights, before the cast
         draft.config.tie_word_embeddings = False
         _swap_linears(draft, int4=scheme == "int4")

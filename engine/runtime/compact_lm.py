@@ -31,6 +31,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from engine.model.native import NATIVE, target_compute_of
 from engine.model.quantize import Int4Linear, Int8Linear
 from engine.runtime.small_rows import PaddedLinear, mkl_packing_available
 from engine.runtime.tree_lm import TreeCacheLM, TreeLM
@@ -94,6 +95,23 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return x * cos + rotated * sin
 
 
+def attend_row_by_row(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                      seen: list[torch.Tensor]) -> torch.Tensor:
+    """Attention of each query row on its own: row r attends to the cache entries ``seen[r]`` (long [n_r],
+    ascending), gathered into a contiguous [kv_heads, n_r, d] block, in a one-query call with no mask.
+
+    queries [heads, rows, d], keys / values [kv_heads, capacity, d] -> [heads, rows, d]. A row's result
+    is then the same bits whatever the other rows are: in a tree forward exactly what a one-row forward at
+    that node computes (same keys, same order, same call shape), which a batched masked call does not
+    guarantee."""
+    out = []
+    for row, index in enumerate(seen):
+        out.append(functional.scaled_dot_product_attention(
+            queries[None, :, row: row + 1], keys.index_select(1, index)[None], values.index_select(1, index)[None],
+            scale=queries.shape[-1] ** -0.5, enable_gqa=True)[0])
+    return torch.cat(out, dim=1)
+
+
 class _Weights:
     """A model's weights as `CompactLM` uses them (fused, packed); shared by every `CompactLM` of the model."""
 
@@ -107,6 +125,10 @@ class _Weights:
         self.final_norm = (model.model.norm.weight, model.model.norm.variance_epsilon)
         self.head = fused_projection([model.get_output_embeddings()], pad_small_rows)
         self.rotary = model.model.rotary_emb
+        self.row_exact = target_compute_of(model) == NATIVE
+        """Attention row by row (`attend_row_by_row`), for the native target: its bfloat16 product inputs turn
+        the last-bit differences of a batched attention into visible ones, so only this keeps a node's p
+        independent of the forward's row count."""
 
 
 _PREPARED: WeakKeyDictionary[nn.Module, dict[bool, _Weights]] = WeakKeyDictionary()
@@ -131,6 +153,18 @@ class CompactLM(TreeCacheLM):
             prepared[pad_small_rows] = _Weights(model, pad_small_rows)
         self.weights = prepared[pad_small_rows]
         super().__init__(model)
+
+    _prefilling = False
+
+    def prefill(self, input_ids: torch.Tensor) -> None:
+        """`TreeCacheLM.prefill`; the prompt's rows attend in one batched call even for a row-exact model
+        (`attend_row_by_row`): every decode of a prompt computes its cache the same way, so only the tree
+        rows need to match one-row forwards."""
+        self._prefilling = True
+        try:
+            super().prefill(input_ids)
+        finally:
+            self._prefilling = False
 
     @torch.inference_mode()
     def _reset_cache(self) -> None:
@@ -188,8 +222,9 @@ class CompactLM(TreeCacheLM):
         rows, start = len(input_ids), self._length
         end = start + rows
         self._reserve(end)
-        mask = None if bool(allowed.all()) else allowed[None, None]
         w = self.weights
+        mask = None if bool(allowed.all()) else allowed[None, None]
+        seen = [row.nonzero()[:, 0] for row in allowed] if w.row_exact and not self._prefilling else None
         heads, kv_heads, dim = w.num_heads, w.num_kv_heads, w.head_dim
         h = w.embed[input_ids]
         cos, sin = (t[0] for t in w.rotary(h[None], positions[None]))
@@ -198,10 +233,13 @@ class CompactLM(TreeCacheLM):
             qk = rotate(qkv[: heads + kv_heads], cos, sin)  # queries and keys rotated together
             self._keys[index, :, start:end] = qk[heads:]
             self._values[index, :, start:end] = qkv[heads + kv_heads:]
-            attended = functional.scaled_dot_product_attention(
-                qk[None, :heads], self._keys[index, :, :end][None], self._values[index, :, :end][None],
-                attn_mask=mask, scale=dim ** -0.5, enable_gqa=True)
-            h = h + layer.o(attended[0].transpose(0, 1).reshape(rows, -1))
+            if seen is None:
+                attended = functional.scaled_dot_product_attention(
+                    qk[None, :heads], self._keys[index, :, :end][None], self._values[index, :, :end][None],
+                    attn_mask=mask, scale=dim ** -0.5, enable_gqa=True)[0]
+            else:
+                attended = attend_row_by_row(qk[:heads], self._keys[index], self._values[index], seen)
+            h = h + layer.o(attended.transpose(0, 1).reshape(rows, -1))
             gate, up = layer.gate_up(rms_norm(h, layer.norm_post)).chunk(2, dim=-1)
             h = h + layer.down(functional.silu(gate) * up)
         self._length = end

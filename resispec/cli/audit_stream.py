@@ -9,7 +9,7 @@ import argparse
 import json
 
 from resispec.cli.generate import parse_tree
-from resispec.cli.model_options import add_target_argument, usage_errors
+from resispec.cli.model_options import add_target_argument, add_target_compute_argument, usage_errors
 
 DEFAULT_SEQUENCES = 24
 DEFAULT_MAX_NEW_TOKENS = 64
@@ -23,6 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "passes, 1 if it rejects, 2 on a usage error.")
     parser.add_argument("generator", help="engine:VERIFIER, hf, hf-assisted, hf-ensemble:W or jsonl:FILE")
     add_target_argument(parser)
+    add_target_compute_argument(parser)
     parser.add_argument("--draft", default=None,
                         help="draft name or checkpoint PATH for engine:* and hf-assisted "
                              "(default: the engine's default)")
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.decode.generation import prompt_ids
     from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT
-    from engine.model.models import load_target
+    from engine.model.models import check_target_compute, load_target
     from resispec.audit import DEFAULT_ALPHA
 
     spec = parse_generator(args.generator)
@@ -82,8 +83,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < alpha < 1 or args.sequences < 1 or args.max_new_tokens < 1:
         raise ValueError("--alpha must lie in (0, 1); --sequences and --max-new-tokens must be >= 1")
     messages = read_prompts(args.prompts) if args.prompts else load_prompts()
+    check_target_compute(args.target_compute, args.device, path=args.target)
     torch.set_num_threads(args.threads)
-    model, tokenizer = load_target(device=args.device, path=args.target)
+    model, tokenizer = load_target(device=args.device, path=args.target, compute=args.target_compute)
     draft = args.draft or DEFAULT_DRAFT
     prompts = [prompt_ids(tokenizer, message, chat=True) for message in messages]
     generated = generate_sequences(spec, model, prompts, args.sequences, args.max_new_tokens, sampling, args.seed,
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     result = audit_pit(pit, "; ".join(laws), alpha)
     record = {
         "generator": args.generator,
-        "target": args.target or "SmolLM2-135M-Instruct (built in)",
+        "target": args.target or "SmolLM2-135M-Instruct (built in)", "target_compute": args.target_compute,
         "draft": draft if spec.kind in ("engine", "hf-assisted", "hf-ensemble") else None,
         "sequences": pit.sequences, "tokens": int(pit.values.size), "impossible_tokens": pit.impossible,
         "laws": laws, "verdict": "PASS" if result.passed else "FAIL", "audit": result.to_dict(),
@@ -113,7 +115,7 @@ def report(record: dict) -> str:
     audit = record["audit"]
     draft = f", draft {record['draft']}" if record["draft"] else ""
     return "\n".join([
-        f"generator {record['generator']}{draft}; target {record['target']}",
+        f"generator {record['generator']}{draft}; target {record['target']}, computed {record['target_compute']}",
         f"law audited: {'; '.join(record['laws'])} (recomputed from the target by teacher forcing; the generator's "
         f"own probabilities are not used)",
         f"{record['sequences']} sequences, {record['tokens']} tokens, {record['impossible_tokens']} impossible under "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from resispec.cli.generate import DRAFT_HELP, TREE_HELP, parse_tree
-from resispec.cli.model_options import add_target_argument, usage_errors
+from resispec.cli.model_options import add_target_argument, add_target_compute_argument, usage_errors
 from resispec.cli.output import strict_json
 
 
@@ -15,6 +15,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--verifier", nargs="+", default=None, help="verifiers (default: every exact one)")
     parser.add_argument("--draft", default=None, help=DRAFT_HELP)
     add_target_argument(parser)
+    add_target_compute_argument(parser, several=True)
     parser.add_argument("--tree", type=parse_tree, default="auto", help=TREE_HELP)
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--prompts", type=int, default=None, help="use only the first N prompts")
@@ -32,10 +33,11 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.bench.bench_engine import bench_engine, best_peer, load_prompts
+    from engine.bench.bench_engine import bench_engine, best_peer, engine_row_name, load_prompts
+    from engine.decode.decoding import AUTOREGRESSIVE
     from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT, resolve_draft_name
-    from engine.model.models import load_target
+    from engine.model.models import check_target_compute, load_target, with_compute
     from resispec.cli.table import format_table
     from resispec.verifiers import VERIFIERS
 
@@ -43,19 +45,30 @@ def run(args: argparse.Namespace) -> int:
     widest = 1 if args.tree == "auto" else max(args.tree)
     verifiers = args.verifier or [name for name, cls in VERIFIERS.items()
                                   if cls.claims_exact and (cls.max_k is None or cls.max_k >= widest)]
+    computes = list(dict.fromkeys(args.target_compute))
+    for compute in computes:
+        check_target_compute(compute, args.device, path=args.target)
     model, tokenizer = load_target(device=args.device, path=args.target)
+    targets = {compute: with_compute(model, compute, args.target) for compute in computes}
     draft = args.draft or DEFAULT_DRAFT
     prompts = load_prompts()[: args.prompts]
-    rows = bench_engine(model, tokenizer, verifiers, draft, args.tree, args.max_new_tokens, Sampling(args.temperature),
-                        args.seed, prompts, args.assistant_tokens, args.threads, progress=True)
+    rows = bench_engine(targets, tokenizer, verifiers, draft, args.tree, args.max_new_tokens,
+                        Sampling(args.temperature), args.seed, prompts, args.assistant_tokens, args.threads,
+                        progress=True)
     peer = best_peer(rows)
-    engine_rows = [row for row in rows if row.name in verifiers]
+    engine_names = {engine_row_name(v, c, computes) for v in verifiers for c in computes}
+    engine_rows = [row for row in rows if row.name in engine_names]
+    by_name = {row.name: row for row in rows}
+    ar_rates = {c: by_name[engine_row_name(AUTOREGRESSIVE, c, computes)].tokens_per_second for c in computes}
+    native_over_float = (ar_rates["native"] / ar_rates["float32"]
+                         if {"native", "float32"} <= set(computes) and all(ar_rates.values()) else None)
     best = max(engine_rows, key=lambda row: row.tokens_per_second or 0, default=None)
     versus_peer = best.tokens_per_second / peer.tokens_per_second if best and peer else None
     settings = {"draft": resolve_draft_name(draft, model),
                 "tree": args.tree if args.tree == "auto" else list(args.tree),
                 "prompts": len(prompts), "max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
-                "threads": args.threads, "peer": peer.name if peer else None,
+                "threads": args.threads, "target_compute": computes, "native_ar_over_float32_ar": native_over_float,
+                "peer": peer.name if peer else None,
                 "best_engine": best.name if best else None, "engine_over_peer": versus_peer}
     if args.json:
         print(strict_json({**settings, "rows": [row.to_dict() for row in rows]}))
@@ -73,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"\ndraft {settings['draft']}, tree {args.tree if args.tree == 'auto' else ','.join(map(str, args.tree))}, "
           f"{len(prompts)} held-out prompts x {args.max_new_tokens} new tokens, T = {args.temperature}, "
           f"{args.threads} thread(s); all from one run.")
+    if native_over_float is not None:
+        print(f"ar on the native target / ar on the float32 target: {native_over_float:.2f}x")
     if versus_peer is not None:
         print(f"best engine configuration ({best.name}) / best transformers assisted generation ({peer.name}): "
               f"{versus_peer:.2f}x")

@@ -18,7 +18,7 @@ from resispec.cli.arguments import (
     top_p,
     tree_shape,
 )
-from resispec.cli.model_options import add_target_argument, usage_errors
+from resispec.cli.model_options import add_target_argument, add_target_compute_argument, usage_errors
 from resispec.cli.output import strict_json
 
 TREE_HELP = ("auto (default: the tree maximising expected tokens/s from measured acceptance and costs, "
@@ -44,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "or 'ar' for plain sampling")
     parser.add_argument("--draft", type=draft_name, default=None, help=DRAFT_HELP)
     add_target_argument(parser)
+    add_target_compute_argument(parser)
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32", help=DTYPE_HELP)
     parser.add_argument("--tree", type=parse_tree, default="auto", help=TREE_HELP)
     parser.add_argument("--temperature", type=temperature, default=1.0, help="0 = greedy")
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.decode.generation import GenerationRequest, generate, node_log_for, summary
     from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT
-    from engine.model.models import load_target
+    from engine.model.models import check_target_compute, load_target
 
     request = GenerationRequest(
         prompt=args.prompt, verifier=args.verifier, draft=args.draft or DEFAULT_DRAFT, branching=args.tree,
@@ -81,8 +82,10 @@ def run(args: argparse.Namespace) -> int:
     if args.log and args.verifier == AUTOREGRESSIVE:
         raise ValueError("--log: autoregressive decoding (--verifier ar) verifies no node, so there is nothing to log")
     check_device(args.device)
+    check_target_compute(args.target_compute, args.device, getattr(torch, args.dtype), args.target)
     torch.set_num_threads(args.threads)
-    model, tokenizer = load_target(device=args.device, dtype=getattr(torch, args.dtype), path=args.target)
+    model, tokenizer = load_target(device=args.device, dtype=getattr(torch, args.dtype), path=args.target,
+                                   compute=args.target_compute)
     stream = None if args.json else (lambda text: print(text, end="", flush=True))
     log = node_log_for(model, request, args.log_keep) if args.log else None
     tokens, stats = generate(model, tokenizer, request, on_text=stream, log=log)

@@ -15,6 +15,22 @@ def add_target_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default=None, metavar="PATH", help=TARGET_HELP)
 
 
+TARGET_COMPUTE_HELP = ("how p is computed from the GGUF: float32 (default; its weights dequantized, float32 products) "
+                       "or native (its 4-bit blocks through integer kernels, bfloat16 products: faster, and p IS "
+                       "that computation, not the float32 one; CPU only)")
+
+
+def add_target_compute_argument(parser: argparse.ArgumentParser, several: bool = False) -> None:
+    """``--target-compute native|float32`` (``engine.model.models.TARGET_COMPUTES``); ``several``: one or more,
+    compared in one run."""
+    choices = ("float32", "native")
+    if several:
+        parser.add_argument("--target-compute", nargs="+", choices=choices, default=["float32"],
+                            help=TARGET_COMPUTE_HELP + "; several: each, in one run")
+    else:
+        parser.add_argument("--target-compute", choices=choices, default="float32", help=TARGET_COMPUTE_HELP)
+
+
 def usage_errors(command: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
     """Wrap a handler: a ValueError (a bad argument, named in its message) prints one line on stderr and
     exits 2, without a traceback."""

@@ -1,0 +1,213 @@
+"""The native target: p computed straight from the GGUF file's quantized blocks with integer kernels.
+
+The float32 target (`engine.model.models.load_target`) is the file's weights dequantized to float32 and
+multiplied in float32. The native target multiplies the **4-bit blocks themselves**: every decoder linear
+layer of the file is Q4_1 (blocks of 32 consecutive inputs of one output row, each with float16 ``d`` and
+``m`` and levels ``L`` in 0..15, value ``d L + m``), and ``torch._weight_int4pack_mm_for_cpu`` computes
+``(L - 8) s + z`` per group of 32 inputs, so the file's blocks map onto it without requantizing:
+
+    s = d,   z = m + 8 d       =>   (L - 8) s + z = d L + m,
+
+with ``s`` and ``z`` (and the activations fed to the kernel) in **bfloat16**, the kernel's fast path: the
+float32 path of the same kernel keeps ``d`` and ``m`` exact but is 5-15x slower on this CPU (924 vs 168 us
+for one 1536 x 576 row; docs/draft.md). The network around the products stays float32 (the residual
+stream, RMSNorm, rotary positions, attention and the KV cache); each product's input is rounded to bfloat16
+and its bfloat16 output added to the float32 residual. The tied embedding / head (Q8_0 in this file) is
+the float32 dequantized table (``d q``, exact in float32), so the head's product runs in float32 on MKL
+(`engine.runtime.small_rows`).
+
+**p is defined as that computation**: the verifiers make every emitted token follow it exactly. It is not
+the float32 p; docs/draft.md gives the measured TV between the two per token. A node's p can depend on the
+row count of the forward that computes it (kernels block differently for 1 and k rows, so the last bits of
+the sums differ); the p of a node is therefore the one its *verifying* forward computes, the tree forward
+in speculative decoding and the one-row forward in ``ar``.
+
+The layers read from the file are cached (``native-q4_1-v1.safetensors`` beside the dequantized checkpoint,
+`engine.model.gguf.checkpoint_dir`: levels and bfloat16 scales / zeros per layer, with the format version and
+the source file's size in its metadata): reading the GGUF's header alone takes seconds (its 49,152 tokenizer
+strings). A cache file that cannot be read or does not match is named on one line on stderr, discarded and
+rebuilt (a tqdm bar shows the build).
+
+Supported: Q4_1 decoder linear layers (``attn_q/k/v/output``, ``ffn_gate/up/down``); Q8_0, F16 or F32
+for the embedding / head; F32 norms. Anything else raises one ``ValueError`` naming the tensor, its type
+and the supported types. The attention q/k rows are permuted back from the file's rotary layout by
+transformers' own ``LlamaTensorProcessor`` (a permutation of whole output rows, so of whole blocks).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+from gguf import GGUFReader
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save_file
+from tqdm import tqdm
+from transformers import PreTrainedModel
+from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
+
+from engine.model.gguf import checkpoint_dir
+from engine.model.quantize import INT4_LEVELS, Int4Linear
+
+LINEAR_LAYERS = {"attn_q": ("self_attn", "q_proj"), "attn_k": ("self_attn", "k_proj"),
+                 "attn_v": ("self_attn", "v_proj"), "attn_output": ("self_attn", "o_proj"),
+                 "ffn_gate": ("mlp", "gate_proj"), "ffn_up": ("mlp", "up_proj"), "ffn_down": ("mlp", "down_proj")}
+"""GGUF name of a decoder linear layer (``blk.N.<name>.weight``) -> its module path in a transformers Llama layer."""
+LINEAR_TYPES = ("Q4_1",)
+TABLE_TYPES = ("Q8_0", "F16", "F32")
+NORM_TYPES = ("F32",)
+NATIVE = "native"
+CACHE_FORMAT = "native-q4_1-v1"
+"""Name and version of the cached layers; a change to what they hold must change it."""
+Q4_1_BLOCK_BYTES = 20
+"""A Q4_1 block: float16 d, float16 m, then 16 bytes of levels (element j low nibble, element 16 + j high)."""
+
+
+def _supported(name: str) -> tuple[str, tuple[str, ...]]:
+    """What kind of tensor ``name`` is and the types the native target takes for it."""
+    if name.startswith("blk.") and name.split(".")[2] in LINEAR_LAYERS:
+        return "linear layers", LINEAR_TYPES
+    if name.startswith(("token_embd", "output.")):
+        return "the embedding / head", TABLE_TYPES
+    return "norms", NORM_TYPES
+
+
+def check_native_types(reader: GGUFReader, path: Path) -> None:
+    """ValueError (one line) at the first tensor whose quantization type the native target does not take."""
+    for tensor in reader.tensors:
+        kind, types = _supported(tensor.name)
+        if tensor.tensor_type.name not in types:
+            raise ValueError(
+                f"target-compute native: {path.name}: tensor {tensor.name} is {tensor.tensor_type.name}; supported: "
+                f"{'/'.join(LINEAR_TYPES)} for linear layers, {'/'.join(TABLE_TYPES)} for the embedding / head, "
+                f"{'/'.join(NORM_TYPES)} for norms (or use --target-compute float32)")
+
+
+class Q4_1Linear(Int4Linear):
+    """A Q4_1 layer of the file through the int4 kernel: ``y = x_bf16 @ W^T``, ``W_oi = d L_oi + m`` per block
+    (module docstring); the output takes the input's dtype (float32 into the float32 residual stream)."""
+
+    @classmethod
+    def from_blocks(cls, blocks: np.ndarray) -> Q4_1Linear:
+        """From the file's raw blocks, uint8 [out, in / 32 * 20] (one row of blocks per output)."""
+        out_features, row_bytes = blocks.shape
+        if row_bytes % Q4_1_BLOCK_BYTES:
+            raise ValueError(f"Q4_1Linear: a row of {row_bytes} bytes is not a whole number of {Q4_1_BLOCK_BYTES}-byte "
+                             "Q4_1 blocks")
+        groups = blocks.reshape(out_features, row_bytes // Q4_1_BLOCK_BYTES, Q4_1_BLOCK_BYTES)
+        d = torch.from_numpy(np.ascontiguousarray(groups[..., 0:2]).view(np.float16)[..., 0].astype(np.float32))
+        m = torch.from_numpy(np.ascontiguousarray(groups[..., 2:4]).view(np.float16)[..., 0].astype(np.float32))
+        packed = torch.from_numpy(np.ascontiguousarray(groups[..., 4:]))
+        levels = torch.cat([packed & 0x0F, packed >> 4], dim=-1).reshape(out_features, -1)
+        scales_and_zeros = torch.stack([d, m + (INT4_LEVELS + 1) // 2 * d], dim=-1).transpose(0, 1)  # z = m + 8 d
+        return cls(levels.contiguous(), scales_and_zeros.contiguous().to(torch.bfloat16))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x).to(x.dtype)
+
+
+def _rows(reader_tensor, config) -> np.ndarray:
+    """The tensor's raw blocks as rows (uint8 [out, bytes]), q/k rows permuted back to transformers' order."""
+    processor = LlamaTensorProcessor(config={"num_attention_heads": config.num_attention_heads,
+                                             "num_key_value_heads": config.num_key_value_heads})
+    return np.asarray(processor.process(np.asarray(reader_tensor.data), reader_tensor.name).weights)
+
+
+def read_layers(gguf_path: Path, config) -> dict[tuple[int, str], Q4_1Linear]:
+    """Every decoder linear layer of the file, by (layer index, GGUF name), with a progress bar; ValueError
+    for a tensor type the native target does not take (`check_native_types`)."""
+    with tqdm(total=2, desc=f"native target: reading {gguf_path.name}", unit="step", disable=None) as bar:
+        reader = GGUFReader(gguf_path)
+        check_native_types(reader, gguf_path)
+        bar.update()
+        tensors = [t for t in reader.tensors if t.name.startswith("blk.") and t.name.split(".")[2] in LINEAR_LAYERS]
+        bar.total = 1 + len(tensors)
+        layers = {}
+        for tensor in tensors:
+            parts = tensor.name.split(".")
+            layers[int(parts[1]), parts[2]] = Q4_1Linear.from_blocks(_rows(tensor, config))
+            bar.update()
+    return layers
+
+
+def source_fingerprint(path: Path, edge: int = 1 << 16) -> str:
+    """The file's size and the SHA-256 of its first and last ``edge`` bytes: what the cache is checked against
+    (a different file, even of the same name and size, almost surely differs there: the header holds the
+    metadata, the end the last blocks)."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(edge)
+        handle.seek(max(size - edge, 0))
+        tail = handle.read(edge)
+    return f"{size}:{hashlib.sha256(head + tail).hexdigest()}"
+
+
+def cached_layers(gguf_path: Path, config) -> dict[tuple[int, str], Q4_1Linear]:
+    """`read_layers`, through the cache file of the module docstring."""
+    path = checkpoint_dir(gguf_path) / f"{CACHE_FORMAT}.safetensors"
+    expected = {"format": CACHE_FORMAT, "source": source_fingerprint(gguf_path)}
+    if path.is_file():
+        try:
+            with safe_open(str(path), "pt") as opened:
+                metadata = opened.metadata() or {}
+            if {key: metadata.get(key) for key in expected} != expected:
+                raise ValueError(f"metadata {metadata} instead of {expected}")
+            flat = load_file(path)
+            return {(int(key.split(".")[0]), key.split(".")[1]):
+                    Q4_1Linear(flat[key], flat[key.replace(".levels", ".scales_and_zeros")])
+                    for key in flat if key.endswith(".levels")}
+        except (OSError, ValueError, KeyError, SafetensorError) as error:
+            print(f"resispec: the cached native layers {path} are unusable ({str(error).splitlines()[0]}); "
+                  "discarded, rebuilding", file=sys.stderr)
+            path.unlink(missing_ok=True)
+    layers = read_layers(gguf_path, config)
+    flat = {}
+    for (index, name), linear in layers.items():
+        flat[f"{index}.{name}.levels"] = linear.levels
+        flat[f"{index}.{name}.scales_and_zeros"] = linear.scales_and_zeros
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(handle)
+    save_file(flat, staging, metadata=expected)
+    os.replace(staging, path)  # never half-written
+    return layers
+
+
+def native_model(float_model: PreTrainedModel, gguf_path: str | Path) -> PreTrainedModel:
+    """The native target built from ``gguf_path`` around ``float_model`` (the float32 target made from the
+    same file: its embedding / head, norms and rotary tensors are shared, not copied; its decoder linear
+    layers are replaced by `Q4_1Linear` layers read from the file's blocks). Eval mode, no grads.
+
+    Raises ValueError for a tensor type the native target does not take (`check_native_types`) or a file
+    whose layers do not match ``float_model``'s shapes.
+    """
+    path = Path(gguf_path)
+    shared = {id(t): t for t in [*float_model.parameters(), *float_model.buffers()]}
+    native = copy.deepcopy(float_model, memo=shared)
+    layers = native.model.layers
+    read = cached_layers(path, native.config)
+    wanted = {(index, name) for index in range(len(layers)) for name in LINEAR_LAYERS}
+    if set(read) != wanted:
+        raise ValueError(f"target-compute native: {path.name} holds decoder linear layers {len(read)} of the "
+                         f"model's {len(wanted)} (or others: layer indices up to {max(i for i, _ in read)})")
+    for (index, name), linear in read.items():
+        block, attribute = LINEAR_LAYERS[name]
+        owner = getattr(layers[index], block)
+        expected = tuple(getattr(owner, attribute).weight.shape)
+        if (linear.out_features, linear.in_features) != expected:
+            raise ValueError(f"target-compute native: {path.name}: blk.{index}.{name} is {linear.out_features} x "
+                             f"{linear.in_features}, the model's layer {expected[0]} x {expected[1]}")
+        setattr(owner, attribute, linear)
+    native.target_compute = NATIVE
+    return native.eval().requires_grad_(False)
+
+
+def target_compute_of(model: torch.nn.Module) -> str:
+    """``native`` for a model `native_model` built, ``float32`` (whatever its dtype) otherwise."""
+    return getattr(model, "target_compute", "float32")
