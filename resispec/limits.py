@@ -31,6 +31,10 @@ SEQUENTIAL_LP_MAX_VARIABLES = 2_000
 SEQUENTIAL_LP_MAX_NODES = 200_000
 """Nodes (variables) of the sequential WOR LP."""
 
+MIN_TEMPERATURE = 1e-6
+"""Smallest positive sampling temperature (0 is greedy): below it ``logits / T`` overflows or leaves a
+distribution that is the argmax to double precision (a logit gap of 1e-3 already weighs exp(-1000))."""
+
 MAX_LOGGED_FILE_BYTES = 1 << 30
 """Size of a logged-pairs ``.npz`` file on disk (1 GiB)."""
 

@@ -1,11 +1,8 @@
-"""Options shared by the commands that load the real model: ``--target PATH`` and one-line usage errors."""
+"""Options shared by the commands that load the real model: ``--target PATH``."""
 
 from __future__ import annotations
 
 import argparse
-import functools
-import sys
-from collections.abc import Callable
 
 TARGET_HELP = "your own target: a local checkpoint directory or GGUF file (default: the built-in SmolLM2-135M-Instruct)"
 
@@ -13,21 +10,3 @@ TARGET_HELP = "your own target: a local checkpoint directory or GGUF file (defau
 def add_target_argument(parser: argparse.ArgumentParser) -> None:
     """``--target PATH`` (``engine.model.models.load_target(path=...)``; ``--draft`` takes a PATH too)."""
     parser.add_argument("--target", default=None, metavar="PATH", help=TARGET_HELP)
-
-
-def usage_errors(command: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
-    """Wrap a handler: a ValueError (a bad argument, named in its message) prints one line on stderr and
-    exits 2, without a traceback."""
-
-    def wrap(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        @functools.wraps(handler)
-        def run(args: argparse.Namespace) -> int:
-            try:
-                return handler(args)
-            except ValueError as error:
-                print(f"resispec {command}: {error}", file=sys.stderr)
-                return 2
-
-        return run
-
-    return wrap

@@ -15,6 +15,7 @@ from engine.audit.generators import generate_sequences, parse_generator, read_js
 from engine.audit.stream_audit import GeneratedSequence, audit_sequences, stream_pit
 from engine.decode.processing import Sampling
 from engine.runtime.tree_lm import TreeLM
+from resispec.audit import Verdict
 
 PROMPTS = [torch.tensor([3]), torch.tensor([1, 5])]
 COUNT, NEW_TOKENS = 40, 8  # 320 tokens
@@ -92,12 +93,44 @@ def test_jsonl_round_trip(tiny_models, tmp_path):
     ("{not json", "line 1"), ('{"prompt_ids": [1]}', "generated_ids"), ('{"prompt_ids": [1], "generated_ids": [1.5]}',
                                                                        "integers"),
     ('{"prompt_ids": [1], "generated_ids": [2], "top_p": 2}', "top_p"),
+    ('{"prompt_ids": [1], "generated_ids": [2], "top_k": 2.5}', "top_k: must be an integer"),
+    ('{"prompt_ids": [1], "generated_ids": [true]}', "generated_ids must be a list of token ids"),
+    ('{"prompt_ids": [false], "generated_ids": [2]}', "prompt_ids must be a list of token ids"),
+    ('{"prompt_ids": [1], "generated_ids": [-3]}', "non-negative"),
+    ('{"prompt_ids": [], "generated_ids": [2]}', "prompt_ids is empty"),
+    ('{"prompt_ids": [1], "generated_ids": [2], "temperature": NaN}', "NaN is not JSON"),
+    ('{"prompt_ids": [1], "generated_ids": [2], "temperature": 1e-310}', "temperature"),
+    ('{"prompt_ids": [1], "generated_ids": [2], "temperature": true}', "temperature"),
+    ('[1, 2]', "expected an object"),
+    ('{"prompt_ids": [1], "generated_ids": "2"}', "generated_ids must be a list"),
 ])
 def test_bad_jsonl_is_refused_with_its_line(tmp_path, line, message):
     path = tmp_path / "bad.jsonl"
-    path.write_text(line + "\n")
-    with pytest.raises(ValueError, match=message):
+    path.write_text('{"prompt_ids": [1], "generated_ids": [2]}\n' + line + "\n")
+    with pytest.raises(ValueError, match=message) as error:
         read_jsonl(path)
+    assert f"{path} line 2" in str(error.value)
+
+
+def test_non_utf8_jsonl_is_refused_with_the_file_and_line(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"prompt_ids": [1], "generated_ids": [2]}\n{"note": "caf\xe9"}\n')
+    with pytest.raises(ValueError, match=f"{path} line 2: not UTF-8"):
+        read_jsonl(path)
+
+
+def test_a_sequence_past_the_context_is_refused_with_its_index(tiny_models):
+    target = tiny_models[0]
+    context = target.config.max_position_embeddings
+    text = [([1], [2]), ([1], [2] * context)]
+    with pytest.raises(ValueError, match=f"sequence 1 has {context + 1} positions.*context of {context}"):
+        stream_pit(target, text)
+
+
+def test_two_tokens_are_untested_not_passed(tiny_models):
+    result = audit_sequences(tiny_models[0], [([3], [1, 2])])
+    assert result.verdict is Verdict.UNTESTED and not result.passed and "untested" in result.note
+    assert audit_sequences(tiny_models[0], sequences(tiny_models, "hf")).verdict is Verdict.PASS
 
 
 @pytest.mark.parametrize("text", ["hf:1", "hf-ensemble", "hf-ensemble:1", "hf-ensemble:x", "engine", "jsonl:", "vllm"])
