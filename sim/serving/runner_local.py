@@ -7,8 +7,8 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from resispec.formats.node_reader import Unit, read_unit, units
 from resispec.formats.nodes import SchemaError
-from sim.serving.io import Unit, read_unit, units
 from sim.serving.stats import AuditSettings, ShardStats, batch_stats
 
 Progress = Callable[[int], None]
@@ -22,7 +22,7 @@ def unit_stats(unit: Unit, settings: AuditSettings, skip_bad: bool = False) -> S
     except SchemaError as error:
         if not skip_bad:
             raise
-        return ShardStats(skipped=[(f"{unit.path} row group {unit.row_group}", str(error))])
+        return ShardStats(skipped=[(unit.origin, str(error))])
 
 
 def plan(path: str | Path, skip_bad: bool) -> tuple[list[Unit], ShardStats]:

@@ -11,12 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from resispec.cli import main
+from resispec.formats.node_reader import read_unit, units
 from resispec.formats.nodes import SchemaError, check_schema, from_top_logprobs
 from resispec.formats.pairs import read_logged
 from resispec.verifiers import VERIFIERS
 from sim.serving.convert import npz_to_parquet, parquet_to_npz
 from sim.serving.exact import as_float, fixed_sum, fixed_sums, node_uniforms
-from sim.serving.io import nodes_table, read_unit, units, write_nodes
+from sim.serving.io import nodes_table, write_nodes
 from sim.serving.report import audit_report
 from sim.serving.runner_local import run_local
 from sim.serving.synth import SynthSpec, synth
