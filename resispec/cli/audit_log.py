@@ -50,10 +50,12 @@ def _pvalue(value: float) -> str:
 def print_report(report: dict) -> None:
     from resispec.cli.table import format_table
 
-    rows = [[r["verifier"] + ("" if r["claims_exact"] else " (control)"), r["nodes"], _pvalue(r["pit"]["pvalue"]),
-             _pvalue(r["pit_ratio"]["pvalue"]), _number(r["pit"]["min_detectable_tv"], 3), VERDICTS[r["verdict"]]]
-            for r in report["verifiers"]]
-    print(format_table(["verifier", "nodes", "PIT p", "PIT p (ratio order)", "min detectable TV", "verdict"], rows))
+    rows = [[r["verifier"] + ("" if r["claims_exact"] else " (control)"), r["nodes"], r["impossible"],
+             _pvalue(r["pit"]["pvalue"]), _pvalue(r["pit_ratio"]["pvalue"]),
+             _number(r["pit"]["min_detectable_tv"], 3) if r["pit"]["tested"] else "none (untested)",
+             VERDICTS[r["verdict"]]] for r in report["verifiers"]]
+    print(format_table(["verifier", "nodes", "impossible", "PIT p", "PIT p (ratio order)", "min detectable TV",
+                        "verdict"], rows))
     groups = [g for r in report["verifiers"] for g in r["groups"]]
     rows = [[g["verifier"], g["k"], g["nodes"], _number(g["observed_acceptance"]), _number(g["expected_acceptance"]),
              _number(g["acceptance_z"], 2), _pvalue(g["step_law_pvalue"]), _number(g["optimum"]),
@@ -69,6 +71,8 @@ def print_report(report: dict) -> None:
         print(format_table(["step", "observed", "reached", "expected", "residual TV"], rows))
     for skipped in report["skipped"]:
         print(f"skipped: {skipped['problem']}")
+    if report["skipped"]:
+        print(f"skipped {len(report['skipped'])} bad file(s) or row group(s) (--skip-bad)")
     print(f"\n{report['rows']} rows; {report['tests']} tests at level {report['level_per_test']:.2g} each "
           f"(family-wise {report['alpha']:g}): {VERDICTS[report['verdict']]}")
 

@@ -51,6 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="rows per Parquet file (default: %(default)s)")
     synth.add_argument("--rows-per-group", type=positive_int, default=ROWS_PER_GROUP, metavar="R",
                        help="Parquet row-group size (default: %(default)s)")
+    synth.add_argument("--first-node-id", type=nonneg_seed, default=0, metavar="ID",
+                       help="node id of the first row (sets audited together need distinct ids; default: 0)")
     synth.add_argument("--workers", type=positive_int, default=1, metavar="W",
                        help="processes writing files in parallel (default: %(default)s)")
     synth.set_defaults(handler=run_synth)
@@ -75,7 +77,8 @@ def run_synth(args: argparse.Namespace) -> int:
     from sim.serving.synth import SynthSpec, synth
 
     spec = SynthSpec(rows=args.rows, verifier=args.verifier, k=args.k, kept=args.kept, family=args.family,
-                     seed=args.seed, rows_per_file=args.rows_per_file, rows_per_group=args.rows_per_group)
+                     seed=args.seed, rows_per_file=args.rows_per_file, rows_per_group=args.rows_per_group,
+                     first_node_id=args.first_node_id)
     with tqdm(total=spec.rows, unit="rows", unit_scale=True, file=sys.stderr, desc="synth", disable=None) as bar:
         files = synth(spec, Path(args.out), args.workers, bar.update)
     print(f"wrote {len(files)} file(s) under {args.out}")

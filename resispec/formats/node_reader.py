@@ -31,7 +31,8 @@ import pyarrow.parquet as pq
 from resispec.formats.atomic import STAGING_MARKER, atomic_write_text
 from resispec.formats.nodes import FORMAT, NodeBatch, SchemaError, check_schema
 
-MANIFEST = "manifest.json"
+MANIFEST = "_manifest.json"
+"""A leading underscore, like Spark's ``_SUCCESS``: pyarrow's dataset readers skip the file when reading the folder."""
 MANIFEST_FORMAT = f"{FORMAT} set"
 
 

@@ -20,7 +20,8 @@ Per (verifier, k):
   TV ``sum d_i / sum r_i`` (delta-method 95 % intervals from the moment sums, as ``resispec.formats.stats``), and the
   observed conditional acceptance ``#{index = i} / #{index >= i or residual}``.
 
-Verdict: a verifier's nodes pass iff both PIT audits (KS and chi-square each) and every bound test
+Verdict: a verifier's nodes are rejected outright if any emitted a token of p = 0 (``impossible``); else
+they pass iff both PIT audits (KS and chi-square each) and every bound test
 pass at the Bonferroni level ``alpha / (number of tests)``; they are rejected if any of them rejects,
 and ``UNTESTED`` (never a pass) if none rejects but a PIT audit had too few nodes to have any power
 (``resispec.audit.Verdict``). The set is rejected if any verifier is, passes iff every verifier does,
@@ -139,12 +140,14 @@ def audit_report(merged: ShardStats, alpha: float = DEFAULT_ALPHA) -> dict:
         tallies = [merged.groups[key] for key in sorted(merged.groups) if key[0] == name]
         groups = [group_record(tally, level) for tally in tallies]
         pit = {key: _pit_record(sum(getattr(tally, key) for tally in tallies), level) for key in ("pit", "pit_ratio")}
-        rejected = not all(item["passed"] or not item["tested"] for item in pit.values()) \
+        impossible = sum(tally.impossible for tally in tallies)
+        rejected = impossible > 0 or not all(item["passed"] or not item["tested"] for item in pit.values()) \
             or not all(group["bound_passed"] for group in groups)
         tested = all(item["tested"] for item in pit.values())
         verdict = Verdict.FAIL if rejected else Verdict.of(True, tested)
         records.append({"verifier": name, "claims_exact": VERIFIERS[name].claims_exact,
-                        "nodes": sum(tally.nodes for tally in tallies), "passed": verdict is Verdict.PASS,
+                        "nodes": sum(tally.nodes for tally in tallies), "impossible": impossible,
+                        "passed": verdict is Verdict.PASS,
                         "verdict": verdict.value, **pit, "groups": groups})
     verdicts = {record["verdict"] for record in records}
     verdict = Verdict.FAIL if Verdict.FAIL in verdicts else Verdict.of(True, bool(records) and verdicts == {"PASS"})

@@ -200,6 +200,9 @@ def test_cli_synth_audit_and_bad_input(tmp_path, capsys):
     assert main(["audit-log", str(out), "--workers", "1"]) == 1
     assert "REJECTED" in capsys.readouterr().out
     write_bad_shard(out)
+    assert main(["audit-log", str(out), "--workers", "1", "--skip-bad"]) == 2  # a shard beside a synth run
+    assert "a mixed or incomplete set: bad.parquet is not part of run" in capsys.readouterr().err
+    (out / "_manifest.json").unlink()  # a folder of shards of one's own
     assert main(["audit-log", str(out), "--workers", "1"]) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith("resispec audit-log: ") and "bad.parquet row group 1: row 24" in error
