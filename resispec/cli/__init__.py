@@ -53,6 +53,11 @@ def command_name(args: argparse.Namespace) -> str:
     return " ".join([args.command, *(getattr(args, dest) for dest in SUBCOMMAND_DESTS if getattr(args, dest, None))])
 
 
+def _interrupted(prog: str) -> int:
+    print(f"{prog}: interrupted; nothing half-written is left", file=sys.stderr)
+    return INTERRUPTED_STATUS
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``resispec`` console script; returns the process exit status.
 
@@ -68,10 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help (0) or a bad option (2, its one line already printed)
         return int(done.code or 0)
+    except KeyboardInterrupt:
+        return _interrupted("resispec")
     try:
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
-        print(f"resispec {command_name(args)}: interrupted; nothing half-written is left", file=sys.stderr)
-        return INTERRUPTED_STATUS
+        return _interrupted(f"resispec {command_name(args)}")
     except (ValueError, OSError) as error:
         return report_error(command_name(args), error)

@@ -206,7 +206,8 @@ class NodeBatch:
     def _check_decisions(self, flat: np.ndarray, offsets: np.ndarray) -> None:
         index = self.accepted_index
         bad = (index < -1) | (index >= self.k)
-        chosen = flat[offsets[:-1] + np.clip(index, 0, None)] if flat.size else np.zeros(0, np.int64)
+        inside = np.clip(index, 0, np.maximum(self.k - 1, 0))  # an index past k is bad, not an IndexError
+        chosen = flat[offsets[:-1] + inside] if flat.size else np.zeros(0, np.int64)
         bad |= (index >= 0) & (chosen != self.emitted)
         if bad.any():
             self.fail("accepted_index must be -1 or the position of the emitted candidate", int(np.flatnonzero(bad)[0]))
