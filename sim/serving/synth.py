@@ -31,7 +31,10 @@ from sim.serving.pool import worker_pool
 from sim.sources import parse_source
 
 PAIR_CHUNK = 4096
-"""Pairs drawn at once (a chunk holds two float64 arrays of PAIR_CHUNK x V)."""
+"""Pairs drawn at once at small V (a chunk holds two float64 arrays of chunk x V)."""
+PAIR_CHUNK_BYTES = 1 << 26
+"""At most 64 MiB of pairs at once: ``chunk = min(PAIR_CHUNK, PAIR_CHUNK_BYTES / (16 V))`` (V = 2^20 asked
+for 64 GiB with a fixed chunk; up to V = 1024, the default family, the chunk and the stream are unchanged)."""
 
 
 @dataclass(frozen=True)
@@ -82,10 +85,12 @@ def synth_file(spec: SynthSpec, index: int, path: Path) -> int:
     rows = min(spec.rows_per_file, spec.rows - start)
     rng = np.random.default_rng([spec.seed, index])
     family, verifier, m = parse_source(spec.family), get_verifier(spec.verifier), spec.kept
+    vocab = family.sample(1, np.random.default_rng(0)).vocab_size
+    chunk = max(1, min(PAIR_CHUNK, PAIR_CHUNK_BYTES // (16 * vocab)))
     columns: dict[str, list] = {name: [] for name in ("token_ids", "p", "q", "p_tail", "q_tail", "candidates",
                                                        "emitted", "accepted_index")}
-    for chunk_start in range(0, rows, PAIR_CHUNK):
-        batch = family.sample(min(PAIR_CHUNK, rows - chunk_start), rng)
+    for chunk_start in range(0, rows, chunk):
+        batch = family.sample(min(chunk, rows - chunk_start), rng)
         top = np.argpartition(-batch.p, m - 1, axis=1)[:, :m]
         by_p = np.argsort(-np.take_along_axis(batch.p, top, axis=1), axis=1, kind="stable")
         top = np.take_along_axis(top, by_p, axis=1)
@@ -114,7 +119,6 @@ def synth_file(spec: SynthSpec, index: int, path: Path) -> int:
                   node_id=spec.first_node_id + np.arange(start, start + rows),
                   sequence_id=np.arange(start, start + rows) // 16,
                   position=np.arange(start, start + rows) % 16)
-    vocab = batch.vocab_size
     table = nodes_table(arrays, vocab, note=f"resispec log synth: {spec.family}, top {m}, {spec.verifier} "
                                            f"at k = {spec.k}, seed {spec.seed}, file {index}")
     write_nodes(path, table, spec.rows_per_group)
