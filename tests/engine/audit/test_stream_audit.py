@@ -10,6 +10,8 @@ import json
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.audit.generators import generate_sequences, parse_generator, read_jsonl
 from engine.audit.stream_audit import GeneratedSequence, audit_sequences, stream_pit
@@ -151,3 +153,30 @@ def test_no_generated_tokens_is_refused_and_empty_sequences_are_skipped(tiny_mod
     with pytest.raises(ValueError, match="no generated tokens"):
         audit_sequences(tiny_models[0], [([1], [])])
     assert stream_pit(tiny_models[0], [([1], []), ([2], [3, 4])]).values.size == 2
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-3, 2**40) | st.floats(allow_nan=False)
+                           | st.text(max_size=3), lambda inner: st.lists(inner, max_size=3), max_leaves=6)
+RECORD_KEYS = ("prompt_ids", "generated_ids", "temperature", "top_k", "top_p")
+
+
+@settings(max_examples=60)
+@given(records=st.lists(st.dictionaries(st.sampled_from(RECORD_KEYS), JSON_VALUES | st.lists(st.integers(0, 9),
+                                                                                             max_size=4)),
+                        min_size=1, max_size=4),
+       junk=st.sampled_from(["", "{", "[1]", "null", "\ufffd"]))
+def test_random_jsonl_lines_give_checked_sequences_or_a_named_line(tmp_path_factory, records, junk):
+    """Any lines: ``read_jsonl`` returns sequences whose ids are non-negative integers and whose sampling
+    is valid, or one ``ValueError`` naming the file and the line."""
+    path = tmp_path_factory.mktemp("jsonl") / "random.jsonl"
+    path.write_text("\n".join([json.dumps(record) for record in records] + [junk]) + "\n", encoding="utf-8")
+    try:
+        read = read_jsonl(path)
+    except ValueError as error:
+        assert f"{path} line " in str(error) and "\n" not in str(error)
+        return
+    assert junk == "" and len(read) == len(records)
+    for sequence in read:
+        ids = sequence.prompt_ids + sequence.generated_ids
+        assert sequence.prompt_ids and all(type(i) is int and i >= 0 for i in ids)
+        assert isinstance(sequence.sampling, Sampling)
