@@ -180,3 +180,17 @@ def test_random_jsonl_lines_give_checked_sequences_or_a_named_line(tmp_path_fact
         ids = sequence.prompt_ids + sequence.generated_ids
         assert sequence.prompt_ids and all(type(i) is int and i >= 0 for i in ids)
         assert isinstance(sequence.sampling, Sampling)
+
+
+def test_the_cli_on_two_tokens_says_untested_and_exits_2(tiny_models, tmp_path, capsys, monkeypatch):
+    import engine.model.models
+    from resispec.cli import main
+
+    monkeypatch.setattr(engine.model.models, "load_target", lambda **options: (tiny_models[0], None))
+    path = tmp_path / "two.jsonl"
+    path.write_text('{"prompt_ids": [3], "generated_ids": [1, 2]}\n')
+    assert main(["audit-stream", f"jsonl:{path}", "--threads", "1"]) == 2
+    captured = capsys.readouterr()
+    assert "verdict: UNTESTED" in captured.out and "detects no TV" in captured.out and "PASS" not in captured.out
+    assert captured.err.strip().splitlines()[-1].startswith("resispec audit-stream: error: ")
+    assert "untested" in captured.err
