@@ -7,10 +7,15 @@ leaving the block, the parent cancels the queued tasks and terminates the worker
 
 from __future__ import annotations
 
+import os
 import signal
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
+
+PROC = Path("/proc")
 
 
 def _ignore_sigint() -> None:
@@ -32,3 +37,51 @@ def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
             process.join()
         raise
     pool.shutdown()
+
+
+def descendants(pid: int, command: str = "") -> list[int]:
+    """Every descendant process id of ``pid`` whose command line contains ``command`` (read from /proc;
+    empty where there is none)."""
+    parents: dict[int, int] = {}
+    for entry in PROC.glob("[0-9]*"):
+        try:
+            parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [child for child, owner in parents.items() if owner == parent]
+        found += children
+        frontier += children
+    return [child for child in found if command in _command(child)]
+
+
+def _command(pid: int) -> str:
+    try:
+        return (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def end_processes(pids: list[int], grace: float = 2.0) -> None:
+    """Wait up to ``grace`` seconds for ``pids`` to exit, then kill the ones still running (Ray's node
+    agents outlive ``ray.shutdown()`` by more than 30 s)."""
+    deadline = time.monotonic() + grace
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [pid for pid in alive if running(pid)]
+    for pid in alive:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            continue
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        return (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False

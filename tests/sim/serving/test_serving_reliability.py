@@ -23,6 +23,7 @@ from resispec.formats.atomic import STAGING_MARKER
 from resispec.formats.node_reader import MANIFEST
 from resispec.formats.nodes import SchemaError
 from sim.serving.io import nodes_table
+from sim.serving.pool import descendants, running
 from sim.serving.report import audit_report
 from sim.serving.runner_local import run_local
 from sim.serving.synth import SynthSpec, synth
@@ -163,21 +164,6 @@ def test_a_failed_convert_leaves_the_previous_output(tmp_path, capsys, monkeypat
     assert out.read_bytes() == before and sorted(tmp_path.iterdir()) == [npz, parquet]
 
 
-def _children(pid: int) -> list[int]:
-    """Every descendant process id of ``pid`` (from /proc)."""
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        for entry in Path("/proc").iterdir():
-            try:
-                if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
-                    found.append(int(entry.name))
-                    frontier.append(int(entry.name))
-            except (OSError, IndexError, ValueError):
-                continue
-    return found
-
-
 def _interrupt(argv: list[str], ready, cwd: Path) -> tuple[int, str, list[int]]:
     """Run ``resispec argv`` in a subprocess, send SIGINT once ``ready()`` holds; (status, stderr, children)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -187,7 +173,7 @@ def _interrupt(argv: list[str], ready, cwd: Path) -> tuple[int, str, list[int]]:
     while not ready(process.pid) and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.1)
     time.sleep(1.0)
-    children = _children(process.pid)
+    children = descendants(process.pid)
     process.send_signal(signal.SIGINT)
     try:
         _, err = process.communicate(timeout=10)
@@ -198,15 +184,7 @@ def _interrupt(argv: list[str], ready, cwd: Path) -> tuple[int, str, list[int]]:
 
 
 def _alive(pids: list[int]) -> list[int]:
-    alive = []
-    for pid in pids:
-        try:
-            state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            alive.append(pid)
-    return alive
+    return [pid for pid in pids if running(pid)]
 
 
 def test_sigint_during_synth_leaves_nothing_and_no_process(tmp_path):
@@ -224,9 +202,9 @@ def test_sigint_during_audit_log_ends_in_one_line(exact_set, tmp_path):
     big = tmp_path / "big"
     synth(SynthSpec(rows=60000, verifier="rrs_wor", k=3, rows_per_file=20000, rows_per_group=2000, **SMALL), big)
     status, err, children = _interrupt(["audit-log", str(big), "--workers", "2"],
-                                       lambda pid: len(_children(pid)) >= 2, tmp_path)
+                                       lambda pid: len(descendants(pid)) >= 2, tmp_path)
     assert status == 130 and err.strip().splitlines()[-1].endswith("interrupted; nothing half-written is left"), err
-    assert "Traceback" not in err and not _alive(children)
+    assert "Traceback" not in err and children and not _alive(children)
 
 
 MALFORMED = st.sampled_from(["p_negative", "p_sum", "q_nan", "emitted_vocab", "accepted_index", "token_repeat",
