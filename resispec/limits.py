@@ -28,8 +28,23 @@ LP_MAX_TUPLES = 200_000
 SEQUENTIAL_LP_MAX_VARIABLES = 2_000
 """Variables ``k V`` of the dense sequential LP (its matrix holds ``(k V)**2 + k V**2`` floats)."""
 
-SEQUENTIAL_LP_MAX_NODES = 200_000
-"""Nodes (variables) of the sequential WOR LP."""
+SEQUENTIAL_LP_MAX_NODES = 50_000
+"""Nodes (variables) of the sequential WOR LP: just under it (V = 223, k = 2: 49,729 nodes) 11 s on this
+2-core machine under load 9; at 199,809 nodes (V = 447, k = 2, under the old limit 200,000) it ran past
+4 minutes."""
+
+MAX_DRAWN_CANDIDATES = 1 << 19
+"""Candidates ``n k`` one ``draft_and_verify(n, rng)`` call draws (524,288; its candidate and uniform rows,
+and the per-row work of drafting, grow with ``n k``): just under it, 31 s for rrs_wor at k = 8, V = 1000
+on this 2-core machine under load 9; call it again for more samples."""
+
+MAX_ROUND_SEQUENCES = 1 << 18
+"""Sequences ``V^(D+1)`` the round-level exact-law audit holds (262,144 float64 entries per law; the
+target's continuations are enumerated over them): V = 1000 on a 3-chain asked for 7 TiB before."""
+
+MIN_TEMPERATURE = 1e-6
+"""Smallest positive sampling temperature (0 is greedy): below it ``logits / T`` overflows or leaves a
+distribution that is the argmax to double precision (a logit gap of 1e-3 already weighs exp(-1000))."""
 
 MAX_LOGGED_FILE_BYTES = 1 << 30
 """Size of a logged-pairs ``.npz`` file on disk (1 GiB)."""

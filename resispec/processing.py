@@ -19,25 +19,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from resispec.limits import MIN_TEMPERATURE
 from resispec.rows import Array, device_of, float_errors_allowed, gather_rows, namespace
 
 
 @dataclass(frozen=True)
 class Processing:
-    """``temperature`` >= 0 (0 = greedy), ``top_k`` >= 1 or None, ``top_p`` in (0, 1] or None."""
+    """``temperature`` 0 (greedy) or >= ``resispec.limits.MIN_TEMPERATURE``, ``top_k`` an integer >= 1 or
+    None, ``top_p`` in (0, 1] or None (booleans refused)."""
 
     temperature: float = 1.0
     top_k: int | None = None
     top_p: float | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.temperature, bool) or not 0 <= self.temperature < float("inf"):
-            raise ValueError(f"temperature: must be finite and >= 0 (0 = greedy), got {self.temperature!r}")
-        if self.top_k is not None and (isinstance(self.top_k, bool) or not isinstance(self.top_k, int)
+        real = (int, float, np.integer, np.floating)
+        if isinstance(self.temperature, bool) or not isinstance(self.temperature, real) or not (
+                self.temperature == 0 or MIN_TEMPERATURE <= self.temperature < float("inf")):
+            raise ValueError(f"temperature: must be 0 (greedy) or finite and >= {MIN_TEMPERATURE:g} "
+                             f"(resispec.limits.MIN_TEMPERATURE), got {self.temperature!r}")
+        if self.top_k is not None and (isinstance(self.top_k, bool) or not isinstance(self.top_k, (int, np.integer))
                                        or self.top_k < 1):
             raise ValueError(f"top_k: must be an integer >= 1, got {self.top_k!r}")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p: must lie in (0, 1], got {self.top_p!r}")
+        if self.top_p is not None and (isinstance(self.top_p, bool) or not isinstance(self.top_p, real)
+                                       or not 0 < self.top_p <= 1):
+            raise ValueError(f"top_p: must be a number in (0, 1], got {self.top_p!r}")
 
     @property
     def greedy(self) -> bool:

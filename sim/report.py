@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import csv
-import os
-import shutil
-import tempfile
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
+from resispec.formats.atomic import atomic_path
 from sim.explorer import CompareResult, DriftResult
 
 
@@ -47,18 +46,14 @@ Writer = Callable[[Path], Path]
 
 
 def write_all(out: Path, writers: dict[str, tuple[str, Writer]]) -> dict[str, Path]:
-    """Run every writer (key -> (file name, write(path))) into a staging folder inside ``out``, then move
-    the files into place together: a failure leaves none of this run's files (never a complete-looking
+    """Run every writer (key -> (file name, write(path))) on a temporary name of its file
+    (``resispec.formats.atomic.atomic_path``), then rename them all into place: a failure (or Ctrl-C)
+    leaves none of this run's files and every file that was there as it was (never a complete-looking
     first file beside a missing second). Returns key -> final path."""
     out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=out))
-    try:
+    with ExitStack() as stack:
         for name, write in writers.values():
-            write(staging / name)
-        for name, _ in writers.values():
-            os.replace(staging / name, out / name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+            write(stack.enter_context(atomic_path(out / name)))
     return {key: out / name for key, (name, _) in writers.items()}
 
 

@@ -13,12 +13,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from resispec.formats.atomic import atomic_path  # noqa: E402
 from sim.rounds import Summary  # noqa: E402
 
 
 def write_rounds_csv(path: Path, accepted: dict[str, np.ndarray]) -> Path:
     """One row per round: ``round`` and each verifier's ``E[accepted | tree]``."""
-    with open(path, "w", newline="") as handle:
+    with atomic_path(path) as temporary, open(temporary, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["round", *accepted])
         for index, values in enumerate(zip(*accepted.values())):
@@ -42,6 +43,7 @@ def plot_differences(path: Path, kind: str, summaries: Sequence[Summary]) -> Pat
     axes.set_title(f"{kind} rounds: {base.rounds}; {baseline} accepts {base.mean:.3f} +- {base.se:.3f}\n"
                    "green: resolved at 2 SE", fontsize=9)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=120)
     plt.close(figure)
     return path

@@ -66,33 +66,61 @@ def parse_generator(text: str) -> GeneratorSpec:
     raise ValueError(f"generator: unknown generator {text!r}; known forms: {', '.join(GENERATOR_FORMS)}")
 
 
+JSONL_SAMPLING_KEYS = ("temperature", "top_k", "top_p")
+
+
 def read_jsonl(path: str | Path, sampling: Sampling = Sampling()) -> list[GeneratedSequence]:
-    """Sequences from a JSON-lines file: one object a line with ``prompt_ids`` and ``generated_ids``
-    (lists of token ids, the generated ones cut after the stop token) and optionally ``temperature``,
-    ``top_k``, ``top_p`` (absent ones take ``sampling``'s). Blank lines are skipped."""
-    sequences = []
+    """Sequences from a JSON-lines file (UTF-8): one object a line with ``prompt_ids`` (a non-empty list)
+    and ``generated_ids`` (lists of non-negative integer token ids, booleans refused, the generated ones
+    cut after the stop token) and optionally ``temperature``, ``top_k``, ``top_p`` (checked as
+    ``Sampling`` checks them; absent ones take ``sampling``'s). Blank lines are skipped. Every record is
+    checked here, before any model loads: a ``ValueError`` names the file, the line and what is wrong
+    (the vocabulary and the context are checked against the target by ``check_sequences``)."""
     try:
-        lines = Path(path).read_text().splitlines()
+        data = Path(path).read_bytes()
     except OSError as error:
         raise ValueError(f"generator: cannot read jsonl file {path}: {error.strerror}") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    sequences = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
         try:
-            record = json.loads(line)
-            settings = Sampling(record.get("temperature", sampling.temperature), record.get("top_k", sampling.top_k),
-                                record.get("top_p", sampling.top_p))
-            ids = [record["prompt_ids"], record["generated_ids"]]
-            if not all(isinstance(i, int) for part in ids for i in part):
-                raise ValueError("token ids must be integers")
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as error:
-            raise ValueError(f"generator: {path} line {number}: expected an object with prompt_ids and "
-                             f"generated_ids (lists of token ids) and optional temperature, top_k, top_p "
-                             f"({type(error).__name__}: {error})") from None
-        sequences.append(GeneratedSequence.of(*ids, settings))
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"generator: {path} line {number}: not UTF-8 text (byte {error.start})") from None
+        if line.strip():
+            sequences.append(_jsonl_record(line, sampling, f"{path} line {number}"))
     if not sequences:
         raise ValueError(f"generator: {path} holds no sequences")
     return sequences
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _jsonl_record(line: str, sampling: Sampling, where: str) -> GeneratedSequence:
+    """One checked ``read_jsonl`` record (``where``: file and line, for the error)."""
+    try:
+        record = json.loads(line, parse_constant=_refuse_constant)
+    except ValueError as error:
+        raise ValueError(f"generator: {where}: not a JSON object ({error})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"generator: {where}: expected an object with prompt_ids and generated_ids, "
+                         f"got {type(record).__name__}")
+    ids = []
+    for key in ("prompt_ids", "generated_ids"):
+        value = record.get(key)
+        if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0
+                                                  for i in value):
+            raise ValueError(f"generator: {where}: {key} must be a list of token ids (non-negative integers), "
+                             f"got {json.dumps(value)[:60]}")
+        ids.append(value)
+    if not ids[0]:
+        raise ValueError(f"generator: {where}: prompt_ids is empty (the first token needs a context)")
+    try:
+        settings = Sampling(*(record.get(key, getattr(sampling, key)) for key in JSONL_SAMPLING_KEYS))
+    except ValueError as error:
+        raise ValueError(f"generator: {where}: {error}") from None
+    return GeneratedSequence.of(*ids, settings)
 
 
 def _draft(draft: str | TreeLM, model) -> TreeLM:

@@ -77,10 +77,19 @@ def cut_after(generated: Sequence[int], eos_id: int | None) -> list[int]:
     return generated[: generated.index(eos_id) + 1] if eos_id in generated else generated
 
 
+def check_sequences(sequences: Iterable[GeneratedSequence | tuple], sampling: Sampling, model: torch.nn.Module,
+                    eos_id: int | None = None) -> list[GeneratedSequence]:
+    """The sequences with a sampling each, cut after ``eos_id`` and validated against the target ``model``
+    before any scoring: a non-empty prompt, ids in ``[0, vocab_size)``, and prompt + generated ids within
+    the model's context (``config.max_position_embeddings``); a ``ValueError`` names the sequence's index."""
+    return _checked(sequences, sampling, model.config.vocab_size, eos_id,
+                    getattr(model.config, "max_position_embeddings", None))
+
+
 def _checked(sequences: Iterable[GeneratedSequence | tuple], sampling: Sampling, vocab_size: int,
-             eos_id: int | None = None) -> list[GeneratedSequence]:
+             eos_id: int | None = None, max_positions: int | None = None) -> list[GeneratedSequence]:
     """The sequences with a sampling each, cut after ``eos_id`` and validated (non-empty prompt, ids in
-    [0, vocab_size))."""
+    [0, vocab_size), at most ``max_positions`` ids in all)."""
     checked = []
     for index, item in enumerate(sequences):
         sequence = item if isinstance(item, GeneratedSequence) else GeneratedSequence.of(*item)
@@ -92,6 +101,9 @@ def _checked(sequences: Iterable[GeneratedSequence | tuple], sampling: Sampling,
         if min(ids) < 0 or max(ids) >= vocab_size:
             raise ValueError(f"sequences: sequence {index} has a token id outside [0, {vocab_size}) "
                              f"(min {min(ids)}, max {max(ids)}): not the target's vocabulary")
+        if max_positions is not None and len(ids) > max_positions:
+            raise ValueError(f"sequences: sequence {index} has {len(ids)} positions (prompt + generated), past the "
+                             f"target's context of {max_positions}")
         checked.append(sequence if sequence.sampling is not None else replace(sequence, sampling=sampling))
     return checked
 
@@ -148,7 +160,7 @@ def stream_pit(model: torch.nn.Module, sequences: Iterable[GeneratedSequence | t
     """
     if order not in ORDERS:
         raise ValueError(f"order: expected one of {ORDERS}, got {order!r}")
-    checked = _checked(sequences, sampling, model.config.vocab_size)
+    checked = check_sequences(sequences, sampling, model)
     if not any(s.generated_ids for s in checked):
         raise ValueError("sequences: no generated tokens to audit")
     rng = np.random.default_rng((seed, AUDIT_STREAM))
@@ -180,14 +192,15 @@ def law_description(sampling: Sampling) -> str:
 
 
 def audit_pit(pit: StreamPit, law: str, alpha: float = DEFAULT_ALPHA) -> AuditResult:
-    """``pit_audit`` of the pooled values; failed outright (p-value 0) if any token was impossible."""
+    """``pit_audit`` of the pooled values; failed outright (p-value 0) if any token was impossible, else
+    ``Verdict.UNTESTED`` (never a pass) where the tokens are too few to have any power."""
     result = pit_audit(pit.values, alpha)
     note = (f"law audited: {law} (recomputed from the target by teacher forcing; the generator's own "
             f"probabilities are not used); {pit.sequences} sequences, {pit.values.size} tokens, "
             f"{pit.impossible} impossible under this law")
-    if pit.impossible:
-        result = replace(result, passed=False, pvalue=0.0)
-    return replace(result, note=note)
+    if pit.impossible:  # one impossible token is a rejection, however few the tokens
+        return replace(result, passed=False, pvalue=0.0, tested=True, note=note)
+    return replace(result, note="; ".join(filter(None, [note, result.note])))
 
 
 def audit_sequences(model: torch.nn.Module, sequences: Iterable[GeneratedSequence | tuple],
@@ -200,6 +213,6 @@ def audit_sequences(model: torch.nn.Module, sequences: Iterable[GeneratedSequenc
     batched ``generate``). Returns the ``AuditResult`` of ``pit_audit`` on the pooled randomized-PIT
     values (see the module doc).
     """
-    checked = _checked(sequences, sampling, model.config.vocab_size, eos_id)
+    checked = check_sequences(sequences, sampling, model, eos_id)
     law = "; ".join(sorted({law_description(s.sampling) for s in checked}))
     return audit_pit(stream_pit(model, checked, sampling, seed), law, alpha)

@@ -11,11 +11,12 @@ from resispec.audit.goodness_of_fit import (
     tv_upper_bound,
 )
 from resispec.audit.pit import pit_audit, randomized_pit
-from resispec.audit.result import AuditResult
+from resispec.audit.result import AuditResult, NothingTested, Verdict
 from resispec.audit.sampler import SamplerError, SamplerReport, audit_sampler, zoo_sampler
 from resispec.audit.sampling import DEFAULT_ALPHA, DEFAULT_SAMPLES, sample_audit
 
 __all__ = ["EXACT_TOLERANCE", "DEFAULT_ALPHA", "DEFAULT_SAMPLES", "FAMILY_ALPHA", "AuditResult", "ChiSquare",
-           "ExactLaw", "FamilyVerdict", "SamplerError", "SamplerReport", "audit_counts", "audit_sampler",
-           "bonferroni_level", "exact_law", "family_verdict", "merged_chi_square", "min_detectable_tv", "pit_audit",
-           "randomized_pit", "sample_audit", "total_variation", "tv_upper_bound", "zoo_sampler"]
+           "ExactLaw", "FamilyVerdict", "NothingTested", "SamplerError", "SamplerReport", "Verdict", "audit_counts",
+           "audit_sampler", "bonferroni_level", "exact_law", "family_verdict", "merged_chi_square",
+           "min_detectable_tv", "pit_audit", "randomized_pit", "sample_audit", "total_variation", "tv_upper_bound",
+           "zoo_sampler"]

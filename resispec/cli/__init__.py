@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 
 from resispec.cli.arguments import OneLineParser, report_error
 
@@ -41,20 +42,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+SUBCOMMAND_DESTS = ("bench", "log_command", "sim_command")
+"""The ``dest`` of each command's own subparsers (``resispec bench verify``, ``log synth``, ``sim drift``)."""
+
+INTERRUPTED_STATUS = 130
+"""Exit status after SIGINT (128 + 2, the shell's convention)."""
+
+
+def command_name(args: argparse.Namespace) -> str:
+    """``generate``, ``log synth``, ``bench verify``: the words after ``resispec`` in the error line."""
+    return " ".join([args.command, *(getattr(args, dest) for dest in SUBCOMMAND_DESTS if getattr(args, dest, None))])
+
+
+def _interrupted(prog: str) -> int:
+    print(f"{prog}: interrupted; nothing half-written is left", file=sys.stderr)
+    return INTERRUPTED_STATUS
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``resispec`` console script; returns the process exit status.
 
-    A bad option ends in argparse's one-line error (exit 2). A ``ValueError`` from the API (its
-    validation layer: every message names the argument) or an ``OSError`` (a file that cannot be read
-    or written) is a user's mistake too: one line on stderr, exit 2, no traceback.
+    The CLI's one error path, one format (``resispec <command>: error: <message>``, one line on stderr):
+    a bad option ends in argparse's error (exit 2); a ``ValueError`` from the API (its validation layer:
+    every message names the argument; ``resispec.audit.NothingTested`` for an audit that tested nothing)
+    or an ``OSError`` (a file that cannot be read or written) is a user's mistake too, exit 2, no
+    traceback. SIGINT ends a command with one line (``interrupted``, and what the command says it left),
+    exit 130: the commands write through ``resispec.formats.atomic``, so an interrupted write leaves
+    what was there before.
     """
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help (0) or a bad option (2, its one line already printed)
         return int(done.code or 0)
+    except KeyboardInterrupt:
+        return _interrupted("resispec")
     try:
         return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        return _interrupted(f"resispec {command_name(args)}")
     except (ValueError, OSError) as error:
-        return report_error(args.command, error)
-
-
+        return report_error(command_name(args), error)

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from resispec.limits import MAX_CANDIDATES, MAX_VOCAB, check_tree_size
+from resispec.limits import MAX_CANDIDATES, MAX_VOCAB, MIN_TEMPERATURE, check_tree_size
 
 MAX_SEED = 2**63 - 1
 """Seeds lie in ``[0, MAX_SEED]`` (what both NumPy's ``default_rng`` and ``torch.manual_seed`` take)."""
@@ -103,11 +103,28 @@ def top_p(text: str) -> float:
 
 
 def temperature(text: str) -> float:
-    """A finite temperature >= 0 (0 = greedy)."""
+    """A finite temperature, 0 (greedy) or at least ``MIN_TEMPERATURE``."""
     value = _number(text)
-    if value < 0:
-        fail(f"expected a temperature >= 0 (0 = greedy), got {value}")
+    if value < 0 or 0 < value < MIN_TEMPERATURE:
+        fail(f"expected a temperature of 0 (greedy) or >= {MIN_TEMPERATURE:g} (MIN_TEMPERATURE), got {value}")
     return value
+
+
+def significance(text: str) -> float:
+    """A significance level in ``(0, 1)``."""
+    value = _number(text)
+    if not 0.0 < value < 1.0:
+        fail(f"expected a significance level in (0, 1), got {value}")
+    return value
+
+
+def any_number(text: str) -> float:
+    """A finite number."""
+    return _number(text)
+
+
+port = integer_in(0, 65535, what="a port")
+"""A TCP port in ``[0, 65535]`` (0: let the system choose)."""
 
 
 def tree_shape(text: str) -> tuple[int, ...] | str:

@@ -6,6 +6,8 @@ import argparse
 import sys
 import time
 
+from resispec.cli.arguments import nonneg_seed, positive_int, significance
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from resispec.audit import DEFAULT_ALPHA
@@ -20,10 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="local: this machine's processes; ray: Ray tasks (pip install 'resispec[scale]')")
     parser.add_argument("--address", metavar="ADDR", help="Ray cluster address (default: start a local instance)")
-    parser.add_argument("--workers", type=int, metavar="W",
+    parser.add_argument("--workers", type=positive_int, metavar="W",
                         help="local processes, or CPUs of a local Ray instance (default: all CPUs)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the PIT uniforms (default: %(default)s)")
-    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+    parser.add_argument("--seed", type=nonneg_seed, default=0, help="seed of the PIT uniforms (default: %(default)s)")
+    parser.add_argument("--alpha", type=significance, default=DEFAULT_ALPHA,
                         help="family-wise significance level (default: %(default)s)")
     parser.add_argument("--skip-bad", action="store_true",
                         help="skip files and row groups that do not match the layout (listed in the report)")
@@ -31,6 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="skip the optima (alpha*-WOR costs milliseconds per node)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(handler=run_audit_log)
+
+
+VERDICTS = {"PASS": "PASS", "FAIL": "REJECTED", "UNTESTED": "UNTESTED"}
+"""How the report words each ``resispec.audit.Verdict``."""
 
 
 def _number(value: float, digits: int = 4) -> str:
@@ -44,10 +50,12 @@ def _pvalue(value: float) -> str:
 def print_report(report: dict) -> None:
     from resispec.cli.table import format_table
 
-    rows = [[r["verifier"] + ("" if r["claims_exact"] else " (control)"), r["nodes"], _pvalue(r["pit"]["pvalue"]),
-             _pvalue(r["pit_ratio"]["pvalue"]), _number(r["pit"]["min_detectable_tv"], 3),
-             "PASS" if r["passed"] else "REJECTED"] for r in report["verifiers"]]
-    print(format_table(["verifier", "nodes", "PIT p", "PIT p (ratio order)", "min detectable TV", "verdict"], rows))
+    rows = [[r["verifier"] + ("" if r["claims_exact"] else " (control)"), r["nodes"], r["impossible"],
+             _pvalue(r["pit"]["pvalue"]), _pvalue(r["pit_ratio"]["pvalue"]),
+             _number(r["pit"]["min_detectable_tv"], 3) if r["pit"]["tested"] else "none (untested)",
+             VERDICTS[r["verdict"]]] for r in report["verifiers"]]
+    print(format_table(["verifier", "nodes", "impossible", "PIT p", "PIT p (ratio order)", "min detectable TV",
+                        "verdict"], rows))
     groups = [g for r in report["verifiers"] for g in r["groups"]]
     rows = [[g["verifier"], g["k"], g["nodes"], _number(g["observed_acceptance"]), _number(g["expected_acceptance"]),
              _number(g["acceptance_z"], 2), _pvalue(g["step_law_pvalue"]), _number(g["optimum"]),
@@ -63,8 +71,10 @@ def print_report(report: dict) -> None:
         print(format_table(["step", "observed", "reached", "expected", "residual TV"], rows))
     for skipped in report["skipped"]:
         print(f"skipped: {skipped['problem']}")
+    if report["skipped"]:
+        print(f"skipped {len(report['skipped'])} bad file(s) or row group(s) (--skip-bad)")
     print(f"\n{report['rows']} rows; {report['tests']} tests at level {report['level_per_test']:.2g} each "
-          f"(family-wise {report['alpha']:g}): {'PASS' if report['passed'] else 'REJECTED'}")
+          f"(family-wise {report['alpha']:g}): {VERDICTS[report['verdict']]}")
 
 
 def run_audit_log(args: argparse.Namespace) -> int:
@@ -72,30 +82,30 @@ def run_audit_log(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
+    from resispec.audit import NothingTested, Verdict
+    from resispec.audit.pit import MIN_TESTED_VALUES
     from resispec.cli.output import strict_json
     from sim.serving.report import audit_report
     from sim.serving.runner_local import run_local
     from sim.serving.runner_ray import run_ray
     from sim.serving.stats import AuditSettings
 
-    try:
-        if args.workers is not None and args.workers < 1:
-            raise ValueError(f"--workers: expected at least 1, got {args.workers}")
-        if args.address and args.engine != "ray":
-            raise ValueError("--address: only with --engine ray")
-        settings = AuditSettings(seed=args.seed, optimum=not args.no_optimum)
-        cores = args.workers or os.cpu_count() or 1
-        start = time.perf_counter()
-        with tqdm(unit="rows", unit_scale=True, file=sys.stderr, desc="audit-log", mininterval=1.0) as bar:
-            if args.engine == "local":
-                merged = run_local(args.path, settings, args.workers, args.skip_bad, bar.update)
-            else:
-                merged = run_ray(args.path, settings, args.address, args.skip_bad, bar.update, args.workers)
-        seconds = time.perf_counter() - start
-        report = audit_report(merged, args.alpha)
-    except ValueError as error:
-        print(f"resispec audit-log: {error}".splitlines()[0], file=sys.stderr)
-        return 2
+    if args.address and args.engine != "ray":
+        raise ValueError("--address: only with --engine ray")
+    settings = AuditSettings(seed=args.seed, optimum=not args.no_optimum)
+    cores = args.workers or os.cpu_count() or 1
+    start = time.perf_counter()
+    with tqdm(unit="rows", unit_scale=True, file=sys.stderr, desc="audit-log", mininterval=1.0,
+              disable=None) as bar:
+        if args.engine == "local":
+            merged = run_local(args.path, settings, args.workers, args.skip_bad, bar.update)
+        else:
+            merged = run_ray(args.path, settings, args.address, args.skip_bad, bar.update, args.workers)
+    seconds = time.perf_counter() - start
+    if merged.rows == 0:
+        raise NothingTested(f"{args.path}: no rows to audit" + (f" ({len(merged.skipped)} skipped as bad)"
+                                                               if merged.skipped else "") + "; nothing was tested")
+    report = audit_report(merged, args.alpha)
     rate = merged.rows / seconds if seconds > 0 else float("nan")
     where = f"{cores} local core(s)" if args.address is None else f"the cluster at {args.address}"
     print(f"audit-log: {merged.rows} rows in {seconds:.1f} s, {rate:,.0f} rows/s on {where}"
@@ -104,4 +114,8 @@ def run_audit_log(args: argparse.Namespace) -> int:
         print(strict_json(report))
     else:
         print_report(report)
+    if report["verdict"] == Verdict.UNTESTED:
+        untested = [r["verifier"] for r in report["verifiers"] if r["verdict"] == Verdict.UNTESTED]
+        raise NothingTested(f"untested: the PIT of {', '.join(untested)} has too few nodes to detect any bias "
+                            f"(at least {MIN_TESTED_VALUES} per verifier); no verdict")
     return 0 if report["passed"] else 1

@@ -8,8 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from resispec.cli.arguments import check_device, device, nonneg_seed, positive_int, significance, temperature, top_p
 from resispec.cli.generate import parse_tree
-from resispec.cli.model_options import add_target_argument, add_target_compute_argument, usage_errors
+from resispec.cli.model_options import add_target_argument, add_target_compute_argument
+from resispec.cli.output import strict_json
 
 DEFAULT_SEQUENCES = 24
 DEFAULT_MAX_NEW_TOKENS = 64
@@ -30,18 +32,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tree", type=parse_tree, default=(4, 2, 2, 1), help="engine:* branching per depth")
     parser.add_argument("--prompts", default=None, metavar="FILE",
                         help="user messages: a .json list of strings, else one per line (default: a built-in set of 6)")
-    parser.add_argument("--sequences", type=int, default=DEFAULT_SEQUENCES, metavar="N",
+    parser.add_argument("--sequences", type=positive_int, default=DEFAULT_SEQUENCES, metavar="N",
                         help="sequences generated, over the prompts in turn (default: %(default)s)")
-    parser.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS, metavar="N")
-    parser.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
-    parser.add_argument("--top-k", type=int, default=None)
-    parser.add_argument("--top-p", type=float, default=None)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--alpha", type=float, default=None, help="significance level (default: 1e-3)")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--max-new-tokens", type=positive_int, default=DEFAULT_MAX_NEW_TOKENS, metavar="N")
+    parser.add_argument("--temperature", type=temperature, default=1.0, help="0 = greedy")
+    parser.add_argument("--top-k", type=positive_int, default=None)
+    parser.add_argument("--top-p", type=top_p, default=None)
+    parser.add_argument("--seed", type=nonneg_seed, default=0)
+    parser.add_argument("--alpha", type=significance, default=None, help="significance level (default: 1e-3)")
+    parser.add_argument("--device", type=device, default="cpu")
+    parser.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
-    parser.set_defaults(handler=usage_errors("audit-stream")(run))
+    parser.set_defaults(handler=run)
 
 
 def read_prompts(path: str) -> list[str]:
@@ -68,30 +70,32 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from tqdm import tqdm
 
-    from engine.audit.generators import generate_sequences, parse_generator
-    from engine.audit.stream_audit import audit_pit, law_description, stream_pit
+    from engine.audit.generators import generate_sequences, parse_generator, read_jsonl
+    from engine.audit.stream_audit import audit_pit, check_sequences, law_description, stream_pit
     from engine.bench.bench_engine import load_prompts
     from engine.decode.generation import prompt_ids
     from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT
     from engine.model.models import check_target_compute, load_target
-    from resispec.audit import DEFAULT_ALPHA
+    from resispec.audit import DEFAULT_ALPHA, Verdict
 
     spec = parse_generator(args.generator)
     sampling = Sampling(args.temperature, args.top_k, args.top_p)
     alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
-    if not 0 < alpha < 1 or args.sequences < 1 or args.max_new_tokens < 1:
-        raise ValueError("--alpha must lie in (0, 1); --sequences and --max-new-tokens must be >= 1")
     messages = read_prompts(args.prompts) if args.prompts else load_prompts()
+    recorded = read_jsonl(spec.argument, sampling) if spec.kind == "jsonl" else None  # every record checked first
+    check_device(args.device)
     check_target_compute(args.target_compute, args.device, path=args.target)
     torch.set_num_threads(args.threads)
     model, tokenizer = load_target(device=args.device, path=args.target, compute=args.target_compute)
     draft = args.draft or DEFAULT_DRAFT
-    prompts = [prompt_ids(tokenizer, message, chat=True) for message in messages]
-    generated = generate_sequences(spec, model, prompts, args.sequences, args.max_new_tokens, sampling, args.seed,
-                                   draft, args.tree, tokenizer.eos_token_id)
-    sequences = list(tqdm(generated, total=None if spec.kind == "jsonl" else args.sequences, desc="generate",
-                          unit="seq", disable=None))
+    if recorded is not None:
+        sequences = check_sequences(recorded, sampling, model)
+    else:
+        prompts = [prompt_ids(tokenizer, message, chat=True) for message in messages]
+        generated = generate_sequences(spec, model, prompts, args.sequences, args.max_new_tokens, sampling, args.seed,
+                                       draft, args.tree, tokenizer.eos_token_id)
+        sequences = list(tqdm(generated, total=args.sequences, desc="generate", unit="seq", disable=None))
     with tqdm(total=len(sequences), desc="score", unit="seq", disable=None) as bar:
         pit = stream_pit(model, sequences, sampling, args.seed, progress=bar.update)
     laws = sorted({law_description(s.sampling) for s in sequences})
@@ -101,17 +105,17 @@ def run(args: argparse.Namespace) -> int:
         "target": args.target or "SmolLM2-135M-Instruct (built in)", "target_compute": args.target_compute,
         "draft": draft if spec.kind in ("engine", "hf-assisted", "hf-ensemble") else None,
         "sequences": pit.sequences, "tokens": int(pit.values.size), "impossible_tokens": pit.impossible,
-        "laws": laws, "verdict": "PASS" if result.passed else "FAIL", "audit": result.to_dict(),
+        "laws": laws, "verdict": result.verdict.value, "audit": result.to_dict(),
     }
-    if args.json:
-        print(json.dumps(record, indent=2))
-    else:
-        print(report(record))
-    return 0 if result.passed else 1
+    print(strict_json(record) if args.json else report(record))
+    result.require_tested()
+    return 0 if result.verdict is Verdict.PASS else 1
 
 
 def report(record: dict) -> str:
     """The human-readable report of one ``audit-stream`` run."""
+    from resispec.audit.pit import MIN_TESTED_VALUES
+
     audit = record["audit"]
     draft = f", draft {record['draft']}" if record["draft"] else ""
     return "\n".join([
@@ -123,6 +127,8 @@ def report(record: dict) -> str:
         f"randomized PIT: KS p = {audit['ks_pvalue']:.3g}, "
         f"chi2 p = {audit['chi2_pvalue']:.3g} ({audit['chi2_df']} df), "
         f"alpha {audit['alpha']:g} (Bonferroni over the two)",
-        f"detects a TV of the PIT law from uniform >= {audit['min_detectable_tv']:.3f} with power 0.9",
+        f"detects a TV of the PIT law from uniform >= {audit['min_detectable_tv']:.3f} with power 0.9"
+        if audit["tested"] else f"detects no TV of the PIT law from uniform: untested, {record['tokens']} tokens "
+                                f"(at least {MIN_TESTED_VALUES} needed)",
         f"verdict: {record['verdict']}",
     ])

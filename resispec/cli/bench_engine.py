@@ -4,30 +4,45 @@ from __future__ import annotations
 
 import argparse
 
+from resispec.cli.arguments import (
+    check_device,
+    decoding_verifier,
+    device,
+    draft_name,
+    integer_in,
+    nonneg_seed,
+    positive_int,
+    temperature,
+)
 from resispec.cli.generate import DRAFT_HELP, TREE_HELP, parse_tree
-from resispec.cli.model_options import add_target_argument, add_target_compute_argument, usage_errors
+from resispec.cli.model_options import add_target_argument, add_target_compute_argument
 from resispec.cli.output import strict_json
+
+MAX_ASSISTANT_TOKENS = 64
+"""Constant assistant tokens per round of transformers' assisted generation (its drafts are that long)."""
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser = bench_subparsers.add_parser(
         "engine", help="speculative decoding vs autoregressive vs transformers' assisted generation (held-out prompts)")
-    parser.add_argument("--verifier", nargs="+", default=None, help="verifiers (default: every exact one)")
-    parser.add_argument("--draft", default=None, help=DRAFT_HELP)
+    parser.add_argument("--verifier", nargs="+", type=decoding_verifier, default=None,
+                        help="verifiers (default: every exact one)")
+    parser.add_argument("--draft", type=draft_name, default=None, help=DRAFT_HELP)
     add_target_argument(parser)
     add_target_compute_argument(parser, several=True)
     parser.add_argument("--tree", type=parse_tree, default="auto", help=TREE_HELP)
-    parser.add_argument("--max-new-tokens", type=int, default=48)
-    parser.add_argument("--prompts", type=int, default=None, help="use only the first N prompts")
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--assistant-tokens", type=int, nargs="*", default=[4, 6, 8],
+    parser.add_argument("--max-new-tokens", type=positive_int, default=48)
+    parser.add_argument("--prompts", type=positive_int, default=None, help="use only the first N prompts")
+    parser.add_argument("--temperature", type=temperature, default=1.0)
+    parser.add_argument("--assistant-tokens", type=integer_in(1, MAX_ASSISTANT_TOKENS, "assistant tokens"), nargs="*",
+                        default=[4, 6, 8],
                         help="transformers assisted generation with these constant numbers of assistant tokens "
                              "(the best is the peer); none: skip transformers")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=nonneg_seed, default=0)
+    parser.add_argument("--device", type=device, default="cpu")
+    parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--json", action="store_true")
-    parser.set_defaults(handler=usage_errors("bench engine")(run))
+    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from resispec.cli.table import format_table
     from resispec.verifiers import VERIFIERS
 
+    check_device(args.device)
     torch.set_num_threads(args.threads)
     widest = 1 if args.tree == "auto" else max(args.tree)
     verifiers = args.verifier or [name for name, cls in VERIFIERS.items()

@@ -18,7 +18,7 @@ from resispec.cli.arguments import (
     top_p,
     tree_shape,
 )
-from resispec.cli.model_options import add_target_argument, add_target_compute_argument, usage_errors
+from resispec.cli.model_options import add_target_argument, add_target_compute_argument
 from resispec.cli.output import strict_json
 
 TREE_HELP = ("auto (default: the tree maximising expected tokens/s from measured acceptance and costs, "
@@ -62,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", type=device, default="cpu")
     parser.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
-    parser.set_defaults(handler=usage_errors("generate")(run))
+    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

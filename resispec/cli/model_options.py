@@ -1,11 +1,8 @@
-"""Options shared by the commands that load the real model: ``--target PATH`` and one-line usage errors."""
+"""Options shared by the commands that load the real model: ``--target PATH``, ``--target-compute``."""
 
 from __future__ import annotations
 
 import argparse
-import functools
-import sys
-from collections.abc import Callable
 
 TARGET_HELP = "your own target: a local checkpoint directory or GGUF file (default: the built-in SmolLM2-135M-Instruct)"
 
@@ -30,20 +27,3 @@ def add_target_compute_argument(parser: argparse.ArgumentParser, several: bool =
     else:
         parser.add_argument("--target-compute", choices=choices, default="float32", help=TARGET_COMPUTE_HELP)
 
-
-def usage_errors(command: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
-    """Wrap a handler: a ValueError (a bad argument, named in its message) prints one line on stderr and
-    exits 2, without a traceback."""
-
-    def wrap(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        @functools.wraps(handler)
-        def run(args: argparse.Namespace) -> int:
-            try:
-                return handler(args)
-            except ValueError as error:
-                print(f"resispec {command}: {error}", file=sys.stderr)
-                return 2
-
-        return run
-
-    return wrap

@@ -143,21 +143,16 @@ def _files(files: dict) -> dict[str, str]:
     return {name: str(path) for name, path in files.items()}
 
 
-def _explore(command: str, explore, write, out: str):
-    """``(result, files)`` from running ``explore()`` and writing its files to ``out``; None after an
-    error, reported on stderr (bad arguments: ValueError; an unwritable ``--out``: OSError)."""
+def _explore(explore, write, out: str):
+    """``(result, files)`` from running ``explore()`` and writing its files to ``out`` (bad arguments:
+    ValueError; an unwritable ``--out``: a ValueError naming it)."""
     from pathlib import Path
 
-    try:
-        result = explore()
-    except ValueError as error:
-        print(f"resispec sim {command}: {error}", file=sys.stderr)
-        return None
+    result = explore()
     try:
         return result, _files(write(result, Path(out)))
     except OSError as error:
-        print(f"resispec sim {command}: cannot write to --out {out}: {error}", file=sys.stderr)
-        return None
+        raise ValueError(f"cannot write to --out {out}: {error}") from None
 
 
 def run_drift(args: argparse.Namespace) -> int:
@@ -165,11 +160,8 @@ def run_drift(args: argparse.Namespace) -> int:
     from sim.explorer import DEFAULT_SOURCES, run_drift
     from sim.report import write_drift
 
-    done = _explore("drift", lambda: run_drift(args.source or list(DEFAULT_SOURCES), args.verifiers, args.k,
+    result, files = _explore(lambda: run_drift(args.source or list(DEFAULT_SOURCES), args.verifiers, args.k,
                                                _settings(args), _progress), write_drift, args.out)
-    if done is None:
-        return 2
-    result, files = done
     records = result.records()
     if args.json:
         print(strict_json({"command": "drift", "records": records, "files": files}))
@@ -194,12 +186,9 @@ def run_compare(args: argparse.Namespace) -> int:
     from sim.report import write_compare
     from sim.tree import parse_shape
 
-    done = _explore("compare", lambda: run_compare(args.source or list(DEFAULT_SOURCES), args.verifiers, args.k,
+    result, files = _explore(lambda: run_compare(args.source or list(DEFAULT_SOURCES), args.verifiers, args.k,
                                                    parse_shape(args.tree), _settings(args), _progress),
                     write_compare, args.out)
-    if done is None:
-        return 2
-    result, files = done
     records, tree = result.records(), result.tree_records()
     if args.json:
         print(strict_json({"command": "compare", "records": records, "tree": tree, "files": files}))
@@ -225,11 +214,7 @@ def run_rounds(args: argparse.Namespace) -> int:
     from sim.rounds import score_log, summarise, table
     from sim.rounds_report import plot_differences, write_rounds_csv
 
-    try:
-        kind, accepted = score_log(read_logged(args.log), args.verifiers, args.tail)
-    except ValueError as error:
-        print(f"resispec sim rounds: {error}", file=sys.stderr)
-        return 2
+    kind, accepted = score_log(read_logged(args.log), args.verifiers, args.tail)
     summaries = summarise(accepted, next(iter(accepted)))
     out = Path(args.out)
     try:
@@ -237,8 +222,7 @@ def run_rounds(args: argparse.Namespace) -> int:
         files = {"csv": str(write_rounds_csv(out / "rounds.csv", accepted)),
                  "plot": str(plot_differences(out / "rounds.png", kind, summaries))}
     except OSError as error:
-        print(f"resispec sim rounds: cannot write to --out {out}: {error}", file=sys.stderr)
-        return 2
+        raise ValueError(f"cannot write to --out {out}: {error}") from None
     if args.json:
         records = [{**asdict(s), "resolved_at_2se": s.resolved} for s in summaries]
         print(strict_json({"command": "rounds", "kind": kind, "tail": args.tail, "records": records, "files": files}))

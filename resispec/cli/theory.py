@@ -13,13 +13,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--docs", type=output_file, default=None, help="Markdown output (default: docs/theory.md)")
     parser.add_argument("--no-docs", action="store_true", help="do not write the Markdown")
+    parser.add_argument("--no-coq", action="store_true", help="do not compile the Coq development")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from theory import main
 
-    argv = ["--no-docs"] if args.no_docs else []
+    argv = ["--no-docs"] * args.no_docs + ["--no-coq"] * args.no_coq
     if args.docs is not None:
         argv += ["--docs", str(args.docs)]
     return main(argv)

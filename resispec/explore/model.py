@@ -94,8 +94,10 @@ class State:
     law_limit: int = LAW_LIMIT
 
     def __post_init__(self) -> None:
-        for name, values in (("p (target)", self.p), ("q (draft)", self.q)):
+        for attribute, name in (("p", "p (target)"), ("q", "q (draft)")):
+            values = getattr(self, attribute)
             edited_distribution(values, name)
+            object.__setattr__(self, attribute, np.asarray(values, dtype=np.float64))  # lists are taken too
         if self.p.shape != self.q.shape:
             raise ValueError(f"p (target) and q (draft) have different sizes: {self.p.size} != {self.q.size}")
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or not 1 <= self.k <= MAX_K:

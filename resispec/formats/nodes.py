@@ -179,6 +179,24 @@ class NodeBatch:
         unknown = sorted(set(self.verifier) - set(VERIFIERS))
         if unknown:
             self.fail(f"verifier {unknown[0]!r} is not in the registry ({', '.join(VERIFIERS)})")
+        self._check_drafting(flat)
+
+    def _check_drafting(self, flat: np.ndarray) -> None:
+        """Candidate counts against each verifier's ``max_k``; distinct candidates where its drafting
+        draws without replacement (``wor``) or takes the top k (``topk``)."""
+        offsets = np.concatenate([[0], np.cumsum(self.k)])
+        for name in sorted(set(self.verifier)):
+            rule = VERIFIERS[name]
+            rows = np.flatnonzero(self.verifier == name)
+            if rule.max_k is not None and (self.k[rows] > rule.max_k).any():
+                row = int(rows[np.argmax(self.k[rows] > rule.max_k)])
+                self.fail(f"field candidates: {self.k[row]} candidates, but {name} takes at most {rule.max_k}", row)
+            if rule.drafting in ("wor", "topk"):
+                for row in rows:
+                    drawn = flat[offsets[row]:offsets[row + 1]]
+                    if np.unique(drawn).size < drawn.size:
+                        self.fail(f"field candidates: a repeated candidate, but {name} drafts {rule.drafting} "
+                                  "(distinct candidates)", int(row))
 
     def _columns(self, ids: np.ndarray) -> np.ndarray:
         """Column of each row's id (shape (N,)) among its kept ids; M (the tail bucket) where it is not kept."""
@@ -188,7 +206,8 @@ class NodeBatch:
     def _check_decisions(self, flat: np.ndarray, offsets: np.ndarray) -> None:
         index = self.accepted_index
         bad = (index < -1) | (index >= self.k)
-        chosen = flat[offsets[:-1] + np.clip(index, 0, None)] if flat.size else np.zeros(0, np.int64)
+        inside = np.clip(index, 0, np.maximum(self.k - 1, 0))  # an index past k is bad, not an IndexError
+        chosen = flat[offsets[:-1] + inside] if flat.size else np.zeros(0, np.int64)
         bad |= (index >= 0) & (chosen != self.emitted)
         if bad.any():
             self.fail("accepted_index must be -1 or the position of the emitted candidate", int(np.flatnonzero(bad)[0]))

@@ -49,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
+from resispec.formats.atomic import atomic_path
 from resispec.limits import MAX_LOGGED_ARRAY_BYTES, MAX_LOGGED_FILE_BYTES, check_limit
 from resispec.validation import FLOAT32_SUM_TOLERANCE
 
@@ -159,11 +160,13 @@ def logged_pairs(origin: str = "logged pairs", **fields: np.ndarray) -> LoggedPa
 
 def write_logged(path: str | Path, pairs: LoggedPairs) -> None:
     """Write ``pairs`` as a compressed ``.npz`` archive at exactly ``path`` (checked again on the way out;
-    no ``.npz`` suffix is appended, so the file is where the caller reports it)."""
+    no ``.npz`` suffix is appended, so the file is where the caller reports it), through
+    ``resispec.formats.atomic.atomic_path``: a failed write leaves what was at ``path``."""
     fields = pairs.fields()
     logged_pairs(str(path), **fields)
-    with open(path, "wb") as handle:
-        np.savez_compressed(handle, **fields)
+    with atomic_path(path) as temporary:
+        with open(temporary, "wb") as handle:
+            np.savez_compressed(handle, **fields)
 
 
 def read_logged(path: str | Path) -> LoggedPairs:

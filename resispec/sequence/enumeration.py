@@ -16,6 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from resispec.drafting import DraftingScheme
+from resispec.limits import MAX_ROUND_SEQUENCES
 from resispec.sequence.tree import RoundTree, round_tree
 from resispec.validation import as_count, as_distribution
 
@@ -54,16 +55,28 @@ class RoundModels:
     """A target and a draft model, a tree shape, and the enumeration of its drafted trees."""
 
     def __init__(self, target: Conditional, draft: Conditional, vocab_size: int, branching: Sequence[int]) -> None:
-        self.vocab_size = vocab_size
+        self.vocab_size = as_count(vocab_size, "vocab_size", "tokens")
+        if isinstance(branching, (str, bytes)) or not isinstance(branching, Sequence) or not branching:
+            raise ValueError(f"branching: expected a non-empty sequence of children per depth, got {branching!r}")
         self.parents = branching_parents(branching)
         self.depth = len(branching)
-        self.target = lru_cache(maxsize=None)(lambda prefix: as_distribution(target(prefix), "target(prefix)"))
-        self.draft = lru_cache(maxsize=None)(lambda prefix: as_distribution(draft(prefix), "draft(prefix)"))
-        for law in (self.target(()), self.draft(())):
-            if law.size != vocab_size:
-                raise ValueError(f"vocab_size: the models' distributions have {law.size} entries, not {vocab_size}")
+        sequences = self.vocab_size ** (self.depth + 1)
+        if sequences > MAX_ROUND_SEQUENCES:
+            raise ValueError(f"vocab_size, branching: V^(D+1) = {self.vocab_size}^{self.depth + 1} = {sequences} "
+                             f"sequences, more than MAX_ROUND_SEQUENCES = {MAX_ROUND_SEQUENCES} (resispec.limits)")
+        self.target = lru_cache(maxsize=None)(lambda prefix: self._law(target, prefix, "target"))
+        self.draft = lru_cache(maxsize=None)(lambda prefix: self._law(draft, prefix, "draft"))
+        self.target(()), self.draft(())
         self.continuation = lru_cache(maxsize=None)(self._continuation)
         self.next_then_target = lru_cache(maxsize=None)(self._next_then_target)
+
+    def _law(self, model: Conditional, prefix: tuple[int, ...], name: str) -> np.ndarray:
+        """``model(prefix)`` checked: a distribution over exactly ``vocab_size`` tokens at every prefix."""
+        law = as_distribution(model(prefix), f"{name}({prefix})")
+        if law.size != self.vocab_size:
+            raise ValueError(f"{name}: the distribution at prefix {prefix} has {law.size} entries, not vocab_size "
+                             f"{self.vocab_size} (a model's vocabulary must not change)")
+        return law
 
     def _continuation(self, prefix: tuple[int, ...], length: int) -> np.ndarray:
         """The target's law of the next ``length`` tokens after ``prefix`` (flattened, big-endian)."""

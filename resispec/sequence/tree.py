@@ -63,11 +63,20 @@ class RoundTree:
         return path[::-1]
 
 
+def _integers(values: np.ndarray | list[int], name: str) -> np.ndarray:
+    """``values`` as int64, refusing what is not integer-valued (a float parent 0.7 must not become 0)."""
+    array = np.asarray(values)
+    if array.size and not (np.issubdtype(array.dtype, np.integer) or (
+            np.issubdtype(array.dtype, np.floating) and np.isfinite(array).all() and (array == np.round(array)).all())):
+        raise ValueError(f"{name}: expected integer node indices / token ids, got {array.tolist()!r}")
+    return array.astype(np.int64)
+
+
 def round_tree(parents: np.ndarray | list[int], tokens: np.ndarray | list[int], vocab_size: int) -> RoundTree:
     """Validate a tree: ``parents[0] = -1``, ``0 <= parents[n] < n``, internal nodes first, token ids
-    in ``[0, vocab_size)``; ``ValueError`` naming the argument otherwise."""
-    parents = np.asarray(parents, dtype=np.int64)
-    tokens = np.asarray(tokens, dtype=np.int64)
+    in ``[0, vocab_size)``, both integers (not booleans, not 0.7); ``ValueError`` naming the argument
+    otherwise."""
+    parents, tokens = _integers(parents, "parents"), _integers(tokens, "tokens")
     if parents.ndim != 1 or parents.size < 1 or parents[0] != -1:
         raise ValueError("parents: a non-empty 1-D array whose entry 0 (the root) is -1")
     if tokens.shape != parents.shape:
@@ -94,6 +103,9 @@ def round_arrays(tree: RoundTree, p: np.ndarray, q: np.ndarray) -> tuple[np.ndar
     if q.shape != (tree.num_internal, p.shape[1]):
         raise ValueError(f"q (draft): expected shape {(tree.num_internal, p.shape[1])} (one row per "
                          f"internal node), got {q.shape}")
+    if (tree.tokens >= p.shape[1]).any():
+        node = int(np.flatnonzero(tree.tokens >= p.shape[1])[0])
+        raise ValueError(f"tokens: node {node}'s token {tree.tokens[node]} is outside p's vocabulary [0, {p.shape[1]})")
     for node in range(1, tree.num_nodes):
         if q[tree.parents[node], tree.tokens[node]] <= 0:
             raise ValueError(f"tokens: node {node}'s token {tree.tokens[node]} has q = 0 at its parent")

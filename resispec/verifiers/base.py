@@ -30,6 +30,7 @@ import numpy as np
 
 from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
 from resispec.enumeration import enumerate_law
+from resispec.limits import MAX_DRAWN_CANDIDATES
 from resispec.residual import supported_acceptance, supported_residual
 from resispec.rows import Array, add_at_, device_of, float_errors_allowed, namespace, value_at
 from resispec.sampling import inverse_cdf, inverse_cdf_rows
@@ -429,7 +430,11 @@ class BoundVerifier:
         """n samples of the whole step, ``(tokens (n,), index (n,))``: each drafts k candidates, then its
         uniforms, from ``rng`` in that order (the stream of n ``verify_rng(draft(rng), rng)`` calls); the
         n verifications run as one ``verify_many``."""
-        candidates, u = self.verifier.scheme.draft_rows(self.q, self.k, as_count(n, "n", "samples"),
+        n = as_count(n, "n", "samples")
+        if n * self.k > MAX_DRAWN_CANDIDATES:
+            raise ValueError(f"n: {n} samples of k = {self.k} candidates draw {n * self.k} candidates, more than "
+                             f"MAX_DRAWN_CANDIDATES = {MAX_DRAWN_CANDIDATES} (resispec.limits); call again for more")
+        candidates, u = self.verifier.scheme.draft_rows(self.q, self.k, n,
                                                         self.verifier.uniforms_needed(self.k), as_generator(rng))
         return self.verify_many(candidates, u)
 

@@ -19,12 +19,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from resispec.formats.nodes import check_schema
+from resispec.formats.node_reader import read_metadata, read_unit, units
+from resispec.formats.nodes import SchemaError, check_schema
 from resispec.formats.pairs import FORMAT as NPZ_FORMAT
 from resispec.formats.pairs import logged_pairs, read_logged, write_logged
 from resispec.verifiers import VERIFIERS
 from sim.serving.defaults import ROWS_PER_GROUP
-from sim.serving.io import nodes_table, read_metadata, shard_files, write_nodes
+from sim.serving.io import nodes_table, write_nodes
 
 
 def npz_to_parquet(source: str | Path, out: str | Path, verifier: str, draft: str = "q", first_node_id: int = 0,
@@ -54,14 +55,23 @@ def npz_to_parquet(source: str | Path, out: str | Path, verifier: str, draft: st
 
 
 def parquet_to_npz(source: str | Path, out: str | Path) -> Path:
-    """Write every row under ``source`` (a file or a directory of shards) as one ``.npz`` log ``out``."""
-    files = shard_files(source)
+    """Write every row under ``source`` (a file or a directory of shards) as one ``.npz`` log ``out``.
+
+    The set is read by the one reader (``resispec.formats.node_reader``: every row group checked, node
+    ids unique, a manifest honoured); the first bad file or row group refuses it, and so does a set
+    without rows."""
+    found, bad = units(source)
+    if bad:
+        raise SchemaError(bad[0][1])
+    if not sum(unit.rows for unit in found):
+        raise ValueError(f"source: {source} holds no rows to convert")
     tables, vocab_sizes = [], set()
-    for file in files:
-        handle = pq.ParquetFile(file)
-        _, vocab_size = check_schema(handle.schema_arrow, str(file))
-        vocab_sizes.add(vocab_size)
-        tables.append(handle.read())
+    for unit in found:
+        read_unit(unit)  # every row checked
+        handle = pq.ParquetFile(unit.path)
+        vocab_sizes.add(check_schema(handle.schema_arrow, unit.path)[1])
+        tables.append(handle.read_row_group(unit.row_group))
+    files = sorted({unit.path for unit in found})
     if len(vocab_sizes) > 1 or len({table.schema.field("token_ids").type for table in tables}) > 1:
         raise ValueError(f"source: the files under {source} differ in vocabulary or kept ids per row")
     table = pa.concat_tables(tables)

@@ -1,16 +1,16 @@
-"""Writing and reading ``resispec-nodes/1`` Parquet files: tables from arrays, the shards of a path,
-one row group at a time."""
+"""Writing ``resispec-nodes/1`` Parquet files: tables from arrays (the one reader is
+``resispec.formats.node_reader``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from resispec.formats.nodes import NodeBatch, SchemaError, check_schema, file_metadata, node_schema
+from resispec.formats.atomic import atomic_path
+from resispec.formats.nodes import NodeBatch, check_schema, file_metadata, node_schema
 from sim.serving.defaults import ROWS_PER_GROUP
 
 OPTIONAL_COLUMNS = ("sequence_id", "position", "depth")
@@ -55,71 +55,13 @@ def _candidates(candidates: np.ndarray | list[np.ndarray]) -> pa.Array:
 
 
 def write_nodes(path: str | Path, table: pa.Table, rows_per_group: int = ROWS_PER_GROUP) -> Path:
-    """Write ``table`` (checked row group by row group first) as one zstd-compressed Parquet file."""
+    """Write ``table`` (checked row group by row group first) as one zstd-compressed Parquet file, through
+    ``resispec.formats.atomic.atomic_path`` (a failed write leaves what was at ``path``)."""
     path = Path(path)
     _, vocab_size = check_schema(table.schema, str(path))
     for start in range(0, table.num_rows, rows_per_group):
         NodeBatch(table.slice(start, rows_per_group), vocab_size, f"{path} rows from {start}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path, row_group_size=rows_per_group, compression="zstd")
+    with atomic_path(path) as temporary:
+        pq.write_table(table, temporary, row_group_size=rows_per_group, compression="zstd")
     return path
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One row group of one file: the unit of work of every runner."""
-
-    path: str
-    row_group: int
-    rows: int
-
-
-def shard_files(path: str | Path) -> list[Path]:
-    """The Parquet files of ``path``: the file itself, or every ``*.parquet`` under the directory (sorted)."""
-    path = Path(path)
-    if path.is_dir():
-        files = sorted(path.rglob("*.parquet"))
-        if not files:
-            raise ValueError(f"path: no .parquet files under {path}")
-        return files
-    if not path.is_file():
-        raise ValueError(f"path: {path} is neither a file nor a directory")
-    return [path]
-
-
-def units(path: str | Path) -> tuple[list[Unit], list[tuple[str, str]]]:
-    """Every row group under ``path``, and ``(file, problem)`` for each file whose schema does not match
-    (or that Parquet cannot open)."""
-    found, bad = [], []
-    for file in shard_files(path):
-        try:
-            metadata = pq.ParquetFile(file).metadata
-            check_schema(metadata.schema.to_arrow_schema(), str(file))
-        except SchemaError as error:
-            bad.append((str(file), str(error)))
-            continue
-        except (OSError, pa.ArrowException) as error:
-            bad.append((str(file), f"{file}: cannot read as Parquet ({error})"))
-            continue
-        found += [Unit(str(file), group, metadata.row_group(group).num_rows)
-                  for group in range(metadata.num_row_groups)]
-    return found, bad
-
-
-def read_unit(unit: Unit) -> NodeBatch:
-    """The checked columns of one row group (``SchemaError`` naming the file and row group)."""
-    origin = f"{unit.path} row group {unit.row_group}"
-    try:
-        handle = pq.ParquetFile(unit.path)
-        _, vocab_size = check_schema(handle.schema_arrow, unit.path)
-        table = handle.read_row_group(unit.row_group)
-    except (OSError, pa.ArrowException) as error:
-        raise SchemaError(f"{origin}: cannot read ({error})") from None
-    return NodeBatch(table, vocab_size, origin)
-
-
-def read_metadata(path: str | Path) -> dict[str, str]:
-    """The ``resispec.*`` metadata of one file, keys without the prefix."""
-    metadata = pq.ParquetFile(path).schema_arrow.metadata or {}
-    return {key.decode()[len("resispec."):]: value.decode() for key, value in metadata.items()
-            if key.startswith(b"resispec.")}

@@ -20,8 +20,12 @@ Per (verifier, k):
   TV ``sum d_i / sum r_i`` (delta-method 95 % intervals from the moment sums, as ``resispec.formats.stats``), and the
   observed conditional acceptance ``#{index = i} / #{index >= i or residual}``.
 
-Verdict: a verifier's nodes pass iff both PIT audits (KS and chi-square each) and every bound test
-pass at the Bonferroni level ``alpha / (number of tests)``; the set passes iff every verifier does.
+Verdict: a verifier's nodes are rejected outright if any emitted a token of p = 0 (``impossible``); else
+they pass iff both PIT audits (KS and chi-square each) and every bound test
+pass at the Bonferroni level ``alpha / (number of tests)``; they are rejected if any of them rejects,
+and ``UNTESTED`` (never a pass) if none rejects but a PIT audit had too few nodes to have any power
+(``resispec.audit.Verdict``). The set is rejected if any verifier is, passes iff every verifier does,
+and is untested otherwise.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import stats
 
-from resispec.audit import DEFAULT_ALPHA, pit_audit
+from resispec.audit import DEFAULT_ALPHA, Verdict, pit_audit
 from resispec.audit.goodness_of_fit import merged_chi_square
 from resispec.formats.stats import Z95
 from resispec.verifiers import VERIFIERS
@@ -135,20 +139,29 @@ def audit_report(merged: ShardStats, alpha: float = DEFAULT_ALPHA) -> dict:
     for name in verifiers:
         tallies = [merged.groups[key] for key in sorted(merged.groups) if key[0] == name]
         groups = [group_record(tally, level) for tally in tallies]
-        pit = {}
-        for key, attribute in (("pit", "pit"), ("pit_ratio", "pit_ratio")):
-            histogram = sum(getattr(tally, attribute) for tally in tallies)
-            if histogram.sum() >= 2:
-                result = pit_audit(pit_stream(histogram), alpha=2 * level)
-                pit[key] = {"passed": result.passed, "pvalue": result.pvalue, "ks_pvalue": result.ks_pvalue,
-                            "chi2_pvalue": result.chi2_pvalue, "tv": result.tv,
-                            "min_detectable_tv": result.min_detectable_tv}
-            else:
-                pit[key] = {"passed": True, "pvalue": float("nan"), "ks_pvalue": float("nan"),
-                            "chi2_pvalue": float("nan"), "tv": float("nan"), "min_detectable_tv": float("nan")}
-        passed = all(item["passed"] for item in pit.values()) and all(group["bound_passed"] for group in groups)
+        pit = {key: _pit_record(sum(getattr(tally, key) for tally in tallies), level) for key in ("pit", "pit_ratio")}
+        impossible = sum(tally.impossible for tally in tallies)
+        rejected = impossible > 0 or not all(item["passed"] or not item["tested"] for item in pit.values()) \
+            or not all(group["bound_passed"] for group in groups)
+        tested = all(item["tested"] for item in pit.values())
+        verdict = Verdict.FAIL if rejected else Verdict.of(True, tested)
         records.append({"verifier": name, "claims_exact": VERIFIERS[name].claims_exact,
-                        "nodes": sum(tally.nodes for tally in tallies), "passed": passed, **pit, "groups": groups})
+                        "nodes": sum(tally.nodes for tally in tallies), "impossible": impossible,
+                        "passed": verdict is Verdict.PASS,
+                        "verdict": verdict.value, **pit, "groups": groups})
+    verdicts = {record["verdict"] for record in records}
+    verdict = Verdict.FAIL if Verdict.FAIL in verdicts else Verdict.of(True, bool(records) and verdicts == {"PASS"})
     return {"rows": merged.rows, "alpha": alpha, "level_per_test": level, "tests": tests,
-            "passed": bool(records) and all(record["passed"] for record in records), "verifiers": records,
+            "passed": verdict is Verdict.PASS, "verdict": verdict.value, "verifiers": records,
             "skipped": [{"where": where, "problem": problem} for where, problem in merged.skipped]}
+
+
+def _pit_record(histogram: np.ndarray, level: float) -> dict:
+    """The core's ``pit_audit`` of a fine histogram at the level of its two tests (KS and chi-square);
+    ``tested`` False (and ``passed`` False) where the values are too few to have any power."""
+    if histogram.sum() < 2:
+        return {"passed": False, "tested": False, "pvalue": float("nan"), "ks_pvalue": float("nan"),
+                "chi2_pvalue": float("nan"), "tv": float("nan"), "min_detectable_tv": float("nan")}
+    result = pit_audit(pit_stream(histogram), alpha=2 * level)
+    return {"passed": result.passed, "tested": result.tested, "pvalue": result.pvalue, "ks_pvalue": result.ks_pvalue,
+            "chi2_pvalue": result.chi2_pvalue, "tv": result.tv, "min_detectable_tv": result.min_detectable_tv}

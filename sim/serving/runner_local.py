@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 
+from resispec.formats.node_reader import Unit, read_unit, units
 from resispec.formats.nodes import SchemaError
-from sim.serving.io import Unit, read_unit, units
+from sim.serving.pool import worker_pool
 from sim.serving.stats import AuditSettings, ShardStats, batch_stats
 
 Progress = Callable[[int], None]
@@ -22,7 +23,7 @@ def unit_stats(unit: Unit, settings: AuditSettings, skip_bad: bool = False) -> S
     except SchemaError as error:
         if not skip_bad:
             raise
-        return ShardStats(skipped=[(f"{unit.path} row group {unit.row_group}", str(error))])
+        return ShardStats(skipped=[(unit.origin, str(error))])
 
 
 def plan(path: str | Path, skip_bad: bool) -> tuple[list[Unit], ShardStats]:
@@ -46,7 +47,7 @@ def run_local(path: str | Path, settings: AuditSettings = AuditSettings(), worke
             if progress:
                 progress(unit.rows)
         return merged
-    with ProcessPoolExecutor(workers) as pool:
+    with worker_pool(workers) as pool:
         futures = {pool.submit(unit_stats, unit, settings, skip_bad): unit for unit in found}
         for future in as_completed(futures):
             merged.merge(future.result())

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from sim.serving.pool import descendants, end_processes
 from sim.serving.runner_local import Progress, plan, unit_stats
 from sim.serving.stats import AuditSettings, ShardStats
 
@@ -43,8 +44,9 @@ def run_ray(path: str | Path, settings: AuditSettings = AuditSettings(), address
     """Merged statistics of every row group under ``path``, one Ray task per row group."""
     ray = _ray()
     found, merged = plan(path, skip_bad)
-    started = start(address, num_cpus)
+    starting = not ray.is_initialized()
     try:
+        start(address, num_cpus)
         task = ray.remote(unit_stats)
         limit = 2 * max(int(ray.cluster_resources().get("CPU", 1)), 1)
         pending, rows = {}, {}
@@ -64,6 +66,8 @@ def run_ray(path: str | Path, settings: AuditSettings = AuditSettings(), address
                 if progress:
                     progress(rows.pop(ref))
     finally:
-        if started:
+        if starting:  # the instance this run started ends with it, every process of it (Ctrl-C included)
+            processes = descendants(os.getpid(), "ray")
             ray.shutdown()
+            end_processes(processes)
     return merged

@@ -8,6 +8,7 @@ bucket; rows renormalised):
   the second sensitive to a verifier that over- or under-emits where the draft over-proposes. The
   uniform is ``node_uniforms(node_id, seed)``. Under exactness both are Uniform(0, 1) and
   independent across nodes; they are counted in ``PIT_BINS`` equal-width bins.
+- **impossible emissions**: nodes whose emitted category has p = 0 (no exact verifier emits one).
 - **observed decisions**: the count of nodes whose accepted index is i (i < k), and of residual
   emissions (column k).
 - **the verifier's exact step law** on the pair (``sim.kernels.step_stats``, the simulator's kernels:
@@ -79,6 +80,7 @@ class GroupTally:
     monte_carlo: bool = False
     optimum: int = 0
     optimum_nodes: int = 0
+    impossible: int = 0
 
     def __post_init__(self) -> None:
         self.observed = np.zeros(self.k + 1, dtype=np.int64)
@@ -94,7 +96,7 @@ class GroupTally:
         self.pit_ratio += other.pit_ratio
         for name in STEP_SUMS:
             self.steps[name] = [a + b for a, b in zip(self.steps[name], other.steps[name])]
-        for name in ("acceptance", "acceptance_sq", "law_nodes", "optimum", "optimum_nodes"):
+        for name in ("acceptance", "acceptance_sq", "law_nodes", "optimum", "optimum_nodes", "impossible"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.step_law |= other.step_law
         self.monte_carlo |= other.monte_carlo
@@ -135,7 +137,7 @@ def pit_values(p: np.ndarray, q: np.ndarray, emitted: np.ndarray, u: np.ndarray)
     rows = range(p.shape[0])
     stored = np.array([randomized_pit(p[n], int(emitted[n]), float(u[n])) for n in rows])
     by_ratio = np.array([randomized_pit(p[n, order[n]], int(rank[n, emitted[n]]), float(u[n])) for n in rows])
-    return np.clip(stored, 0.0, 1.0), np.clip(by_ratio, 0.0, 1.0)
+    return stored, by_ratio
 
 
 def _needs_streams(verifier: str, k: int) -> bool:
@@ -189,7 +191,9 @@ def batch_stats(batch: NodeBatch, settings: AuditSettings = AuditSettings()) -> 
             rows = rows_k[chosen]
             p, q = batch.p[rows], batch.q[rows]
             tally = GroupTally(name, k, nodes=rows.size)
-            stored, by_ratio = pit_values(p, q, batch.emitted_column[rows], u[rows])
+            emitted = batch.emitted_column[rows]
+            tally.impossible = int((p[np.arange(rows.size), emitted] == 0).sum())
+            stored, by_ratio = pit_values(p, q, emitted, u[rows])
             tally.pit += _histogram(stored)
             tally.pit_ratio += _histogram(by_ratio)
             index = batch.accepted_index[rows]

@@ -10,11 +10,14 @@ import json
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.audit.generators import generate_sequences, parse_generator, read_jsonl
 from engine.audit.stream_audit import GeneratedSequence, audit_sequences, stream_pit
 from engine.decode.processing import Sampling
 from engine.runtime.tree_lm import TreeLM
+from resispec.audit import Verdict
 
 PROMPTS = [torch.tensor([3]), torch.tensor([1, 5])]
 COUNT, NEW_TOKENS = 40, 8  # 320 tokens
@@ -96,12 +99,44 @@ def test_jsonl_round_trip(tiny_models, tmp_path):
     ("{not json", "line 1"), ('{"prompt_ids": [1]}', "generated_ids"), ('{"prompt_ids": [1], "generated_ids": [1.5]}',
                                                                        "integers"),
     ('{"prompt_ids": [1], "generated_ids": [2], "top_p": 2}', "top_p"),
+    ('{"prompt_ids": [1], "generated_ids": [2], "top_k": 2.5}', "top_k: must be an integer"),
+    ('{"prompt_ids": [1], "generated_ids": [true]}', "generated_ids must be a list of token ids"),
+    ('{"prompt_ids": [false], "generated_ids": [2]}', "prompt_ids must be a list of token ids"),
+    ('{"prompt_ids": [1], "generated_ids": [-3]}', "non-negative"),
+    ('{"prompt_ids": [], "generated_ids": [2]}', "prompt_ids is empty"),
+    ('{"prompt_ids": [1], "generated_ids": [2], "temperature": NaN}', "NaN is not JSON"),
+    ('{"prompt_ids": [1], "generated_ids": [2], "temperature": 1e-310}', "temperature"),
+    ('{"prompt_ids": [1], "generated_ids": [2], "temperature": true}', "temperature"),
+    ('[1, 2]', "expected an object"),
+    ('{"prompt_ids": [1], "generated_ids": "2"}', "generated_ids must be a list"),
 ])
 def test_bad_jsonl_is_refused_with_its_line(tmp_path, line, message):
     path = tmp_path / "bad.jsonl"
-    path.write_text(line + "\n")
-    with pytest.raises(ValueError, match=message):
+    path.write_text('{"prompt_ids": [1], "generated_ids": [2]}\n' + line + "\n")
+    with pytest.raises(ValueError, match=message) as error:
         read_jsonl(path)
+    assert f"{path} line 2" in str(error.value)
+
+
+def test_non_utf8_jsonl_is_refused_with_the_file_and_line(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"prompt_ids": [1], "generated_ids": [2]}\n{"note": "caf\xe9"}\n')
+    with pytest.raises(ValueError, match=f"{path} line 2: not UTF-8"):
+        read_jsonl(path)
+
+
+def test_a_sequence_past_the_context_is_refused_with_its_index(tiny_models):
+    target = tiny_models[0]
+    context = target.config.max_position_embeddings
+    text = [([1], [2]), ([1], [2] * context)]
+    with pytest.raises(ValueError, match=f"sequence 1 has {context + 1} positions.*context of {context}"):
+        stream_pit(target, text)
+
+
+def test_two_tokens_are_untested_not_passed(tiny_models):
+    result = audit_sequences(tiny_models[0], [([3], [1, 2])])
+    assert result.verdict is Verdict.UNTESTED and not result.passed and "untested" in result.note
+    assert audit_sequences(tiny_models[0], sequences(tiny_models, "hf")).verdict is Verdict.PASS
 
 
 @pytest.mark.parametrize("text", ["hf:1", "hf-ensemble", "hf-ensemble:1", "hf-ensemble:x", "engine", "jsonl:", "vllm"])
@@ -122,3 +157,44 @@ def test_no_generated_tokens_is_refused_and_empty_sequences_are_skipped(tiny_mod
     with pytest.raises(ValueError, match="no generated tokens"):
         audit_sequences(tiny_models[0], [([1], [])])
     assert stream_pit(tiny_models[0], [([1], []), ([2], [3, 4])]).values.size == 2
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-3, 2**40) | st.floats(allow_nan=False)
+                           | st.text(max_size=3), lambda inner: st.lists(inner, max_size=3), max_leaves=6)
+RECORD_KEYS = ("prompt_ids", "generated_ids", "temperature", "top_k", "top_p")
+
+
+@settings(max_examples=60)
+@given(records=st.lists(st.dictionaries(st.sampled_from(RECORD_KEYS), JSON_VALUES | st.lists(st.integers(0, 9),
+                                                                                             max_size=4)),
+                        min_size=1, max_size=4),
+       junk=st.sampled_from(["", "{", "[1]", "null", "\ufffd"]))
+def test_random_jsonl_lines_give_checked_sequences_or_a_named_line(tmp_path_factory, records, junk):
+    """Any lines: ``read_jsonl`` returns sequences whose ids are non-negative integers and whose sampling
+    is valid, or one ``ValueError`` naming the file and the line."""
+    path = tmp_path_factory.mktemp("jsonl") / "random.jsonl"
+    path.write_text("\n".join([json.dumps(record) for record in records] + [junk]) + "\n", encoding="utf-8")
+    try:
+        read = read_jsonl(path)
+    except ValueError as error:
+        assert f"{path} line " in str(error) and "\n" not in str(error)
+        return
+    assert junk == "" and len(read) == len(records)
+    for sequence in read:
+        ids = sequence.prompt_ids + sequence.generated_ids
+        assert sequence.prompt_ids and all(type(i) is int and i >= 0 for i in ids)
+        assert isinstance(sequence.sampling, Sampling)
+
+
+def test_the_cli_on_two_tokens_says_untested_and_exits_2(tiny_models, tmp_path, capsys, monkeypatch):
+    import engine.model.models
+    from resispec.cli import main
+
+    monkeypatch.setattr(engine.model.models, "load_target", lambda **options: (tiny_models[0], None))
+    path = tmp_path / "two.jsonl"
+    path.write_text('{"prompt_ids": [3], "generated_ids": [1, 2]}\n')
+    assert main(["audit-stream", f"jsonl:{path}", "--threads", "1"]) == 2
+    captured = capsys.readouterr()
+    assert "verdict: UNTESTED" in captured.out and "detects no TV" in captured.out and "PASS" not in captured.out
+    assert captured.err.strip().splitlines()[-1].startswith("resispec audit-stream: error: ")
+    assert "untested" in captured.err

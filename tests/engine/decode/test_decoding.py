@@ -103,7 +103,8 @@ def test_generate_cli_json_on_the_real_model(real_target, capsys):
                    "--verifier", "resispec", "--audit", "--parity", "1", "--json", "--threads", "1"])
     record = json.loads(capsys.readouterr().out)
     assert status == 0 and record["tokens"] == 6 and record["target_forwards"] >= 1
-    assert record["accepted_per_forward"] >= 1.0 and record["audit"]["verdict"] in ("PASS", "FAIL")
+    assert record["accepted_per_forward"] >= 1.0
+    assert record["audit"]["verdict"] == "UNTESTED" and not record["audit"]["passed"]  # 6 tokens test nothing
     assert record["parity"]["checked"] >= 1 and record["parity"]["mismatches"] == 0
 
 

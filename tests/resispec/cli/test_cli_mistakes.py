@@ -66,6 +66,43 @@ MISTAKES = {
     "sim candidates (N, 0)": ["sim", "drift", "--source", "logged:{tmp}/no_candidates.npz", "--out", "{tmp}/out"],
     "sim header declares 745 GiB": ["sim", "drift", "--source", "logged:{tmp}/bomb.npz", "--out", "{tmp}/out"],
     "sim missing log": ["sim", "drift", "--source", "logged:{tmp}/missing.npz", "--out", "{tmp}/out"],
+    # issue 31 and issue 29 item 5: every command's options validated, every record checked before loading
+    "generate temperature 1e-310": [*GENERATE, "--temperature", "1e-310"],
+    "audit-stream jsonl top_k 2.5": ["audit-stream", "jsonl:{tmp}/top_k.jsonl"],
+    "audit-stream jsonl boolean id": ["audit-stream", "jsonl:{tmp}/boolean.jsonl"],
+    "audit-stream jsonl not UTF-8": ["audit-stream", "jsonl:{tmp}/latin1.jsonl"],
+    "audit-stream jsonl NaN": ["audit-stream", "jsonl:{tmp}/nan.jsonl"],
+    "audit-stream threads 0": ["audit-stream", "hf", "--threads", "0"],
+    "audit-stream sequences 0": ["audit-stream", "hf", "--sequences", "0"],
+    "audit-stream alpha 1": ["audit-stream", "hf", "--alpha", "1"],
+    "audit-stream temperature nan": ["audit-stream", "hf", "--temperature", "nan"],
+    "audit-stream unknown device": ["audit-stream", "hf", "--device", "bogus"],
+    "audit-stream device absent": ["audit-stream", "hf", "--device", "xpu"],
+    "bench engine threads 0": ["bench", "engine", "--threads", "0"],
+    "bench engine unknown verifier": ["bench", "engine", "--verifier", "bogus"],
+    "bench engine device absent": ["bench", "engine", "--device", "xpu"],
+    "bench explore vocab past the page": ["bench", "explore", "--vocab", "100"],
+    "bench explore repeats x": ["bench", "explore", "--repeats", "x"],
+    "bench sim pairs 0": ["bench", "sim", "--pairs", "0"],
+    "explore port x": ["explore", "--port", "x"],
+    "audit-log workers 0": ["audit-log", "{tmp}", "--workers", "0"],
+    "audit-log alpha 2": ["audit-log", "{tmp}", "--alpha", "2"],
+    "audit-log negative seed": ["audit-log", "{tmp}", "--seed", "-1"],
+    "audit-log address without ray": ["audit-log", "{tmp}/nodes", "--address", "x"],
+    "audit-log nodes of another version": ["audit-log", "{tmp}/nodes_v2"],
+    "audit-log field of the wrong type": ["audit-log", "{tmp}/nodes_float"],
+    "audit-log set without rows": ["audit-log", "{tmp}/nodes_empty", "--workers", "1"],
+    "audit-log the same shard twice": ["audit-log", "{tmp}/nodes_twice", "--workers", "1"],
+    "audit-log sps with two candidates": ["audit-log", "{tmp}/nodes_sps", "--workers", "1"],
+    "audit-log a staging folder": ["audit-log", "{tmp}/nodes_staging", "--workers", "1"],
+    "log synth rows 0": ["log", "synth", "--rows", "0", "--verifier", "rrs", "--out", "{tmp}/synth"],
+    "log synth k x": ["log", "synth", "--rows", "10", "--verifier", "rrs", "--k", "x", "--out", "{tmp}/synth"],
+    "log synth unknown verifier": ["log", "synth", "--rows", "10", "--verifier", "bogus", "--out", "{tmp}/synth"],
+    "log synth over a folder of one's own": ["log", "synth", "--rows", "10", "--verifier", "rrs", "--out", "{tmp}"],
+    "log synth out is a file": ["log", "synth", "--rows", "10", "--verifier", "rrs", "--out", "{tmp}/file"],
+    "log convert an empty set": ["log", "convert", "{tmp}/nodes_empty", "{tmp}/x.npz"],
+    "log convert into a missing folder": ["log", "convert", "{tmp}/nodes_empty", "/no/such/dir/x.npz"],
+    "log convert rows-per-group 0": ["log", "convert", "{tmp}/nodes_empty", "{tmp}/x.npz", "--rows-per-group", "0"],
 }
 
 
@@ -89,7 +126,50 @@ def bad_files(tmp_path_factory):
     header = {"descr": "<f8", "fortran_order": False, "shape": (100_000, 1_000_000)}
     with zipfile.ZipFile(folder / "bomb.npz", "w") as archive, archive.open("p.npy", "w") as member:
         np.lib.format.write_array_header_1_0(member, header)
+    _bad_jsonl(folder)
+    _bad_nodes(folder)
     return folder
+
+
+def _bad_jsonl(folder):
+    good = '{"prompt_ids": [1, 2], "generated_ids": [3]}\n'
+    (folder / "top_k.jsonl").write_text(good + '{"prompt_ids": [1], "generated_ids": [3], "top_k": 2.5}\n')
+    (folder / "boolean.jsonl").write_text(good + '{"prompt_ids": [1], "generated_ids": [true]}\n')
+    (folder / "latin1.jsonl").write_bytes(good.encode() + b'{"prompt_ids": [1], "generated_ids": [3], "n": "\xe9"}\n')
+    (folder / "nan.jsonl").write_text(good + '{"prompt_ids": [1], "generated_ids": [3], "temperature": NaN}\n')
+
+
+def _bad_nodes(folder):
+    """Folders of broken logged-node sets (resispec-nodes/1)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from resispec.formats.atomic import STAGING_MARKER
+    from sim.serving.io import nodes_table
+
+    def columns(rows, verifier="rrs", k=2):
+        return {"node_id": np.arange(rows), "verifier": verifier, "token_ids": np.tile(np.arange(3), (rows, 1)),
+                "p": np.full((rows, 3), 0.3), "q": np.full((rows, 3), 0.3), "p_tail": np.full(rows, 0.1),
+                "q_tail": np.full(rows, 0.1), "candidates": np.tile(np.arange(k), (rows, 1)),
+                "emitted": np.zeros(rows, dtype=int), "accepted_index": np.zeros(rows, dtype=int)}
+
+    table = nodes_table(columns(40), 10)
+    for name in ("nodes", "nodes_v2", "nodes_float", "nodes_empty", "nodes_twice", "nodes_sps", "nodes_staging"):
+        (folder / name).mkdir()
+    pq.write_table(table, folder / "nodes" / "a.parquet")
+    metadata = {**table.schema.metadata, b"resispec.format": b"resispec-nodes/2"}
+    pq.write_table(table.replace_schema_metadata(metadata), folder / "nodes_v2" / "a.parquet")
+    index = table.schema.get_field_index("emitted")
+    as_float = table.set_column(index, pa.field("emitted", pa.float64()), table.column("emitted").cast(pa.float64()))
+    pq.write_table(as_float, folder / "nodes_float" / "a.parquet")
+    pq.write_table(nodes_table(columns(0), 10), folder / "nodes_empty" / "a.parquet")
+    pq.write_table(table, folder / "nodes_twice" / "a.parquet")
+    pq.write_table(table, folder / "nodes_twice" / "b.parquet")
+    sps = columns(40, "sps", 1)
+    sps["candidates"] = [np.array([0])] * 39 + [np.array([0, 1])]
+    pq.write_table(nodes_table(sps, 10), folder / "nodes_sps" / "a.parquet")
+    pq.write_table(table, folder / "nodes_staging" / "a.parquet")
+    (folder / "nodes_staging" / STAGING_MARKER).write_text("")
 
 
 @pytest.mark.parametrize("mistake", list(MISTAKES))
@@ -108,6 +188,15 @@ def test_each_mistake_exits_2_with_one_line_on_stderr(mistake, bad_files, capsys
 
 def _no_model(*args, **kwargs):
     raise AssertionError("a model was loaded before the arguments were checked")
+
+
+def test_theory_takes_no_coq_as_python_m_theory_does(monkeypatch):
+    import theory
+
+    seen = []
+    monkeypatch.setattr(theory, "main", lambda argv: seen.append(argv) or 0)
+    assert main(["theory", "--no-coq", "--no-docs"]) == 0
+    assert seen == [["--no-docs", "--no-coq"]]
 
 
 def test_a_control_with_nothing_to_catch_is_not_a_pass(capsys):

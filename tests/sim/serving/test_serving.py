@@ -11,12 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from resispec.cli import main
+from resispec.formats.node_reader import read_unit, units
 from resispec.formats.nodes import SchemaError, check_schema, from_top_logprobs
 from resispec.formats.pairs import read_logged
 from resispec.verifiers import VERIFIERS
 from sim.serving.convert import npz_to_parquet, parquet_to_npz
 from sim.serving.exact import as_float, fixed_sum, fixed_sums, node_uniforms
-from sim.serving.io import nodes_table, read_unit, units, write_nodes
+from sim.serving.io import nodes_table, write_nodes
 from sim.serving.report import audit_report
 from sim.serving.runner_local import run_local
 from sim.serving.synth import SynthSpec, synth
@@ -199,6 +200,9 @@ def test_cli_synth_audit_and_bad_input(tmp_path, capsys):
     assert main(["audit-log", str(out), "--workers", "1"]) == 1
     assert "REJECTED" in capsys.readouterr().out
     write_bad_shard(out)
+    assert main(["audit-log", str(out), "--workers", "1", "--skip-bad"]) == 2  # a shard beside a synth run
+    assert "a mixed or incomplete set: bad.parquet is not part of run" in capsys.readouterr().err
+    (out / "_manifest.json").unlink()  # a folder of shards of one's own
     assert main(["audit-log", str(out), "--workers", "1"]) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith("resispec audit-log: ") and "bad.parquet row group 1: row 24" in error

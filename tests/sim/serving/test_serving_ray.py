@@ -22,7 +22,7 @@ def mixed_set(tmp_path_factory):
     synth(SynthSpec(rows=200, verifier="rrs", k=2, kept=8, family="llm:sigma=1,V=32", rows_per_file=100,
                     rows_per_group=50), out / "rrs")
     synth(SynthSpec(rows=200, verifier="pooled", k=3, kept=8, family="llm:sigma=1,V=32", seed=1,
-                    rows_per_file=100, rows_per_group=50), out / "pooled")
+                    rows_per_file=100, rows_per_group=50, first_node_id=200), out / "pooled")
     return out
 
 
