@@ -127,20 +127,30 @@ port = integer_in(0, 65535, what="a port")
 """A TCP port in ``[0, 65535]`` (0: let the system choose)."""
 
 
-def tree_shape(text: str) -> tuple[int, ...] | str:
-    """``"4,2,2,1"`` -> (4, 2, 2, 1): children per node at each depth, at most ``MAX_TREE_NODES`` nodes;
-    ``"auto"`` stays ``"auto"`` (the engine chooses the tree)."""
-    if text == "auto":
-        return text
+def branching(text: str) -> tuple[int, ...]:
+    """``"4,2,2,1"`` -> (4, 2, 2, 1): children per node at each depth, at most ``MAX_TREE_NODES`` nodes."""
     try:
-        branching = tuple(int(part) for part in text.split(","))
+        shape = tuple(int(part) for part in text.split(","))
     except ValueError:
         fail(f"expected comma-separated integers like 4,2,2,1, got {text!r}")
     try:
-        check_tree_size(branching)
+        check_tree_size(shape)
     except ValueError as error:
         fail(str(error).removeprefix("tree: "))
-    return branching
+    return shape
+
+
+def tree_shape(text: str) -> tuple[int, ...] | str:
+    """A `branching`, or ``"auto"`` (the engine chooses the tree)."""
+    return text if text == "auto" else branching(text)
+
+
+def positive_seconds(text: str) -> float:
+    """A finite number of seconds > 0."""
+    value = _number(text)
+    if value <= 0:
+        fail(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def verifier_name(text: str) -> str:

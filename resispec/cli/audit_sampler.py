@@ -13,7 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from resispec.cli.arguments import integer_in, nonneg_seed, positive_int, temperature, top_p
+from resispec.cli.arguments import (
+    branching,
+    integer_in,
+    nonneg_seed,
+    positive_int,
+    positive_seconds,
+    temperature,
+    top_p,
+)
 from resispec.cli.output import strict_json
 
 small_count = integer_in(1, 8, what="a count")
@@ -33,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--level", choices=LEVELS, default="node", help="node, chain or tree (default: %(default)s)")
     parser.add_argument("--k", type=small_count, default=2, help="node: candidates per node (default: %(default)s)")
     parser.add_argument("--gamma", type=small_count, default=4, help="chain: draft length (default: %(default)s)")
-    parser.add_argument("--branching", type=_branching, default=(2, 2), metavar="B1,B2,...",
+    parser.add_argument("--branching", type=branching, default=(2, 2), metavar="B1,B2,...",
                         help="tree: children per node at each depth (default: 2,2)")
     parser.add_argument("--drafting", choices=list(DRAFTING_SCHEMES), default="iid",
                         help="the claimed drafting rule (default: %(default)s)")
@@ -52,29 +60,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--samples", type=positive_int, default=DEFAULT_SAMPLES, metavar="N",
                         help="samples per context (default: %(default)s)")
     parser.add_argument("--seed", type=nonneg_seed, default=0, metavar="S", help="(default: %(default)s)")
-    parser.add_argument("--time-limit", type=_seconds, default=60.0, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=positive_seconds, default=60.0, metavar="SECONDS",
                         help="per call of FUNCTION (default: %(default)s)")
     parser.add_argument("--threads", type=positive_int, default=1,
                         help="torch CPU threads, if torch is installed (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     parser.set_defaults(handler=run)
-
-
-def _branching(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 2,2, got {text!r}") from None
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
 
 
 def load_sampler(spec: str) -> Any:

@@ -38,13 +38,14 @@ class SamplerTest:
     @property
     def rejected(self) -> bool:
         """The test's own verdict at the family's level (a PIT test splits it between KS and chi-square; a token
-        where the law has p = 0 rejects whatever the degrees of freedom)."""
-        return not self.result.passed
+        where the law has p = 0 rejects whatever the degrees of freedom; a result that tested nothing,
+        ``Verdict.UNTESTED``, rejects nothing)."""
+        return self.result.tested and not self.result.passed
 
     @property
     def tested(self) -> bool:
         """Whether the test could see anything: a degree of freedom, or a rejection."""
-        return self.result.chi2_df >= 1 or self.rejected
+        return self.result.tested and (self.result.chi2_df >= 1 or self.rejected)
 
     def to_dict(self) -> dict:
         record = self.result.to_dict()

@@ -95,7 +95,7 @@ def test_an_audit_that_saw_nothing_is_not_a_pass():
     (dict(drafting="beam"), "drafting: expected one of iid, wor, topk"),
     (dict(rule="rrs_wor"), "rule: rrs_wor drafts by wor"),
     (dict(rule="bogus"), "unknown verifier 'bogus'"),
-    (dict(top_p=1.5), "top_p: must lie in (0, 1]"),
+    (dict(top_p=1.5), "top_p: must be a number in (0, 1]"),
     (dict(samples=0), "samples"),
     (dict(pairs=["nope"]), "pairs: unknown pair name"),
 ])
