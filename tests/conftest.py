@@ -9,8 +9,9 @@ plugin's own ``--hypothesis-profile`` option wins when given):
   repository root) that replays the failures it found first on the next run.
 
 Both try up to 150 examples per test, sized for a 2-core machine (tests set fewer where one is costly).
-The ``slow`` marker (registered in pyproject.toml) tags the theory run, the sequence-level exactness runs
-and the training smoke tests; everything runs by default, ``-m "not slow"`` leaves them out locally.
+The ``slow`` marker (registered in pyproject.toml) tags the theory run and Coq build, the sequence-level
+exactness runs, the real-model stream audits and the training smoke tests; everything runs by default,
+``-m "not slow"`` leaves them out locally (tests/README.md: the tiers and what each costs).
 """
 
 from __future__ import annotations

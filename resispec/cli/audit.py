@@ -33,20 +33,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from resispec.audit.runner import FAMILY_ALPHA, run_audit
-    from resispec.cli.table import format_table
 
     report = run_audit(args.verifier, args.k, args.suite, args.samples, args.seed,
                        progress=lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:
         print(strict_json(report.to_dict()))
         return _status(report)
-    headers = ["verifier", "exact?", "drafting", "k", "max exact-law err", "sampled TV", "chi2 p (min)",
-               "acceptance", "acc / iid opt", "worst pair", "verdict"]
-    rows = [[row.verifier, "yes" if row.claims_exact else "no (control)", row.drafting, row.k,
-             f"{row.max_exact_error:.1e}", f"{row.max_sampled_tv:.3f}", f"{row.min_chi2_pvalue:.2g}",
-             f"{row.mean_acceptance:.4f}", f"{row.mean_ratio_to_optimum:.4f}", row.worst_pair, row.verdict]
-            for row in report.rows]
-    print(format_table(headers, rows))
+    print(audit_table(report))
     print(f"\nsuite {report.suite}: {report.samples} samples per sampling audit, seed {report.seed}; "
           f"chi-square level {report.alpha:.2g} per audit (Bonferroni: {FAMILY_ALPHA} over every sampling "
           f"audit of an exact verifier); exact-law tolerance 1e-12. Acceptance and its ratio to the i.i.d. "
@@ -58,6 +51,19 @@ def run(args: argparse.Namespace) -> int:
     verdict = "UNTESTED CONTROL" if report.untested_controls else "PASS" if report.passed else "FAIL"
     print(f"\nverdict: {verdict}")
     return _status(report)
+
+
+def audit_table(report) -> str:
+    """The table ``resispec audit`` prints: one line per (verifier, k) of an ``AuditReport`` (the README shows it)."""
+    from resispec.cli.table import format_table
+
+    headers = ["verifier", "exact?", "drafting", "k", "max exact-law err", "sampled TV", "chi2 p (min)",
+               "acceptance", "acc / iid opt", "worst pair", "verdict"]
+    rows = [[row.verifier, "yes" if row.claims_exact else "no (control)", row.drafting, row.k,
+             f"{row.max_exact_error:.1e}", f"{row.max_sampled_tv:.3f}", f"{row.min_chi2_pvalue:.2g}",
+             f"{row.mean_acceptance:.4f}", f"{row.mean_ratio_to_optimum:.4f}", row.worst_pair, row.verdict]
+            for row in report.rows]
+    return format_table(headers, rows)
 
 
 def _status(report) -> int:

@@ -18,7 +18,7 @@ from engine.decode.generation import prompt_ids
 from engine.model.tiny import tiny_llama
 from resispec.cli import main
 
-pytestmark = pytest.mark.real_model
+pytestmark = [pytest.mark.real_model, pytest.mark.slow]  # the real-model audit-stream tier: minutes per decoder
 
 EXACT = {"engine:resispec": (4, 32), "engine:rrs_wor": (4, 32), "hf": (8, 32), "hf-assisted": (4, 32)}
 LOSSY = {"engine:resispec_paper": (6, 48), "hf-ensemble:0.5": (6, 48)}

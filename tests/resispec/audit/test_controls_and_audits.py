@@ -9,8 +9,10 @@ from resispec import VERIFIERS, get_verifier
 from resispec.audit import DEFAULT_ALPHA, DEFAULT_SAMPLES, exact_law, pit_audit, sample_audit
 from resispec.audit.goodness_of_fit import merged_chi_square, min_detectable_tv
 from resispec.audit.runner import _audit_seed, run_audit
+from resispec.cli.audit import audit_table
 from resispec.suite import get_suite
 from resispec.verifiers import Verifier
+from tests.readme import readme_section
 
 CONTROLS = [name for name, cls in VERIFIERS.items() if not cls.claims_exact]
 
@@ -55,6 +57,26 @@ def test_default_audit_covers_the_suite_with_a_bonferroni_level(default_report):
     assert default_report.alpha == pytest.approx(0.01 / audits)
     names = {pair.name for pair in get_suite()}
     assert {o.pair for row in default_report.rows for o in row.outcomes} == names
+
+
+def test_the_readme_shows_the_default_audit(default_report):
+    """README.md's sample table is what ``resispec audit`` prints (``audit_table`` of the default report), and
+    the sample size and per-audit level quoted under it are the report's. An exact verifier's exact-law
+    error is float rounding (~1e-16, it moves with summation order), so there both need only be < 1e-12."""
+    section = readme_section("## The main job: `resispec audit`")
+    printed = [line.rstrip() for line in audit_table(default_report).splitlines()]
+    shown = section.split("```\n")[1].splitlines()
+    column = printed[0].index("max exact-law err")
+
+    def comparable(line: str) -> str:
+        error = line[column:].split()[0]
+        rounding = line.split()[1] == "yes" and float(error) < 1e-12
+        return line[:column] + ("< 1e-12" if rounding else error) + line[column + len(error):]
+
+    assert [comparable(line) for line in shown] == [comparable(line) for line in printed], (
+        "README.md: paste the table `resispec audit` prints now:\n" + "\n".join(printed))
+    assert f"Each sampling audit draws {default_report.samples} samples" in section
+    assert f"(Bonferroni, {default_report.alpha:.2g} per audit here)" in section
 
 
 def test_audit_report_fails_when_a_control_claims_exactness(monkeypatch):

@@ -14,6 +14,8 @@ from sim.serving.runner_ray import run_ray
 from sim.serving.synth import SynthSpec, synth
 from tests.sim.serving.test_serving import write_bad_shard
 
+pytestmark = pytest.mark.xdist_group("ray")  # one Ray instance (tests/conftest.py): its tests on one worker
+
 
 @pytest.fixture(scope="module")
 def mixed_set(tmp_path_factory):

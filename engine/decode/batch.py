@@ -1,0 +1,197 @@
+"""Many independent generations in lock step: each round's forwards and verifications batched over sequences.
+
+`BatchDecoder` runs S generations from one prompt with the decoding loop's rule (`engine.decode.decoding`,
+whose module docstring states it): the same resolved verification (`engine.verifiers.strategy.Verification`:
+drafting by the verifier's rule, the chain part decided by batched sps, node-by-node verification, or a
+sequence-level round verifier), the same trees (`engine.runtime.tree.CandidateTree`, equal root-to-node paths
+sharing one row), the same processing of p and q, and the models' own forwards (`engine.runtime.forest`).
+Per round of every unfinished sequence: one draft forward per level and one target forward for all of
+them; drafting of a level, the chain part and each depth's verifications are one call for all of them.
+
+Randomness is the loop's, in the loop's order: drafting from a ``torch.Generator`` seeded with ``seed``,
+verification and sampling uniforms from ``numpy.random.default_rng(seed)``, each call drawing its rows
+sequence by sequence. So a batch of one sequence decodes, token for token, what ``Decoder(..., seed)``
+decodes (a test pins it); with S > 1 the sequences are independent draws of the same process. It exists
+to audit the loop's law over tens of thousands of generations (tests/engine/decode); no hooks (audit,
+log, parity), no end-of-sequence token.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import torch
+
+from engine.decode.decoding import AUTOREGRESSIVE
+from engine.decode.processing import Sampling, draft_probs, target_probs
+from engine.runtime.compact_lm import lm_for
+from engine.runtime.forest import ForestLM
+from engine.runtime.tree import CandidateTree
+from engine.runtime.tree_lm import TreeCacheLM
+from engine.verifiers.strategy import Verification
+from resispec.sampling import inverse_cdf_rows
+
+
+class BatchDecoder:
+    """S generations at a time from ``target_model`` with ``draft`` (a `TreeCacheLM`: `TreeLM` or a self-draft),
+    ``verifier`` (a name, ``"ar"``, or a `Verification`), ``branching``, ``sampling`` and ``seed``, as `Decoder`."""
+
+    def __init__(self, target_model: torch.nn.Module, draft: TreeCacheLM | None, verifier: str | Verification,
+                 branching: tuple[int, ...] = (4, 2, 2, 1), sampling: Sampling = Sampling(), seed: int = 0) -> None:
+        self.target_model = target_model
+        self.sampling = sampling
+        self.rng = np.random.default_rng(seed)
+        self.generator = torch.Generator(device=target_model.device).manual_seed(seed)
+        self.speculative = verifier != AUTOREGRESSIVE
+        if self.speculative:
+            if not isinstance(draft, TreeCacheLM):
+                raise ValueError(f"draft: a batch needs a TreeCacheLM draft (TreeLM or a self-draft), got "
+                                 f"{type(draft).__name__}")
+            verification = verifier if isinstance(verifier, Verification) else Verification.of(verifier)
+            self.tree = CandidateTree.from_branching(branching)
+            verification.check_branching(self.tree.branching)
+            self.round_verifier = verification.round
+            self.node_verifier = verification.node_verifier()
+            self.chain_length = next((d for d, b in enumerate(self.tree.branching) if b > 1), self.tree.depth)
+            self.chain_verifier = verification.chain_verifier() if self.chain_length else None
+        self.draft = draft
+
+    def generate(self, prompt_ids: torch.Tensor, max_new_tokens: int, sequences: int) -> np.ndarray:
+        """``sequences`` generations of ``max_new_tokens`` tokens after ``prompt_ids`` (long [T]): int64
+        [sequences, max_new_tokens], row s = sequence s."""
+        if max_new_tokens < 1 or sequences < 1:
+            raise ValueError(f"max_new_tokens, sequences: must be >= 1, got {max_new_tokens}, {sequences}")
+        target = ForestLM(lm_for(self.target_model), prompt_ids, sequences)
+        draft = ForestLM(self.draft, prompt_ids, sequences) if self.speculative else None
+        output: list[list[int]] = [[] for _ in range(sequences)]
+        roots = [int(prompt_ids[-1])] * sequences
+        active = list(range(sequences))
+        while active:
+            step = self._round(target, draft, active, roots) if self.speculative else self._step(target, active, roots)
+            for sequence, tokens in zip(active, step):
+                output[sequence] += tokens[: max_new_tokens - len(output[sequence])]
+                roots[sequence] = tokens[-1]
+            active = [sequence for sequence in active if len(output[sequence]) < max_new_tokens]
+        return np.array(output, dtype=np.int64)
+
+    def _sample(self, p: torch.Tensor) -> list[int]:
+        """One token per row of p (A, V) by inverse CDF at uniforms of the loop's generator."""
+        u = torch.from_numpy(self.rng.random(p.shape[0])).to(p.device)
+        return inverse_cdf_rows(p, u).tolist()
+
+    def _step(self, target: ForestLM, active: list[int], roots: list[int]) -> list[list[int]]:
+        """Plain sampling: one token per active sequence."""
+        logits = target.grow({s: ([roots[s]], [-1]) for s in active})
+        for s in active:
+            target.commit(s, [0], [])
+        return [[token] for token in self._sample(target_probs(logits, self.sampling))]
+
+    def _round(self, target: ForestLM, draft: ForestLM, active: list[int], roots: list[int]) -> list[list[int]]:
+        """One speculative round of every active sequence: their emitted tokens, in ``active``'s order.
+
+        Tensors: tokens (A, N) long (logical nodes, breadth first), p_all (A, N, V) at every node, q_all
+        (A, I, V) at the I internal nodes; per sequence, ``rows`` maps a logical node to its model tree index.
+        """
+        tree, count = self.tree, len(active)
+        tokens = torch.full((count, tree.num_nodes), -1, dtype=torch.long)
+        tokens[:, 0] = torch.tensor([roots[s] for s in active])
+        draft_rows, draft_seen = [{0: 0} for _ in active], [{} for _ in active]
+        q_levels = [draft.grow({s: ([roots[s]], [-1]) for s in active})]  # level d: (A * nodes at d, V)
+        for depth, children in enumerate(tree.branching):
+            chosen = self.node_verifier.draft(draft_probs(q_levels[-1], self.sampling), children, self.generator)
+            level = tree.level(depth + 1)
+            tokens[:, level] = chosen.reshape(count, -1).cpu()
+            if depth + 1 == tree.depth:  # the leaves are not fed to the draft
+                break
+            sizes = [len(seen) + 1 for seen in draft_seen]
+            grown = {s: self._add_rows(tokens[a].tolist(), draft_rows[a], draft_seen[a], level)
+                     for a, s in enumerate(active)}
+            logits, offset, picks = draft.grow(grown), 0, []
+            for a, s in enumerate(active):
+                picks += [offset + draft_rows[a][node] - sizes[a] for node in range(level.start, level.stop)]
+                offset += len(grown[s][0])
+            q_levels.append(logits[picks])
+        q_all = draft_probs(torch.cat([q.reshape(count, -1, q.shape[-1]) for q in q_levels], dim=1), self.sampling)
+        target_rows, target_seen, grown = [{0: 0} for _ in active], [{} for _ in active], {}
+        for a, s in enumerate(active):
+            row_tokens, row_parents = self._add_rows(tokens[a].tolist(), target_rows[a], target_seen[a],
+                                                     slice(1, tree.num_nodes))
+            grown[s] = ([roots[s], *row_tokens], [-1, *row_parents])
+        p_rows = target_probs(target.grow(grown), self.sampling)
+        offsets = np.cumsum([0] + [len(grown[s][0]) for s in active])
+        p_all = p_rows[torch.tensor([[offsets[a] + target_rows[a][node] for node in range(tree.num_nodes)]
+                                     for a in range(count)])]
+        ends, emitted = self._walk(tokens, p_all, q_all)
+        for a, s in enumerate(active):
+            path = tree.path(ends[a])
+            target.commit(s, [target_rows[a][node] for node in path], [])
+            fed = [node for node in path if node in draft_rows[a]]
+            draft.commit(s, [draft_rows[a][node] for node in fed], tokens[a, path[len(fed):]].tolist())
+        return emitted
+
+    def _add_rows(self, tokens: list[int], rows: dict[int, int], seen: dict[tuple[int, int], int],
+                  nodes: slice) -> tuple[list[int], list[int]]:
+        """Give one sequence's logical ``nodes`` their tree indices in ``rows``: a node whose (parent's index,
+        token) is already in ``seen`` shares that row (equal root-to-node paths, `engine.decode.expand`).
+        Returns the new rows' tokens and parents (tree indices)."""
+        new_tokens, new_parents = [], []
+        for node in range(nodes.start, nodes.stop):
+            key = (rows[int(self.tree.parents[node])], tokens[node])
+            if key not in seen:
+                seen[key] = len(seen) + 1  # index 0 is the root
+                new_tokens.append(key[1])
+                new_parents.append(key[0])
+            rows[node] = seen[key]
+        return new_tokens, new_parents
+
+    def _walk(self, tokens: torch.Tensor, p_all: torch.Tensor,
+              q_all: torch.Tensor) -> tuple[list[int], list[list[int]]]:
+        """Verification from the roots down, depth by depth for all A sequences at once: per sequence the
+        deepest accepted node and the emitted tokens (`Decoder._walk`'s rule, one call per depth)."""
+        tree, count = self.tree, tokens.shape[0]
+        ends, emitted = [0] * count, [[] for _ in range(count)]
+        if self.round_verifier is not None:  # sequence-level: one decision per round, sequence by sequence
+            for a in range(count):
+                node, token = self.round_verifier(tree, tokens[a], p_all[a], q_all[a], self.rng)
+                path = tree.path(node)
+                ends[a], emitted[a] = node, [*tokens[a, path[1:]].tolist(), token]
+            return ends, emitted
+        decided = None
+        m = self.chain_length
+        if self.chain_verifier is not None:  # the chain part's nodes 0..m-1 of every sequence at once
+            chain = self.chain_verifier.verify_batch(p_all[:, :m].reshape(count * m, -1),
+                                                     q_all[:, :m].reshape(count * m, -1),
+                                                     tokens[:, 1: m + 1].reshape(count * m, 1), self.rng)
+            decided = [part.reshape(count, m) for part in chain]
+        live = list(range(count))
+        for depth in range(tree.depth + 1):
+            if not live:
+                break
+            if depth == tree.depth:  # a leaf was accepted: one token from p at the leaf
+                for a, token in zip(live, self._sample(p_all[live, [ends[a] for a in live]])):
+                    emitted[a].append(token)
+                break
+            decisions = {}
+            if decided is not None and depth < m:
+                decisions = {a: (int(decided[0][a, depth]), int(decided[1][a, depth])) for a in live}
+            else:
+                groups = defaultdict(list)  # sequences by their node's number of real candidates
+                for a in live:
+                    children = tree.children(ends[a])
+                    candidates = self.node_verifier.candidates(q_all[a, ends[a]], tokens[a, children])
+                    groups[len(candidates)].append((a, candidates))
+                for group in groups.values():
+                    index = [a for a, _ in group]
+                    nodes = [ends[a] for a in index]
+                    chosen, slot = self.node_verifier.verify_batch(
+                        p_all[index, nodes], q_all[index, nodes], torch.stack([c for _, c in group]), self.rng)
+                    decisions.update({a: (int(t), int(i)) for a, t, i in zip(index, chosen, slot)})
+            for a in list(live):
+                token, index = decisions[a]
+                emitted[a].append(token)
+                if index < 0:
+                    live.remove(a)
+                else:
+                    ends[a] = tree.children(ends[a]).start + index
+        return ends, emitted
