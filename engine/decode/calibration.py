@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -41,6 +42,7 @@ from engine.model.gguf import cache_root
 from engine.model.native import target_compute_of
 from engine.runtime.compact_lm import lm_for
 from resispec import get_verifier
+from resispec.formats.atomic import atomic_write_text
 
 ACCEPTANCE_SUPPORTS = (32, 12, 6)
 MULTI_CANDIDATE_POSITIONS = 16
@@ -210,20 +212,34 @@ def calibration_key(model, draft_name: str, verifier: str, sampling: Sampling, t
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _read_calibration(data: dict) -> Calibration:
+    """A `Calibration` from its stored JSON object (``format`` = ``FORMAT``); KeyError / TypeError / ValueError
+    when a field is missing or of the wrong kind."""
+    if data["format"] != FORMAT:
+        raise ValueError(f"format {data['format']!r}, expected {FORMAT}")
+    seconds = {name: {int(k): float(v) for k, v in data[name].items()}
+               for name in ("target_seconds", "draft_seconds", "verify_seconds")}
+    return Calibration([float(a) for a in data["acceptance"]], seconds["target_seconds"], seconds["draft_seconds"],
+                       float(data["round_seconds"]), int(data["positions"]),
+                       [float(c) for c in data["correlation"]], seconds["verify_seconds"])
+
+
 def cached_calibration(key: str, compute) -> tuple[Calibration, bool]:
-    """The calibration stored under ``key``, or ``compute()`` stored there; second item: whether cached."""
+    """The calibration stored under ``key``, or ``compute()`` stored there; second item: whether cached.
+
+    A stored file that cannot be read (truncated JSON, a missing or mistyped field, another format) is named
+    on one line on stderr, discarded and measured again."""
     path = cache_root() / "calibration" / f"{key}.json"
     if path.is_file():
-        data = json.loads(path.read_text())
-        return Calibration(data["acceptance"], {int(k): v for k, v in data["target_seconds"].items()},
-                           {int(k): v for k, v in data["draft_seconds"].items()}, data["round_seconds"],
-                           data["positions"], data["correlation"],
-                           {int(k): v for k, v in data["verify_seconds"].items()}), True
+        try:
+            return _read_calibration(json.loads(path.read_text())), True
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            print(f"resispec: the cached calibration {path} is unusable ({type(error).__name__}: {error}); "
+                  "discarded, calibrating again", file=sys.stderr)
+            path.unlink(missing_ok=True)
     calibration = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_suffix(".tmp")
-    staging.write_text(json.dumps(asdict(calibration), indent=1))
-    staging.replace(path)
+    atomic_write_text(path, json.dumps({**asdict(calibration), "format": FORMAT}, indent=1))
     return calibration, False
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from engine.model.gguf import checkpoint_dir, write_checkpoint
+from engine.model.gguf import ensure_checkpoint
 
 
 def checkpoint_folder(path: str | Path, role: str) -> Path:
@@ -30,10 +30,7 @@ def checkpoint_folder(path: str | Path, role: str) -> Path:
             raise ValueError(f"{role}: {path} is a directory without config.json, not a transformers checkpoint")
         return path
     if path.is_file() and path.suffix.lower() == ".gguf":
-        folder = checkpoint_dir(path)
-        if not (folder / "model.safetensors").is_file():
-            write_checkpoint(path, folder)
-        return folder
+        return ensure_checkpoint(path)
     if path.is_file():
         raise ValueError(f"{role}: {path} is neither a checkpoint directory nor a .gguf file")
     raise ValueError(f"{role}: no checkpoint at {path}")

@@ -5,14 +5,20 @@ the tokenizer, as a plain transformers checkpoint (safetensors) into the user ca
 read that folder. Nothing is ever fetched from a hub (``local_files_only=True`` on every call).
 
 Cache folder: ``$RESISPEC_CACHE``, else ``$XDG_CACHE_HOME/resispec``, else ``~/.cache/resispec``; the
-checkpoint lies in a subfolder named after the GGUF file and its size.
+checkpoint lies in a subfolder named after the GGUF file and its size, with a manifest
+(``resispec-checkpoint.json``: format version, the source file's fingerprint, every file's size) written last:
+a checkpoint whose manifest is missing or does not match its files (a truncated ``model.safetensors``, a
+different source) is named on one line on stderr, discarded and rebuilt (`ensure_checkpoint`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -61,6 +67,69 @@ def checkpoint_dir(gguf_path: Path) -> Path:
     return cache_root() / f"{gguf_path.stem}-{gguf_path.stat().st_size}"
 
 
+def source_fingerprint(path: Path, edge: int = 1 << 16) -> str:
+    """The file's size and the SHA-256 of its first and last ``edge`` bytes: what a cache is checked against
+    (a different file, even of the same name and size, almost surely differs there: the header holds the
+    metadata, the end the last blocks)."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(edge)
+        handle.seek(max(size - edge, 0))
+        tail = handle.read(edge)
+    return f"{size}:{hashlib.sha256(head + tail).hexdigest()}"
+
+
+CHECKPOINT_FORMAT = "resispec-checkpoint-v1"
+"""Version of the cached checkpoint's layout; a change to what it holds must change it."""
+MANIFEST = "resispec-checkpoint.json"
+
+
+def _manifest(gguf_path: Path, folder: Path) -> dict:
+    """What a complete checkpoint of ``gguf_path`` in ``folder`` records: format, source, file sizes."""
+    sizes = {item.name: item.stat().st_size for item in sorted(folder.iterdir()) if item.name != MANIFEST}
+    return {"format": CHECKPOINT_FORMAT, "source": source_fingerprint(gguf_path), "sizes": sizes}
+
+
+def checkpoint_problem(gguf_path: Path, folder: Path) -> str | None:
+    """Why the cached checkpoint in ``folder`` cannot be used (None: it can): no manifest, another format or
+    source, or one of the files it records missing or of another size."""
+    try:
+        recorded = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError) as error:
+        return f"no readable manifest ({type(error).__name__})"
+    if not isinstance(recorded, dict) or recorded.get("format") != CHECKPOINT_FORMAT:
+        return "another cache format"
+    if recorded.get("source") != source_fingerprint(gguf_path):
+        return "made from another file"
+    sizes = recorded.get("sizes")
+    if not isinstance(sizes, dict) or "model.safetensors" not in sizes:
+        return "a manifest without its files"
+    for name, size in sizes.items():  # files added later beside them (the native layers) are not its own
+        if not (folder / name).is_file() or (folder / name).stat().st_size != size:
+            return f"{name} is not the file recorded (truncated or changed)"
+    return None
+
+
+def ensure_checkpoint(gguf_path: Path) -> Path:
+    """The folder of a usable dequantized checkpoint of ``gguf_path``: the cached one, or one (re)built by
+    `write_checkpoint` after naming why the cached one was discarded (one line on stderr)."""
+    folder = checkpoint_dir(gguf_path)
+    if folder.is_dir():
+        problem = checkpoint_problem(gguf_path, folder)
+        if problem is None:
+            return folder
+        print(f"resispec: the cached checkpoint {folder} is unusable ({problem}); discarded, rebuilding",
+              file=sys.stderr)
+        discarded = Path(tempfile.mkdtemp(prefix=f".{folder.name}.discarded.", dir=folder.parent))
+        try:  # moved aside in one step: another process never sees half of it, nor loses a new one it wrote
+            folder.rename(discarded / folder.name)
+        except OSError:
+            pass  # another process discarded it first
+        shutil.rmtree(discarded, ignore_errors=True)
+    write_checkpoint(gguf_path, folder)
+    return folder
+
+
 def write_checkpoint(gguf_path: Path, destination: Path) -> None:
     """Dequantize `gguf_path` (float32) and save model, config and tokenizer into `destination`.
 
@@ -80,6 +149,7 @@ def write_checkpoint(gguf_path: Path, destination: Path) -> None:
     try:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
+        (staging / MANIFEST).write_text(json.dumps(_manifest(gguf_path, staging)))  # last: marks it complete
         staging.rename(destination)
     except OSError:
         if not (destination / "model.safetensors").is_file():

@@ -18,7 +18,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from engine.model.checkpoints import load_checkpoint
-from engine.model.gguf import checkpoint_dir, target_gguf_path, write_checkpoint
+from engine.model.gguf import ensure_checkpoint, target_gguf_path
 from engine.model.native import native_model
 
 TARGET_COMPUTES = ("float32", "native")
@@ -44,9 +44,7 @@ def load_target(
         return with_compute(model, compute, path), tokenizer
     if path is not None:
         return load_checkpoint(path, device, dtype)
-    checkpoint = checkpoint_dir(target_gguf_path())
-    if not (checkpoint / "model.safetensors").is_file():
-        write_checkpoint(target_gguf_path(), checkpoint)
+    checkpoint = ensure_checkpoint(target_gguf_path())
     tokenizer = AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(checkpoint, local_files_only=True, dtype=dtype)
     return model.to(device).eval().requires_grad_(False), tokenizer

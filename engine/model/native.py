@@ -37,7 +37,6 @@ transformers' own ``LlamaTensorProcessor`` (a permutation of whole output rows, 
 from __future__ import annotations
 
 import copy
-import hashlib
 import os
 import sys
 import tempfile
@@ -52,7 +51,7 @@ from tqdm import tqdm
 from transformers import PreTrainedModel
 from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
 
-from engine.model.gguf import checkpoint_dir
+from engine.model.gguf import checkpoint_dir, source_fingerprint
 from engine.model.quantize import INT4_LEVELS, Int4Linear
 
 LINEAR_LAYERS = {"attn_q": ("self_attn", "q_proj"), "attn_k": ("self_attn", "k_proj"),
@@ -134,18 +133,6 @@ def read_layers(gguf_path: Path, config) -> dict[tuple[int, str], Q4_1Linear]:
             layers[int(parts[1]), parts[2]] = Q4_1Linear.from_blocks(_rows(tensor, config))
             bar.update()
     return layers
-
-
-def source_fingerprint(path: Path, edge: int = 1 << 16) -> str:
-    """The file's size and the SHA-256 of its first and last ``edge`` bytes: what the cache is checked against
-    (a different file, even of the same name and size, almost surely differs there: the header holds the
-    metadata, the end the last blocks)."""
-    size = path.stat().st_size
-    with open(path, "rb") as handle:
-        head = handle.read(edge)
-        handle.seek(max(size - edge, 0))
-        tail = handle.read(edge)
-    return f"{size}:{hashlib.sha256(head + tail).hexdigest()}"
 
 
 def cached_layers(gguf_path: Path, config) -> dict[tuple[int, str], Q4_1Linear]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -132,3 +133,28 @@ def test_calibration_runs_on_tiny_models_and_is_cached(tmp_path, monkeypatch):
     stored, cached = cached_calibration("k", lambda: calibration)
     again, cached_again = cached_calibration("k", lambda: pytest.fail("recomputed"))
     assert (cached, cached_again) == (False, True) and again == stored and isinstance(again, Calibration)
+
+
+def _small_calibration() -> Calibration:
+    return Calibration(acceptance=[0.5, 0.7], target_seconds={1: 0.01, 2: 0.012}, draft_seconds={1: 0.004},
+                       round_seconds=0.001, positions=4, correlation=[1.0, 0.9], verify_seconds={1: 0.001})
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (lambda text: text[: len(text) // 2], "JSONDecodeError"),
+    (lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "round_seconds"}), "KeyError"),
+    (lambda text: json.dumps({**json.loads(text), "positions": [4]}), "TypeError"),
+    (lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "format"}), "KeyError"),
+])
+def test_a_damaged_cached_calibration_is_named_discarded_and_measured_again(tmp_path, monkeypatch, capsys, damage,
+                                                                           reason):
+    monkeypatch.setenv("RESISPEC_CACHE", str(tmp_path))
+    calibration = _small_calibration()
+    cached_calibration("k", lambda: calibration)
+    path = tmp_path / "calibration" / "k.json"
+    path.write_text(damage(path.read_text()))
+    again, cached = cached_calibration("k", lambda: calibration)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert (again, cached) == (calibration, False) and len(lines) == 1
+    assert str(path) in lines[0] and reason in lines[0] and "calibrating again" in lines[0]
+    assert cached_calibration("k", lambda: pytest.fail("recomputed")) == (calibration, True)
