@@ -85,7 +85,7 @@ def test_a_draft_on_another_vocabulary_is_one_clear_error(real_target, tmp_path,
     status = main(["generate", "--prompt", "Hi.", "--draft", str(folder), "--max-new-tokens", "2", "--threads", "1"])
     error = capsys.readouterr().err
     last = error.strip().splitlines()[-1]  # earlier lines: transformers' loading bars
-    assert status == 2 and "Traceback" not in error and last.startswith("resispec generate: draft: ")
+    assert status == 2 and "Traceback" not in error and last.startswith("resispec generate: error: draft: ")
     assert "vocabulary of 8 tokens, the target's has 49152" in last
 
 

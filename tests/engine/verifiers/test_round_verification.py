@@ -56,7 +56,7 @@ def test_block_needs_a_chain_and_rounds_have_no_node_log(tiny_models, capsys):
     with pytest.raises(ValueError, match="decides whole rounds"):
         Decoder(target, TreeLM(draft), "traversal", (2, 1), parity_fraction=0.5)
     assert main(["generate", "--prompt", "hi", "--verifier", "block", "--tree", "2,1"]) == 2
-    assert capsys.readouterr().err.strip().startswith("resispec generate: tree: block verifies a chain")
+    assert capsys.readouterr().err.strip().startswith("resispec generate: error: tree: block verifies a chain")
 
 
 def test_the_strategy_resolves_the_drafting_verifier_and_the_shapes_once():
