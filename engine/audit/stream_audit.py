@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
+from transformers import PretrainedConfig
 
 from engine.decode.processing import Sampling, target_probs
 from resispec.audit import DEFAULT_ALPHA, AuditResult, pit_audit, randomized_pit
@@ -77,13 +78,13 @@ def cut_after(generated: Sequence[int], eos_id: int | None) -> list[int]:
     return generated[: generated.index(eos_id) + 1] if eos_id in generated else generated
 
 
-def check_sequences(sequences: Iterable[GeneratedSequence | tuple], sampling: Sampling, model: torch.nn.Module,
-                    eos_id: int | None = None) -> list[GeneratedSequence]:
-    """The sequences with a sampling each, cut after ``eos_id`` and validated against the target ``model``
-    before any scoring: a non-empty prompt, ids in ``[0, vocab_size)``, and prompt + generated ids within
-    the model's context (``config.max_position_embeddings``); a ``ValueError`` names the sequence's index."""
-    return _checked(sequences, sampling, model.config.vocab_size, eos_id,
-                    getattr(model.config, "max_position_embeddings", None))
+def check_sequences(sequences: Iterable[GeneratedSequence | tuple], sampling: Sampling,
+                    config: PretrainedConfig, eos_id: int | None = None) -> list[GeneratedSequence]:
+    """The sequences with a sampling each, cut after ``eos_id`` and validated against the target's ``config``
+    (``model.config``, or `engine.model.models.target_config` before any weights load) before any scoring: a
+    non-empty prompt, ids in ``[0, vocab_size)``, and prompt + generated ids within the model's context
+    (``config.max_position_embeddings``); a ``ValueError`` names the sequence's index."""
+    return _checked(sequences, sampling, config.vocab_size, eos_id, getattr(config, "max_position_embeddings", None))
 
 
 def _checked(sequences: Iterable[GeneratedSequence | tuple], sampling: Sampling, vocab_size: int,
@@ -160,7 +161,7 @@ def stream_pit(model: torch.nn.Module, sequences: Iterable[GeneratedSequence | t
     """
     if order not in ORDERS:
         raise ValueError(f"order: expected one of {ORDERS}, got {order!r}")
-    checked = check_sequences(sequences, sampling, model)
+    checked = check_sequences(sequences, sampling, model.config)
     if not any(s.generated_ids for s in checked):
         raise ValueError("sequences: no generated tokens to audit")
     rng = np.random.default_rng((seed, AUDIT_STREAM))
@@ -213,6 +214,6 @@ def audit_sequences(model: torch.nn.Module, sequences: Iterable[GeneratedSequenc
     batched ``generate``). Returns the ``AuditResult`` of ``pit_audit`` on the pooled randomized-PIT
     values (see the module doc).
     """
-    checked = check_sequences(sequences, sampling, model, eos_id)
+    checked = check_sequences(sequences, sampling, model.config, eos_id)
     law = "; ".join(sorted({law_description(s.sampling) for s in checked}))
     return audit_pit(stream_pit(model, checked, sampling, seed), law, alpha)

@@ -15,9 +15,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    PretrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 
-from engine.model.checkpoints import load_checkpoint
+from engine.model.checkpoints import checkpoint_folder, load_checkpoint
 from engine.model.gguf import ensure_checkpoint, target_gguf_path
 from engine.model.native import native_model
 
@@ -48,6 +55,14 @@ def load_target(
     tokenizer = AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(checkpoint, local_files_only=True, dtype=dtype)
     return model.to(device).eval().requires_grad_(False), tokenizer
+
+
+def target_config(path: str | Path | None = None) -> PretrainedConfig:
+    """The target's config (vocabulary, context length, ...) without loading its weights: read from the
+    cached checkpoint of the built-in GGUF or of ``path`` (built on first use, as `load_target` would), or
+    from ``path``'s own folder. The CLI checks recorded sequences against it before any model loads."""
+    folder = checkpoint_folder(target_gguf_path() if path is None else path, "target")
+    return AutoConfig.from_pretrained(folder, local_files_only=True)
 
 
 def with_compute(model: PreTrainedModel, compute: str, path: str | Path | None = None) -> PreTrainedModel:

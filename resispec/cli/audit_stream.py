@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.decode.generation import prompt_ids
     from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT
-    from engine.model.models import check_target_compute, load_target
+    from engine.model.models import check_target_compute, load_target, target_config
     from resispec.audit import DEFAULT_ALPHA, Verdict
 
     spec = parse_generator(args.generator)
@@ -86,11 +86,13 @@ def run(args: argparse.Namespace) -> int:
     recorded = read_jsonl(spec.argument, sampling) if spec.kind == "jsonl" else None  # every record checked first
     check_device(args.device)
     check_target_compute(args.target_compute, args.device, path=args.target)
+    if recorded is not None:  # the context and the vocabulary are the target's config's: no weights needed
+        recorded = check_sequences(recorded, sampling, target_config(args.target))
     torch.set_num_threads(args.threads)
     model, tokenizer = load_target(device=args.device, path=args.target, compute=args.target_compute)
     draft = args.draft or DEFAULT_DRAFT
     if recorded is not None:
-        sequences = check_sequences(recorded, sampling, model)
+        sequences = recorded
     else:
         prompts = [prompt_ids(tokenizer, message, chat=True) for message in messages]
         generated = generate_sequences(spec, model, prompts, args.sequences, args.max_new_tokens, sampling, args.seed,

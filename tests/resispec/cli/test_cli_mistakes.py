@@ -72,6 +72,7 @@ MISTAKES = {
     "audit-stream jsonl boolean id": ["audit-stream", "jsonl:{tmp}/boolean.jsonl"],
     "audit-stream jsonl not UTF-8": ["audit-stream", "jsonl:{tmp}/latin1.jsonl"],
     "audit-stream jsonl NaN": ["audit-stream", "jsonl:{tmp}/nan.jsonl"],
+    "audit-stream jsonl past the context": ["audit-stream", "jsonl:{tmp}/long.jsonl"],
     "audit-stream threads 0": ["audit-stream", "hf", "--threads", "0"],
     "audit-stream sequences 0": ["audit-stream", "hf", "--sequences", "0"],
     "audit-stream alpha 1": ["audit-stream", "hf", "--alpha", "1"],
@@ -137,6 +138,8 @@ def _bad_jsonl(folder):
     (folder / "boolean.jsonl").write_text(good + '{"prompt_ids": [1], "generated_ids": [true]}\n')
     (folder / "latin1.jsonl").write_bytes(good.encode() + b'{"prompt_ids": [1], "generated_ids": [3], "n": "\xe9"}\n')
     (folder / "nan.jsonl").write_text(good + '{"prompt_ids": [1], "generated_ids": [3], "temperature": NaN}\n')
+    past_the_context = json.dumps({"prompt_ids": [1] * 8000, "generated_ids": [3] * 200})  # the target has 8192
+    (folder / "long.jsonl").write_text(good + past_the_context + "\n")
 
 
 def _bad_nodes(folder):
