@@ -245,3 +245,17 @@ def test_random_malformed_shards_give_a_named_error_or_a_correct_verdict(tmp_pat
         return
     assert set(kinds) == {"fine"}
     assert merged.rows == 20 and audit_report(merged)["verdict"] in ("PASS", "FAIL")
+
+
+@pytest.mark.slow
+def test_sigint_during_audit_log_on_ray_ends_in_one_line_and_its_instance(tmp_path):
+    """Ctrl-C while Ray tasks run: one line, exit 130, and every process of the instance the run started
+    (GCS, raylet, workers) gone."""
+    big = tmp_path / "big"
+    synth(SynthSpec(rows=2000, verifier="rrs_wor", k=3, rows_per_file=1000, rows_per_group=100, **SMALL), big)  # ~70 ms a row
+    status, err, children = _interrupt(["audit-log", str(big), "--engine", "ray", "--workers", "2"],
+                                       lambda pid: bool(descendants(pid, "raylet") and descendants(pid, "ray::unit_stats")),
+                                       tmp_path)
+    assert status == 130 and err.strip().splitlines()[-1].endswith("interrupted; nothing half-written is left"), err
+    assert "Traceback" not in err and len(children) >= 3 and not _alive(children)
+
