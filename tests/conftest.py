@@ -8,6 +8,10 @@ plugin's own ``--hypothesis-profile`` option wins when given):
 - ``explore``: fresh random examples every run, and an example database (``.hypothesis/examples`` at the
   repository root) that replays the failures it found first on the next run.
 
+Under pytest-xdist each worker gets its share of the cores as its thread count (OpenMP, MKL, OpenBLAS,
+numba; torch reads the first): two workers with two threads each on two cores ran the real-model tests
+several times slower than one thread each.
+
 Both try up to 150 examples per test, sized for a 2-core machine (tests set fewer where one is costly).
 The ``slow`` marker (registered in pyproject.toml) tags the theory run and Coq build, the sequence-level
 exactness runs, the real-model stream audits and the training smoke tests; everything runs by default,
@@ -22,6 +26,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
+if "PYTEST_XDIST_WORKER" in os.environ:  # the workers fill the cores: more threads each only contend (spin-waits)
+    _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    for _name in THREAD_VARIABLES:  # before numpy, torch or numba first load (they read these once)
+        os.environ.setdefault(_name, str(max(1, (os.cpu_count() or 1) // _workers)))
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE_VARIABLE = "HYPOTHESIS_PROFILE"

@@ -35,12 +35,17 @@ P, Q = sp.symbols("p q", positive=True)
 GENERIC = Instance((F(1, 2), F(1, 3), F(1, 6)), (F(1, 6), F(1, 3), F(1, 2)), 2)
 
 
+ONE_WORKER = pytest.mark.xdist_group("theory-run")
+"""On one xdist worker: the tests sharing the module fixture ``results`` (computed once, not once per worker)."""
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     return run_all(tmp_path_factory.mktemp("docs") / "theory.md", echo=False)
 
 
 @pytest.mark.slow
+@ONE_WORKER
 def test_every_theorem_passes(results):
     failed = [r.theorem.name for r in results if not r.outcome.passed]
     assert not failed, failed
@@ -48,6 +53,7 @@ def test_every_theorem_passes(results):
 
 
 @pytest.mark.slow
+@ONE_WORKER
 def test_committed_docs_are_current(results):
     assert DOCS_PATH.read_text() == render(results), "run `python -m theory` and commit docs/theory.md"
 
@@ -73,6 +79,7 @@ def test_a_family_that_declares_no_label_gets_the_default_one(tmp_path):
 
 
 @pytest.mark.slow
+@ONE_WORKER
 def test_every_label_is_a_known_one(results):
     from theory.registry import LABELS
 

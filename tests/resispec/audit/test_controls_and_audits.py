@@ -37,11 +37,16 @@ def test_sample_audit_rejects_each_control_where_its_bias_is_largest(name):
     assert result.tv_upper >= bias - 1e-9
 
 
+ONE_WORKER = pytest.mark.xdist_group("default-audit")
+"""On one xdist worker: the tests sharing the module fixture ``default_report`` (computed once, not once per worker)."""
+
+
 @pytest.fixture(scope="module")
 def default_report():
     return run_audit()
 
 
+@ONE_WORKER
 def test_default_audit_job_passes(default_report):
     assert default_report.passed
     exact_rows = [row for row in default_report.rows if row.claims_exact]
@@ -52,6 +57,7 @@ def test_default_audit_job_passes(default_report):
         assert any(row.caught for row in default_report.rows if row.verifier == name), name
 
 
+@ONE_WORKER
 def test_default_audit_covers_the_suite_with_a_bonferroni_level(default_report):
     audits = sum(len(row.outcomes) for row in default_report.rows if row.claims_exact)
     assert default_report.alpha == pytest.approx(0.01 / audits)
@@ -59,6 +65,7 @@ def test_default_audit_covers_the_suite_with_a_bonferroni_level(default_report):
     assert {o.pair for row in default_report.rows for o in row.outcomes} == names
 
 
+@ONE_WORKER
 def test_the_readme_shows_the_default_audit(default_report):
     """README.md's sample table is what ``resispec audit`` prints (``audit_table`` of the default report), and
     the sample size and per-audit level quoted under it are the report's. An exact verifier's exact-law

@@ -252,9 +252,13 @@ def test_sigint_during_audit_log_on_ray_ends_in_one_line_and_its_instance(tmp_pa
     """Ctrl-C while Ray tasks run: one line, exit 130, and every process of the instance the run started
     (GCS, raylet, workers) gone."""
     big = tmp_path / "big"
-    synth(SynthSpec(rows=2000, verifier="rrs_wor", k=3, rows_per_file=1000, rows_per_group=100, **SMALL), big)  # ~70 ms a row
-    status, err, children = _interrupt(["audit-log", str(big), "--engine", "ray", "--workers", "2"],
-                                       lambda pid: bool(descendants(pid, "raylet") and descendants(pid, "ray::unit_stats")),
+    synth(SynthSpec(rows=2000, verifier="rrs_wor", k=3, rows_per_file=1000, rows_per_group=100, **SMALL),
+          big)  # rrs_wor at k = 3 audits ~70 ms a row: the tasks still run when Ctrl-C comes
+
+    def tasks_running(pid: int) -> bool:
+        return bool(descendants(pid, "raylet") and descendants(pid, "ray::unit_stats"))
+
+    status, err, children = _interrupt(["audit-log", str(big), "--engine", "ray", "--workers", "2"], tasks_running,
                                        tmp_path)
     assert status == 130 and err.strip().splitlines()[-1].endswith("interrupted; nothing half-written is left"), err
     assert "Traceback" not in err and len(children) >= 3 and not _alive(children)
