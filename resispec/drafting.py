@@ -124,6 +124,22 @@ def undrawn_mass(q: np.ndarray, drawn: np.ndarray) -> float:
     return float(q[keep].sum())
 
 
+def wor_probabilities(q: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """``P(x) = prod_i q(x_i) / m_i(x)`` of each row of ``drawn`` (int (T, k), distinct tokens per row), the
+    undrawn mass ``m_i(x) = sum of q over tokens not in x_<i`` summed directly over q's support (no
+    ``1 - sum`` cancellation); a step with nothing left has probability 0. Shape (T,)."""
+    support = np.flatnonzero(q > 0)
+    position = np.full(q.size, -1)
+    position[support] = np.arange(support.size)
+    undrawn = np.broadcast_to(q[support], (drawn.shape[0], support.size)).copy()
+    probability, rows = np.ones(drawn.shape[0]), np.arange(drawn.shape[0])
+    for step in drawn.T:
+        remaining = undrawn.sum(axis=1)
+        probability *= np.divide(q[step], remaining, out=np.zeros_like(remaining), where=remaining > 0)
+        undrawn[rows, position[step]] = 0.0  # a token outside the support has q = 0: its product is 0 already
+    return probability
+
+
 def masked_draft(q: np.ndarray, drawn: np.ndarray) -> np.ndarray:
     """The WOR proposal after ``drawn``: ``norm(q with drawn set to 0)`` (shape (V,))."""
     masked = q.copy()
@@ -149,16 +165,13 @@ class WORDrafting(DraftingScheme):
     def probability(self, q: np.ndarray, candidates: np.ndarray) -> float:
         if np.unique(candidates).size != candidates.size:
             return 0.0
-        probability = 1.0
-        for i, x in enumerate(candidates):
-            remaining = undrawn_mass(q, candidates[:i])
-            probability *= q[x] / remaining if remaining > 0 else 0.0
-        return probability
+        return float(wor_probabilities(q, np.asarray(candidates, dtype=np.int64)[None])[0])
 
     def tuples(self, q: np.ndarray, k: int) -> Iterator[tuple[tuple[int, ...], float]]:
-        support = np.flatnonzero(q > 0).tolist()
-        for candidates in itertools.permutations(support, k):
-            yield candidates, self.probability(q, np.array(candidates))
+        support = np.flatnonzero(q > 0)
+        drawn = support[np.array(list(itertools.permutations(range(support.size), k)), dtype=np.int64)
+                        .reshape(-1, k)]
+        yield from zip(map(tuple, drawn.tolist()), wor_probabilities(q, drawn).tolist())
 
     def tuple_count(self, q: np.ndarray, k: int) -> int:
         return math.perm(int(np.count_nonzero(q)), k)

@@ -252,8 +252,8 @@ def test_sigint_during_audit_log_on_ray_ends_in_one_line_and_its_instance(tmp_pa
     """Ctrl-C while Ray tasks run: one line, exit 130, and every process of the instance the run started
     (GCS, raylet, workers) gone."""
     big = tmp_path / "big"
-    synth(SynthSpec(rows=2000, verifier="rrs_wor", k=3, rows_per_file=1000, rows_per_group=100, **SMALL),
-          big)  # rrs_wor at k = 3 audits ~70 ms a row: the tasks still run when Ctrl-C comes
+    synth(SynthSpec(rows=4000, verifier="rrs_wor", k=3, rows_per_file=1000, rows_per_group=100, **SMALL),
+          big)  # rrs_wor at k = 3 audits ~20 ms a row (its LP optimum): the tasks still run at Ctrl-C
 
     def tasks_running(pid: int) -> bool:
         return bool(descendants(pid, "raylet") and descendants(pid, "ray::unit_stats"))
