@@ -38,6 +38,8 @@ INT8_MAX = 127
 INT4_LEVELS = 15
 INT4_GROUP = 32
 INT4_OUTPUT_MULTIPLE = 16
+INT4_PACK_ROWS = 32
+"""Output rows per block of the int4 kernel's packed layout (torch 2.13, CPU; pinned by a test)."""
 
 
 class _KernelLinear(nn.Module):
@@ -88,14 +90,19 @@ class Int8Linear(_KernelLinear):
 class Int4Linear(_KernelLinear):
     """``y = x_bf16 @ W~^T`` with W~ the group-wise 4-bit weights of the module docstring.
 
-    Keeps the levels L (uint8 [out, in], one per weight) to fuse layers (`concatenate`) and the kernel's
-    packed copy; ``scales_and_zeros`` is [in / G, out, 2] (s, z) in bfloat16, the kernel's layout.
+    Keeps the levels L (uint8 [out, in], one per weight) and the kernel's packed copy (uint8 [out, in / 2],
+    packed from L unless given: the kernel packs blocks of ``INT4_PACK_ROWS`` output rows, so where every part
+    but the last is whole blocks the packed copy of layers side by side is their packed copies side by side,
+    and `concatenate` packs nothing: the real model's q/k/v and gate/up);
+    ``scales_and_zeros`` is [in / G, out, 2] (s, z) in bfloat16, the kernel's layout.
     """
 
-    def __init__(self, levels: torch.Tensor, scales_and_zeros: torch.Tensor) -> None:
+    def __init__(self, levels: torch.Tensor, scales_and_zeros: torch.Tensor, packed: torch.Tensor | None = None) -> None:
         super().__init__()
         self.levels = levels
-        self.register_buffer("packed", torch._convert_weight_to_int4pack_for_cpu(levels.to(torch.int32), 1))
+        if packed is None:
+            packed = torch._convert_weight_to_int4pack_for_cpu(levels.to(torch.int32), 1)
+        self.register_buffer("packed", packed)
         self.register_buffer("scales_and_zeros", scales_and_zeros)
         self.out_features, self.in_features = levels.shape
 
@@ -126,7 +133,9 @@ class Int4Linear(_KernelLinear):
     @classmethod
     def concatenate(cls, parts: list[Int4Linear]) -> Int4Linear:
         """One layer computing the outputs of ``parts`` side by side (fused q/k/v or gate/up)."""
-        return cls(torch.cat([p.levels for p in parts]), torch.cat([p.scales_and_zeros for p in parts], dim=1))
+        whole_blocks = all(p.out_features % INT4_PACK_ROWS == 0 for p in parts[:-1])
+        return cls(torch.cat([p.levels for p in parts]), torch.cat([p.scales_and_zeros for p in parts], dim=1),
+                   torch.cat([p.packed for p in parts]) if whole_blocks else None)
 
     def _product(self, rows: torch.Tensor) -> torch.Tensor:
         return torch._weight_int4pack_mm_for_cpu(rows, self.packed, INT4_GROUP, self.scales_and_zeros)
