@@ -33,6 +33,11 @@ def mkl_packing_available(weight: torch.Tensor) -> bool:
             and hasattr(torch.ops.mkl, "_mkl_reorder_linear_weight"))
 
 
+def bucket_of(rows: int) -> int | None:
+    """The bucket a product of ``rows`` rows is padded to (None above the largest: the plain product)."""
+    return next((bucket for bucket in BUCKETS if rows <= bucket), None)
+
+
 class PaddedLinear:
     """``x @ W^T`` for x float [M, in], with the small-row buckets of the module docstring."""
 
@@ -42,11 +47,10 @@ class PaddedLinear:
         self.packed: dict[int, torch.Tensor] = {}
         """bucket -> the weights packed for it, made on first use."""
 
-    def prepare(self, rows: int) -> None:
-        """Pack now the buckets that products of up to ``rows`` rows use (every bucket past the largest)."""
-        for bucket in BUCKETS:
-            if bucket <= rows or bucket == next((b for b in BUCKETS if rows <= b), BUCKETS[-1]):
-                self._packed_for(bucket)
+    def prepare(self, fewest: int, most: int) -> None:
+        """Pack now the buckets that products of ``fewest`` to ``most`` rows use."""
+        for bucket in {bucket_of(rows) for rows in range(fewest, most + 1)} - {None}:
+            self._packed_for(bucket)
 
     def _packed_for(self, bucket: int) -> torch.Tensor:
         if bucket not in self.packed:
@@ -55,7 +59,7 @@ class PaddedLinear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.shape[0]
-        bucket = next((b for b in BUCKETS if rows <= b), None)
+        bucket = bucket_of(rows)
         if bucket is None:
             return functional.linear(x, self.weight)
         if rows == bucket:

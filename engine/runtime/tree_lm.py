@@ -50,8 +50,9 @@ class TreeCacheLM:
         """Keep cached positions ``[0, prefix_len)`` then ``prefix_len + keep[i]``; drop the rest."""
         raise NotImplementedError
 
-    def prepare(self, rows: int) -> None:
-        """Get ready for forwards of up to ``rows`` rows (`CompactLM` packs its products for them); nothing here."""
+    def prepare(self, fewest: int, most: int) -> None:
+        """Get ready for forwards of ``fewest`` to ``most`` rows (`CompactLM` packs its products for them);
+        nothing here."""
 
     def reset(self) -> None:
         """Forget everything: empty cache, no pending tokens, no tree."""
