@@ -11,7 +11,10 @@ for training or tuning; a test keeps them apart from the training prompts):
 - ``hf-assisted:N``: transformers assisted generation with the same target and the same draft model as
   ``assistant_model`` (``do_sample=True``, ``num_assistant_tokens=N``, constant schedule and the
   assistant's confidence threshold off, so that every round drafts N tokens), for each N given; the
-  best of them is *the peer*.
+  best of them is *the peer*;
+- ``llama.cpp`` and ``llama.cpp-lookup``: llama.cpp on the target's own GGUF file with the same threads,
+  prompt token ids, untruncated sampling and seeds, plain and with its prompt-lookup draft
+  (`engine.bench.llama_peer`; optional, skipped with one line where ``llama_cpp`` is not installed).
 
 For each prompt every configuration runs in turn, so background load spreads evenly over them. Per
 configuration: tokens, target forwards, tokens per target forward, tokens/s, speedup over ``ar``, and
@@ -32,6 +35,7 @@ import torch
 from tqdm import tqdm
 from transformers import PreTrainedModel
 
+from engine.bench.llama_peer import LlamaPeer
 from engine.decode.decoding import AUTOREGRESSIVE
 from engine.decode.generation import GenerationRequest, generate, prompt_ids
 from engine.decode.processing import Sampling
@@ -131,17 +135,18 @@ def engine_row_name(verifier: str, compute: str, computes: Sequence[str]) -> str
 def bench_engine(targets: Mapping[str, PreTrainedModel], tokenizer, verifiers: Sequence[str], draft: str,
                  branching: tuple[int, ...] | str, max_new_tokens: int, sampling: Sampling, seed: int,
                  prompts: Sequence[str], assistant_tokens: Sequence[int] = (), threads: int = 1,
-                 progress: bool = False) -> list[EngineRow]:
+                 progress: bool = False, llama_peers: Mapping[str, LlamaPeer] | None = None) -> list[EngineRow]:
     """One row per configuration (``ar`` first for each target), summed over ``prompts`` (module docstring).
     ``targets``: the target computed each way to compare, by name (``{"float32": model}``, or with
-    ``"native"``); transformers runs on the first."""
+    ``"native"``); transformers runs on the first. ``llama_peers``: llama.cpp configurations by row name."""
+    llama_peers = llama_peers or {}
     names = [AUTOREGRESSIVE, *[v for v in verifiers if v != AUTOREGRESSIVE]]
     computes = list(targets)
     model = targets[computes[0]]
     peers = ([HF] + [f"{HF_ASSISTED}:{n}" for n in assistant_tokens]) if assistant_tokens else []
     rows = {engine_row_name(name, compute, computes): EngineRow(engine_row_name(name, compute, computes))
             for compute in computes for name in names}
-    rows.update({name: EngineRow(name) for name in peers})
+    rows.update({name: EngineRow(name) for name in [*peers, *llama_peers]})
     assistant = make_draft(draft, model).model if assistant_tokens else None
     bar = tqdm(total=len(prompts) * len(rows), desc="bench engine", unit="run", disable=not progress)
     for index, prompt in enumerate(prompts):
@@ -161,10 +166,17 @@ def bench_engine(targets: Mapping[str, PreTrainedModel], tokenizer, verifiers: S
                               assistant if count else None, count)
             _add(rows[name], row)
             _report(bar, name, row.tokens, row.seconds, row.target_forwards)
+        for name, peer in llama_peers.items():
+            tokens, split = peer.generate(prompt_ids(tokenizer, prompt, chat=True).tolist(), max_new_tokens,
+                                          sampling.temperature, seed + index, tokenizer.eos_token_id)
+            _add(rows[name], EngineRow(name, len(tokens), split["target_forwards"], split["seconds"],
+                                       split["draft_seconds"], split["target_seconds"]))
+            _report(bar, name, len(tokens), split["seconds"], split["target_forwards"])
     bar.close()
     for compute in computes:
         baseline = rows[engine_row_name(AUTOREGRESSIVE, compute, computes)].tokens_per_second
-        own = [engine_row_name(name, compute, computes) for name in names] + (peers if compute == computes[0] else [])
+        own = [engine_row_name(name, compute, computes) for name in names] + (
+            [*peers, *llama_peers] if compute == computes[0] else [])
         for label in own:
             row = rows[label]
             row.speedup = row.tokens_per_second / baseline if baseline and row.tokens_per_second else None

@@ -133,6 +133,8 @@ class Decoder:
         self.audit = audit
         self.log = log
         self.stats = DecodeStats()
+        # outside the timed loop: a tree forward feeds its distinct paths, from depth + 1 rows to every node
+        self.target.prepare(*((self.tree.depth + 1, self.tree.num_nodes) if self.speculative else (1, 1)))
 
     def generate(self, prompt_ids: torch.Tensor, max_new_tokens: int, eos_id: int | None = None) -> Iterator[int]:
         """Yield up to ``max_new_tokens`` tokens after ``prompt_ids`` (long [T]); stop after ``eos_id``."""

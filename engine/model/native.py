@@ -24,9 +24,9 @@ in speculative decoding and the one-row forward in ``ar``.
 
 The layers read from the file are cached (``native-q4_1-v1.safetensors`` beside the dequantized checkpoint,
 `engine.model.gguf.checkpoint_dir`: levels and bfloat16 scales / zeros per layer, with the format version and
-the source file's size in its metadata): reading the GGUF's header alone takes seconds (its 49,152 tokenizer
-strings). A cache file that cannot be read or does not match is named on one line on stderr, discarded and
-rebuilt (a tqdm bar shows the build).
+the source file's fingerprint in its metadata, `engine.model.tensor_cache`): reading the GGUF's header alone
+takes seconds (its 49,152 tokenizer strings). A cache file that cannot be read or does not match is named on
+one line on stderr, discarded and rebuilt (a tqdm bar shows the build).
 
 Supported: Q4_1 decoder linear layers (``attn_q/k/v/output``, ``ffn_gate/up/down``); Q8_0, F16 or F32
 for the embedding / head; F32 norms. Anything else raises one ``ValueError`` naming the tensor, its type
@@ -37,22 +37,18 @@ transformers' own ``LlamaTensorProcessor`` (a permutation of whole output rows, 
 from __future__ import annotations
 
 import copy
-import os
-import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
 from gguf import GGUFReader
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 from transformers import PreTrainedModel
 from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
 
-from engine.model.gguf import checkpoint_dir, source_fingerprint
+from engine.model.gguf import checkpoint_dir
 from engine.model.quantize import INT4_LEVELS, Int4Linear
+from engine.model.tensor_cache import cached_tensors
 
 LINEAR_LAYERS = {"attn_q": ("self_attn", "q_proj"), "attn_k": ("self_attn", "k_proj"),
                  "attn_v": ("self_attn", "v_proj"), "attn_output": ("self_attn", "o_proj"),
@@ -136,34 +132,20 @@ def read_layers(gguf_path: Path, config) -> dict[tuple[int, str], Q4_1Linear]:
 
 
 def cached_layers(gguf_path: Path, config) -> dict[tuple[int, str], Q4_1Linear]:
-    """`read_layers`, through the cache file of the module docstring."""
-    path = checkpoint_dir(gguf_path) / f"{CACHE_FORMAT}.safetensors"
-    expected = {"format": CACHE_FORMAT, "source": source_fingerprint(gguf_path)}
-    if path.is_file():
-        try:
-            with safe_open(str(path), "pt") as opened:
-                metadata = opened.metadata() or {}
-            if {key: metadata.get(key) for key in expected} != expected:
-                raise ValueError(f"metadata {metadata} instead of {expected}")
-            flat = load_file(path)
-            return {(int(key.split(".")[0]), key.split(".")[1]):
-                    Q4_1Linear(flat[key], flat[key.replace(".levels", ".scales_and_zeros")])
-                    for key in flat if key.endswith(".levels")}
-        except (OSError, ValueError, KeyError, SafetensorError) as error:
-            print(f"resispec: the cached native layers {path} are unusable ({str(error).splitlines()[0]}); "
-                  "discarded, rebuilding", file=sys.stderr)
-            path.unlink(missing_ok=True)
-    layers = read_layers(gguf_path, config)
-    flat = {}
-    for (index, name), linear in layers.items():
-        flat[f"{index}.{name}.levels"] = linear.levels
-        flat[f"{index}.{name}.scales_and_zeros"] = linear.scales_and_zeros
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(handle)
-    save_file(flat, staging, metadata=expected)
-    os.replace(staging, path)  # never half-written
-    return layers
+    """`read_layers`, through the cache file of the module docstring (`engine.model.tensor_cache`)."""
+
+    def build() -> dict[str, torch.Tensor]:
+        flat = {}
+        for (index, name), linear in read_layers(gguf_path, config).items():
+            flat[f"{index}.{name}.levels"] = linear.levels
+            flat[f"{index}.{name}.scales_and_zeros"] = linear.scales_and_zeros
+        return flat
+
+    flat = cached_tensors(checkpoint_dir(gguf_path) / f"{CACHE_FORMAT}.safetensors", CACHE_FORMAT, gguf_path, build,
+                          "native target's layers")
+    return {(int(key.split(".")[0]), key.split(".")[1]):
+            Q4_1Linear(flat[key], flat[key.replace(".levels", ".scales_and_zeros")])
+            for key in flat if key.endswith(".levels")}
 
 
 def native_model(float_model: PreTrainedModel, gguf_path: str | Path) -> PreTrainedModel:

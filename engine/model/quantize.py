@@ -28,16 +28,22 @@ Either way the draft only proposes: the verifiers keep the float32 target's law 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import torch
 from torch import nn
 from transformers import PreTrainedModel
+
+from engine.model.gguf import cache_root
+from engine.model.tensor_cache import cached_tensors
 
 SCHEMES = ("int4", "int8", "bf16")
 INT8_MAX = 127
 INT4_LEVELS = 15
 INT4_GROUP = 32
 INT4_OUTPUT_MULTIPLE = 16
+INT4_PACK_ROWS = 32
+"""Output rows per block of the int4 kernel's packed layout (torch 2.13, CPU; pinned by a test)."""
 
 
 class _KernelLinear(nn.Module):
@@ -88,14 +94,20 @@ class Int8Linear(_KernelLinear):
 class Int4Linear(_KernelLinear):
     """``y = x_bf16 @ W~^T`` with W~ the group-wise 4-bit weights of the module docstring.
 
-    Keeps the levels L (uint8 [out, in], one per weight) to fuse layers (`concatenate`) and the kernel's
-    packed copy; ``scales_and_zeros`` is [in / G, out, 2] (s, z) in bfloat16, the kernel's layout.
+    Keeps the levels L (uint8 [out, in], one per weight) and the kernel's packed copy (uint8 [out, in / 2],
+    packed from L unless given: the kernel packs blocks of ``INT4_PACK_ROWS`` output rows, so where every part
+    but the last is whole blocks the packed copy of layers side by side is their packed copies side by side,
+    and `concatenate` packs nothing: the real model's q/k/v and gate/up);
+    ``scales_and_zeros`` is [in / G, out, 2] (s, z) in bfloat16, the kernel's layout.
     """
 
-    def __init__(self, levels: torch.Tensor, scales_and_zeros: torch.Tensor) -> None:
+    def __init__(self, levels: torch.Tensor, scales_and_zeros: torch.Tensor,
+                 packed: torch.Tensor | None = None) -> None:
         super().__init__()
         self.levels = levels
-        self.register_buffer("packed", torch._convert_weight_to_int4pack_for_cpu(levels.to(torch.int32), 1))
+        if packed is None:
+            packed = torch._convert_weight_to_int4pack_for_cpu(levels.to(torch.int32), 1)
+        self.register_buffer("packed", packed)
         self.register_buffer("scales_and_zeros", scales_and_zeros)
         self.out_features, self.in_features = levels.shape
 
@@ -126,7 +138,9 @@ class Int4Linear(_KernelLinear):
     @classmethod
     def concatenate(cls, parts: list[Int4Linear]) -> Int4Linear:
         """One layer computing the outputs of ``parts`` side by side (fused q/k/v or gate/up)."""
-        return cls(torch.cat([p.levels for p in parts]), torch.cat([p.scales_and_zeros for p in parts], dim=1))
+        whole_blocks = all(p.out_features % INT4_PACK_ROWS == 0 for p in parts[:-1])
+        return cls(torch.cat([p.levels for p in parts]), torch.cat([p.scales_and_zeros for p in parts], dim=1),
+                   torch.cat([p.packed for p in parts]) if whole_blocks else None)
 
     def _product(self, rows: torch.Tensor) -> torch.Tensor:
         return torch._weight_int4pack_mm_for_cpu(rows, self.packed, INT4_GROUP, self.scales_and_zeros)
@@ -141,27 +155,65 @@ def quantized_copy(target: PreTrainedModel, scheme: str) -> PreTrainedModel:
     """A self-draft: a deep copy of ``target`` in the given scheme (``int4``, ``int8`` or ``bf16``), eval mode,
     no grads.
 
-    The copy unties the output head from the embedding (the head is quantized, the lookup table is not).
+    The copy unties the output head from the embedding (the head is quantized, the lookup table is not). The
+    quantized products of a target loaded from a resispec checkpoint are cached beside it (`_products`).
     """
     if scheme not in SCHEMES:
         raise ValueError(f"scheme: expected one of {', '.join(SCHEMES)}, got {scheme!r}")
     if scheme != "bf16" and not integer_kernels_run_on(target.device):
         raise ValueError(f"draft {scheme}: the {scheme} kernel runs on CPU only, not on {target.device}; use bf16")
-    draft = copy.deepcopy(target)
+    linears = {} if scheme == "bf16" else {name: m for name, m in target.named_modules() if isinstance(m, nn.Linear)}
+    replaced = {id(m.weight): m.weight for name, m in linears.items() if not _is_head(name)}  # not copied: dropped
+    draft = copy.deepcopy(target, memo=replaced)
     vars(draft).pop("target_compute", None)  # a copy of the native target is a draft, not the native target
-    if scheme != "bf16":  # quantized from the float32 weights, before the cast
+    if linears:  # quantized from the float32 weights, before the cast
         draft.config.tie_word_embeddings = False
-        _swap_linears(draft, int4=scheme == "int4")
+        products = _products(target, scheme, lambda: _quantized(linears, int4=scheme == "int4"))
+        for name in linears:
+            draft.set_submodule(name, _product(products, name))
     draft = draft.to(torch.bfloat16)
     return draft.eval().requires_grad_(False)
 
 
-def _swap_linears(module: nn.Module, int4: bool) -> None:
-    """Replace every ``nn.Linear`` below ``module`` by its `Int8Linear`, in place; with ``int4``, those of
-    the decoder layers by their `Int4Linear` where the kernel takes the shape (the head stays int8)."""
-    for name, child in module.named_children():
-        if isinstance(child, nn.Linear):
-            in_layers = int4 and name != "lm_head" and Int4Linear.fits(child)
-            setattr(module, name, Int4Linear.from_linear(child) if in_layers else Int8Linear.from_linear(child))
+QUANTIZED_CACHE_FORMAT = "quantized-products-v1"
+"""Version of the cached self-draft products (`_products`); a change to what they hold must change it."""
+
+
+def _is_head(name: str) -> bool:
+    return name.rsplit(".", 1)[-1] == "lm_head"
+
+
+def _quantized(linears: dict[str, nn.Linear], int4: bool) -> dict[str, torch.Tensor]:
+    """The tensors of every layer's `Int8Linear`, by module name; with ``int4``, of the decoder layers'
+    `Int4Linear` where the kernel takes the shape (the head stays int8)."""
+    flat = {}
+    for name, linear in linears.items():
+        if int4 and not _is_head(name) and Int4Linear.fits(linear):
+            quantized = Int4Linear.from_linear(linear)
+            flat[f"{name}.levels"], flat[f"{name}.scales_and_zeros"] = quantized.levels, quantized.scales_and_zeros
         else:
-            _swap_linears(child, int4)
+            quantized = Int8Linear.from_linear(linear)
+            flat[f"{name}.weight_int8"], flat[f"{name}.scales"] = quantized.weight_int8, quantized.scales
+    return flat
+
+
+def _product(flat: dict[str, torch.Tensor], name: str) -> _KernelLinear:
+    """The layer ``name`` of `_quantized`'s tensors."""
+    if f"{name}.levels" in flat:
+        return Int4Linear(flat[f"{name}.levels"], flat[f"{name}.scales_and_zeros"])
+    return Int8Linear(flat[f"{name}.weight_int8"], flat[f"{name}.scales"])
+
+
+def _products(target: PreTrainedModel, scheme: str, build) -> dict[str, torch.Tensor]:
+    """``build()``, cached (`engine.model.tensor_cache`) beside ``target``'s checkpoint when it is a resispec
+    checkpoint (`engine.model.gguf.checkpoint_dir`: a folder of the cache root), keyed by its
+    ``model.safetensors`` and how the target is computed (the native target's copy quantizes only its head)."""
+    folder = Path(getattr(target, "name_or_path", "") or "")
+    source = folder / "model.safetensors"
+    if not (folder.is_absolute() and source.is_file() and folder.resolve().parent == cache_root().resolve()):
+        return build()
+    from engine.model.native import target_compute_of  # engine.model.native builds on this module
+
+    compute = target_compute_of(target)
+    return cached_tensors(folder / f"self-draft-{scheme}-{compute}.safetensors", QUANTIZED_CACHE_FORMAT, source,
+                          build, f"the {scheme} self-draft of the {compute} target")

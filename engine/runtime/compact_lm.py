@@ -154,6 +154,14 @@ class CompactLM(TreeCacheLM):
         self.weights = prepared[pad_small_rows]
         super().__init__(model)
 
+    def prepare(self, fewest: int, most: int) -> None:
+        """Pack the float32 products (`PaddedLinear`) for forwards of ``fewest`` to ``most`` rows now, outside a
+        timed decode (they are packed per row bucket on first use otherwise)."""
+        w = self.weights
+        for product in [w.head, *(p for layer in w.layers for p in (layer.qkv, layer.o, layer.gate_up, layer.down))]:
+            if isinstance(product, PaddedLinear):
+                product.prepare(fewest, most)
+
     _prefilling = False
 
     def prefill(self, input_ids: torch.Tensor) -> None:

@@ -10,6 +10,10 @@ the cache or the output. Row counts above the largest bucket keep the plain prod
 EPYC (no AVX-512) the one-row packed product is also faster than the plain one: the 49152 x 576 head
 14 vs 23 ms, 8 rows 50 vs 67 ms (one thread, medians of 15, load 8.5).
 
+A bucket's packed copy is made when a decoder announces the row counts it will feed (`prepare`, before its
+timed loop) or else the first time a product of that row count runs: packing all three costs about 2.4 s of
+start-up for the real target (load 3), and `ar` only ever uses one.
+
 The result equals ``x @ W^T`` up to float32 rounding (a different summation order inside the kernel,
 |difference| ~ 1e-6 relative); the model stays the float32 model.
 """
@@ -20,7 +24,7 @@ import torch
 from torch.nn import functional
 
 BUCKETS = (1, 8, 16)
-"""Row counts for which packed copies of the weights are kept; inputs are padded up to the next one."""
+"""Row counts for which packed copies of the weights are made (on first use); inputs are padded up to the next one."""
 
 
 def mkl_packing_available(weight: torch.Tensor) -> bool:
@@ -29,21 +33,37 @@ def mkl_packing_available(weight: torch.Tensor) -> bool:
             and hasattr(torch.ops.mkl, "_mkl_reorder_linear_weight"))
 
 
+def bucket_of(rows: int) -> int | None:
+    """The bucket a product of ``rows`` rows is padded to (None above the largest: the plain product)."""
+    return next((bucket for bucket in BUCKETS if rows <= bucket), None)
+
+
 class PaddedLinear:
     """``x @ W^T`` for x float [M, in], with the small-row buckets of the module docstring."""
 
     def __init__(self, weight: torch.Tensor) -> None:
         self.weight = weight.detach().contiguous()
         self.out_features = weight.shape[0]
-        self.packed = {rows: torch.ops.mkl._mkl_reorder_linear_weight(self.weight, rows) for rows in BUCKETS}
+        self.packed: dict[int, torch.Tensor] = {}
+        """bucket -> the weights packed for it, made on first use."""
+
+    def prepare(self, fewest: int, most: int) -> None:
+        """Pack now the buckets that products of ``fewest`` to ``most`` rows use."""
+        for bucket in {bucket_of(rows) for rows in range(fewest, most + 1)} - {None}:
+            self._packed_for(bucket)
+
+    def _packed_for(self, bucket: int) -> torch.Tensor:
+        if bucket not in self.packed:
+            self.packed[bucket] = torch.ops.mkl._mkl_reorder_linear_weight(self.weight, bucket)
+        return self.packed[bucket]
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.shape[0]
-        bucket = next((b for b in BUCKETS if rows <= b), None)
+        bucket = bucket_of(rows)
         if bucket is None:
             return functional.linear(x, self.weight)
         if rows == bucket:
-            return torch.ops.mkl._mkl_linear(x.contiguous(), self.packed[bucket], self.weight, None, bucket)
+            return torch.ops.mkl._mkl_linear(x.contiguous(), self._packed_for(bucket), self.weight, None, bucket)
         padded = x.new_zeros(bucket, x.shape[1])
         padded[:rows] = x
-        return torch.ops.mkl._mkl_linear(padded, self.packed[bucket], self.weight, None, bucket)[:rows]
+        return torch.ops.mkl._mkl_linear(padded, self._packed_for(bucket), self.weight, None, bucket)[:rows]

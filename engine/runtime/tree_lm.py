@@ -50,6 +50,10 @@ class TreeCacheLM:
         """Keep cached positions ``[0, prefix_len)`` then ``prefix_len + keep[i]``; drop the rest."""
         raise NotImplementedError
 
+    def prepare(self, fewest: int, most: int) -> None:
+        """Get ready for forwards of ``fewest`` to ``most`` rows (`CompactLM` packs its products for them);
+        nothing here."""
+
     def reset(self) -> None:
         """Forget everything: empty cache, no pending tokens, no tree."""
         self._reset_cache()

@@ -9,7 +9,9 @@ validated float64 tensors, on their device (CPU or CUDA); nothing here restates 
 Shapes: target ``p`` and draft ``q`` (B, V), any floating dtype (float32 from a model), cast to float64
 and validated as in NumPy; candidates (B, k) integer ids; uniforms ``u`` (B, uniforms_needed(k)) float64,
 the rule's layout (k + 1 for a sequential rule). ``verify`` returns ``(tokens (B,), index (B,))`` long,
-``index`` = the accepted candidate position or -1 (final residual).
+``index`` = the accepted candidate position or -1 (final residual). ``draft_trusted`` and ``verify_trusted``
+are the decoding loop's path for rows it made itself (valid by construction): the same results, no checks;
+what comes from outside (a user's rows, a log) goes through ``draft`` and ``verify``.
 
 The randomness convention is the core's, decision for decision given the same uniforms: ``u[:, i]``
 decides candidate i (accept iff ``u[:, i] < a_i``, in float64 by the same formulas), ``u[:, k]`` draws
@@ -31,6 +33,7 @@ from engine.verifiers.validation import (
     as_distributions,
     as_pair,
     as_uniform_batch,
+    renormalized,
     same_device,
 )
 from resispec.validation import as_count
@@ -88,6 +91,19 @@ class TorchVerifier:
         u = torch.rand((batch, self.uniforms_needed(k)), dtype=torch.float64, device=p64.device,
                        generator=generator)
         return self._decide(p64, q64, ids, u)
+
+    def draft_trusted(self, q: torch.Tensor, k: int, generator: torch.Generator) -> torch.Tensor:
+        """`draft` for rows the engine made itself: ``q`` float64 (B, V) processed softmax rows and ``k`` within
+        the scheme's bounds (valid by construction), renormalized as `draft` does (`renormalized`) but not
+        revalidated. The same candidates as `draft` for the same generator state."""
+        return self.scheme.draft(renormalized(q), k, generator)
+
+    def verify_trusted(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
+                       u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """`verify` for rows, candidates and uniforms the engine made itself (float64 (B, V) processed softmax
+        rows, candidates (B, k) long drawn by the scheme from ``q``, uniforms float64 in [0, 1)): renormalized
+        as `verify` does, not revalidated; the same decisions as `verify`."""
+        return self._decide(renormalized(p), renormalized(q), candidates, u)
 
     def _decide(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
                 u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -32,6 +32,11 @@ class ParityCounts:
 class NodeVerifier:
     """A verifier of the zoo applied to tree nodes (on tensors; the NumPy rule itself for parity checks).
 
+    Its inputs are the decoding loop's own: float64 processed softmax rows p and q (M, V), candidates drawn
+    from q by `draft`, uniforms from the loop's generator. They are valid by construction, so they are not
+    revalidated at every node (`TorchVerifier.draft_trusted` / `verify_trusted`: the same results as the
+    validating ``draft`` / ``verify``, which stay the boundary for rows from outside).
+
     Args:
         rule: the core verifier (``resispec.get_verifier(name)``).
         parity_fraction: probability that a verified node is re-decided by the NumPy reference.
@@ -62,10 +67,10 @@ class NodeVerifier:
         """Children of M nodes with draft q (float64 (M, V)) -> long (M, k), padded (module doc)."""
         real = self.real_children(q, k)
         if bool((real == k).all()):
-            return self.verifier.draft(q, k, generator)
+            return self.verifier.draft_trusted(q, k, generator)
         rows = []
         for row, count in zip(q, real.tolist()):
-            drawn = self.verifier.draft(row[None], count, generator)[0]
+            drawn = self.verifier.draft_trusted(row[None], count, generator)[0]
             rows.append(torch.cat([drawn, drawn[-1:].expand(k - count)]))
         return torch.stack(rows)
 
@@ -84,7 +89,8 @@ class NodeVerifier:
         """Decide B nodes at once (p, q (B, V), candidates (B, k)), each with its own uniforms (row b of a
         (B, uniforms_needed(k)) draw); ``(tokens (B,), index (B,))`` on the CPU, index = slot or -1."""
         u = rng.random((candidates.shape[0], self.verifier.uniforms_needed(candidates.shape[1])))
-        tokens, index = self.verifier.verify(p, q, candidates.to(p.device), torch.from_numpy(u).to(p.device))
+        tokens, index = self.verifier.verify_trusted(p, q, candidates.to(p.device).long(),
+                                                     torch.from_numpy(u).to(p.device))
         tokens, index = tokens.cpu(), index.cpu()
         for b in range(candidates.shape[0]):
             if self.parity_fraction and self.parity_rng.random() < self.parity_fraction:

@@ -55,7 +55,21 @@ def as_distributions(values: torch.Tensor, name: str) -> torch.Tensor:
     bad = ~((array.amin(dim=-1) >= 0) & (off <= tolerance)[:, 0])  # NaN fails both comparisons
     checked = values.to(torch.float32) if low_precision else array  # NumPy then applies the same tolerance
     raise_for_rows(bad, lambda row: as_distribution(checked[row].cpu().numpy(), name))
-    return array / torch.where(off > ROUNDING_SLACK, total, 1.0)  # x / 1 is x: rows within slack unchanged
+    return _renormalized(array, total)
+
+
+def renormalized(array: torch.Tensor) -> torch.Tensor:
+    """What `as_distributions` returns for float64 (B, V) rows it accepts, without its checks: rows off from 1
+    by more than ``ROUNDING_SLACK`` divided by their (NumPy) sums, the others unchanged. For rows the engine
+    made itself (processed softmax rows, valid by construction: the decoding loop's trusted path)."""
+    return _renormalized(array, row_sums(array))
+
+
+def _renormalized(array: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+    off = (total - 1.0).abs() > ROUNDING_SLACK
+    if not bool(off.any()):  # the common case: no row to divide (x / 1 would be x)
+        return array
+    return array / torch.where(off, total, 1.0)
 
 
 def row_sums(array: torch.Tensor) -> torch.Tensor:

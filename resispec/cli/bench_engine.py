@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from pathlib import Path
 
 from resispec.cli.arguments import (
     check_device,
@@ -38,6 +41,10 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
                         default=[4, 6, 8],
                         help="transformers assisted generation with these constant numbers of assistant tokens "
                              "(the best is the peer); none: skip transformers")
+    parser.add_argument("--llama-cpp", nargs="*", choices=("plain", "lookup"), default=["plain", "lookup"],
+                        help="llama.cpp on the same GGUF, threads, prompts and untruncated sampling: plain and/or "
+                             "with its prompt-lookup draft (needs the extra 'peer': llama-cpp-python; skipped with "
+                             "one line without it); none: skip llama.cpp")
     parser.add_argument("--seed", type=nonneg_seed, default=0)
     parser.add_argument("--device", type=device, default="cpu")
     parser.add_argument("--threads", type=positive_int, default=1)
@@ -49,9 +56,11 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from engine.bench.bench_engine import bench_engine, best_peer, engine_row_name, load_prompts
+    from engine.bench.llama_peer import LLAMA, make_llama_peers
     from engine.decode.decoding import AUTOREGRESSIVE
     from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT, resolve_draft_name
+    from engine.model.gguf import target_gguf_path
     from engine.model.models import check_target_compute, load_target, with_compute
     from resispec.cli.table import format_table
     from resispec.verifiers import VERIFIERS
@@ -68,9 +77,14 @@ def run(args: argparse.Namespace) -> int:
     targets = {compute: with_compute(model, compute, args.target) for compute in computes}
     draft = args.draft or DEFAULT_DRAFT
     prompts = load_prompts()[: args.prompts]
+    gguf = (target_gguf_path() if args.target is None
+            else Path(args.target) if Path(args.target).suffix.lower() == ".gguf" else None)
+    llama_peers, skipped = make_llama_peers(gguf, args.threads, args.llama_cpp)
+    if skipped:
+        print(f"resispec bench engine: skipped the llama.cpp peer: {skipped}", file=sys.stderr)
     rows = bench_engine(targets, tokenizer, verifiers, draft, args.tree, args.max_new_tokens,
                         Sampling(args.temperature), args.seed, prompts, args.assistant_tokens, args.threads,
-                        progress=True)
+                        progress=True, llama_peers=llama_peers)
     peer = best_peer(rows)
     engine_names = {engine_row_name(v, c, computes) for v in verifiers for c in computes}
     engine_rows = [row for row in rows if row.name in engine_names]
@@ -80,14 +94,21 @@ def run(args: argparse.Namespace) -> int:
                          if {"native", "float32"} <= set(computes) and all(ar_rates.values()) else None)
     best = max(engine_rows, key=lambda row: row.tokens_per_second or 0, default=None)
     versus_peer = best.tokens_per_second / peer.tokens_per_second if best and peer else None
+    llama = by_name.get(LLAMA)
+
+    def over_llama(row) -> float | None:
+        return row.tokens_per_second / llama.tokens_per_second if llama and row.tokens_per_second else None
+
     settings = {"draft": resolve_draft_name(draft, model),
                 "tree": args.tree if args.tree == "auto" else list(args.tree),
                 "prompts": len(prompts), "max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
                 "threads": args.threads, "target_compute": computes, "native_ar_over_float32_ar": native_over_float,
                 "peer": peer.name if peer else None,
-                "best_engine": best.name if best else None, "engine_over_peer": versus_peer}
+                "best_engine": best.name if best else None, "engine_over_peer": versus_peer,
+                "llama_cpp_skipped": skipped, "best_engine_over_llama_cpp": over_llama(best) if best else None}
     if args.json:
-        print(strict_json({**settings, "rows": [row.to_dict() for row in rows]}))
+        print(strict_json({**settings, "rows": [{**row.to_dict(), "over_llama_cpp": over_llama(row)}
+                                                for row in rows]}))
         return 0
 
     def share(row, part):
@@ -95,13 +116,13 @@ def run(args: argparse.Namespace) -> int:
 
     print(format_table(
         ["configuration", "tree", "tokens", "tokens / forward", "tokens / s", "speedup vs ar", "draft", "target fwd",
-         "verify", "other"],
+         "verify", "other", *(["vs llama.cpp"] if llama else [])],
         [[r.name, r.tree or "-", r.tokens, f"{r.accepted_per_forward:.2f}", f"{r.tokens_per_second:.2f}",
           f"{r.speedup:.2f}x", share(r, r.draft_seconds), share(r, r.target_seconds), share(r, r.verify_seconds),
-          share(r, r.other_seconds)] for r in rows]))
+          share(r, r.other_seconds), *([f"{over_llama(r):.2f}x"] if llama else [])] for r in rows]))
     print(f"\ndraft {settings['draft']}, tree {args.tree if args.tree == 'auto' else ','.join(map(str, args.tree))}, "
           f"{len(prompts)} held-out prompts x {args.max_new_tokens} new tokens, T = {args.temperature}, "
-          f"{args.threads} thread(s); all from one run.")
+          f"{args.threads} thread(s); all from one run; load average {os.getloadavg()[0]:.1f}.")
     if native_over_float is not None:
         print(f"ar on the native target / ar on the float32 target: {native_over_float:.2f}x")
     if versus_peer is not None:

@@ -48,6 +48,28 @@ def test_the_chain_part_of_a_tree_is_decided_in_one_batched_sps_call(tiny_models
     assert Decoder(target, TreeLM(draft), "resispec", (2, 1)).chain_verifier is None  # no leading chain
 
 
+def test_the_loop_trusts_its_own_rows_and_the_boundary_still_refuses_bad_ones(tiny_models, monkeypatch):
+    """Rows the loop made itself are not revalidated at every node (the trusted path); rows from outside are."""
+    from engine.verifiers import base, validation
+
+    target, draft = tiny_models
+    checked = []
+    for module in (base, validation):
+        original = module.as_distributions
+        monkeypatch.setattr(module, "as_distributions",
+                            lambda values, name, original=original: checked.append(name) or original(values, name))
+    decoder = Decoder(target, TreeLM(draft), "resispec", (2, 2, 1), seed=5)
+    assert len(list(decoder.generate(torch.tensor([1, 4, 2]), 16))) == 16
+    assert checked == []
+    p = target_probs(torch.randn(1, 8), Sampling())
+    bad = p.clone()
+    bad[0, 3] = float("nan")
+    candidates = decoder.node_verifier.draft(p, 2, torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="p \\(target\\)"):
+        decoder.node_verifier.verifier.verify(bad, p, candidates, torch.rand(1, 3, dtype=torch.float64))
+    assert checked == ["p (target)"]
+
+
 def test_processing_applies_the_same_transform_to_p_and_q():
     logits = torch.tensor([[2.0, 1.0, 0.5, -1.0, -3.0]])
     plain = torch.softmax(logits.double(), dim=-1)

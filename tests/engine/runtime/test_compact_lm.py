@@ -50,6 +50,14 @@ def test_padded_linear_equals_the_plain_product_for_every_row_count():
     generator = torch.Generator().manual_seed(0)
     weight = torch.randn(300, 64, generator=generator)
     padded = PaddedLinear(weight)
+    assert padded.packed == {}  # packed on first use: `ar` never pays for the 8- and 16-row copies
+    padded(torch.randn(1, 64, generator=generator))
+    assert set(padded.packed) == {1}
+    padded.prepare(5, 12)  # a decoder feeding 5 to 12 rows: the 8- and 16-row buckets
+    assert set(padded.packed) == {1, 8, 16}
+    fresh = PaddedLinear(weight)
+    fresh.prepare(2, 8)
+    assert set(fresh.packed) == {8}
     for rows in range(1, 21):
         x = torch.randn(rows, 64, generator=generator)
         out = padded(x)
@@ -94,15 +102,18 @@ def test_int4_linear_is_within_half_a_step_of_each_weight_and_computes_its_dequa
     torch.testing.assert_close(quantized(x[None]).float()[0], quantized(x).float())  # any leading shape
 
 
-def test_fused_int4_layers_equal_the_separate_ones():
+@pytest.mark.parametrize("sizes", [(64, 16, 32), (64, 32, 16)])  # packed anew / packed copies side by side
+def test_fused_int4_layers_equal_the_separate_ones(sizes):
     generator = torch.Generator().manual_seed(3)
     parts = []
-    for rows in (64, 16, 32):
+    for rows in sizes:
         linear = torch.nn.Linear(64, rows, bias=False)
         linear.weight.data = torch.randn(rows, 64, generator=generator)
         parts.append(Int4Linear.from_linear(linear))
     x = torch.randn(3, 64, generator=generator).to(torch.bfloat16)
-    torch.testing.assert_close(Int4Linear.concatenate(parts)(x), torch.cat([part(x) for part in parts], dim=-1))
+    fused = Int4Linear.concatenate(parts)
+    torch.testing.assert_close(fused(x), torch.cat([part(x) for part in parts], dim=-1))
+    assert torch.equal(fused.packed, torch._convert_weight_to_int4pack_for_cpu(fused.levels.to(torch.int32), 1))
 
 
 def test_a_mixed_int4_int8_fusion_computes_the_parts_side_by_side():
@@ -203,3 +214,13 @@ def test_the_decoder_starts_a_self_draft_on_its_targets_prompt_cache(monkeypatch
     monkeypatch.setattr(draft, "prefill", no_prefill)
     tokens = list(Decoder(target, draft, "rrs", (1, 1)).generate(torch.tensor([1, 2, 3]), 4))
     assert len(tokens) == 4
+
+
+@pytest.mark.skipif(not mkl_packing_available(torch.ones(1)), reason="torch built without MKL")
+def test_a_decoder_packs_the_targets_buckets_it_will_use_before_it_decodes(tiny_models):
+    from engine.decode.decoding import Decoder
+
+    assert set(Decoder(tiny_llama(seed=11), None, "ar").target.weights.head.packed) == {1}
+    target = tiny_llama(seed=12)
+    speculative = Decoder(target, TreeLM(tiny_models[1]), "rrs", (3, 2))  # 3 to 10 rows: buckets 8 and 16
+    assert set(speculative.target.weights.head.packed) == {8, 16}
