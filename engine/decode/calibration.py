@@ -11,6 +11,9 @@ Once per (target, draft, verifier, sampling) and machine:
   verifier's exact acceptance enumerates tuples, as the WOR ones do) plus one merged tail token; merging
   the tail slightly overstates acceptance (docs/sim.md, ``tail=merge``), an approximation used only to
   choose the tree.
+  Positions where the draft declines a round (``proposes``, `engine.decode.decoding.drafts_at`: the n-gram
+  draft without a match) are left out: the loop makes them one-token rounds, whatever the tree, so A(k) and
+  the tree are those of the rounds that draft.
 - **correlation** ``kappa_d``: consecutive positions are not independent, so the probability of
   accepting d positions in a row is measured too, from the one-candidate acceptances ``sum min(p, q)``
   along each continuation (`engine.decode.tree_search.survival_correlation`).
@@ -34,6 +37,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from engine.decode.decoding import drafts_at
 from engine.decode.processing import Sampling, draft_probs, target_probs
 from engine.decode.timing import median_seconds
 from engine.decode.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree, survival_correlation
@@ -147,9 +151,15 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
         sequence = _sample_continuation(target, prompt, new_tokens, sampling, generator)
         chain = sequence[len(prompt) - 1:]
         parents = torch.arange(-1, len(chain) - 1)
-        for lm, rows, to_probs in ((target, p_rows, target_probs), (draft, q_rows, draft_probs)):
-            lm.prefill(prompt)
-            rows.append(to_probs(lm.grow(chain, parents).float(), sampling)[:-1].numpy())
+        p, q = ((to_probs(lm_grow(lm, prompt, chain, parents).float(), sampling)[:-1].numpy())
+                for lm, to_probs in ((target, target_probs), (draft, draft_probs)))
+        drafting = [drafts_at(draft, sequence[: len(prompt) + t].tolist()) for t in range(len(chain) - 1)]
+        for start, stop in _runs(drafting):  # rounds the draft declines are one-token rounds: not measured
+            p_rows.append(p[start:stop])
+            q_rows.append(q[start:stop])
+    if not p_rows:
+        raise ValueError(f"calibration: the draft drafts at none of the {len(prompts)} calibration texts' "
+                         f"positions; give the tree (--tree) instead of auto")
     p_all, q_all = np.concatenate(p_rows), np.concatenate(q_rows)
     acceptance = measure_acceptance(p_all, q_all, verifier, max_children)
     correlation = survival_correlation([np.minimum(p, q).sum(axis=1).clip(0.0, 1.0).tolist()
@@ -161,6 +171,24 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
     round_seconds = verify_seconds[1]  # probability processing and bookkeeping: about one sps node (measured)
     return Calibration(acceptance, target_seconds, draft_seconds, round_seconds, len(p_all), correlation,
                        verify_seconds)
+
+
+def lm_grow(lm, prompt: torch.Tensor, chain: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
+    """``lm``'s logits along ``chain`` (long [n], the prompt's last token first) after prefilling ``prompt``."""
+    lm.prefill(prompt)
+    return lm.grow(chain, parents)
+
+
+def _runs(flags: Sequence[bool]) -> list[tuple[int, int]]:
+    """The maximal runs ``[start, stop)`` of consecutive true ``flags``."""
+    runs, start = [], None
+    for index, flag in enumerate([*flags, False]):
+        if flag and start is None:
+            start = index
+        elif not flag and start is not None:
+            runs.append((start, index))
+            start = None
+    return runs
 
 
 def _sample_continuation(target, prompt: torch.Tensor, new_tokens: int, sampling: Sampling,
