@@ -11,9 +11,10 @@ them; drafting of a level, the chain part and each depth's verifications are one
 Randomness is the loop's, in the loop's order: drafting from a ``torch.Generator`` seeded with ``seed``,
 verification and sampling uniforms from ``numpy.random.default_rng(seed)``, each call drawing its rows
 sequence by sequence. So a batch of one sequence decodes, token for token, what ``Decoder(..., seed)``
-decodes (a test pins it); a sequence whose draft declines the round (``proposes``, `engine.decode.decoding.drafts_at`)
-makes a one-token step, those sequences first; with S > 1 the sequences are independent draws of the same process. It exists
-to audit the loop's law over tens of thousands of generations (tests/engine/decode); no hooks (audit,
+decodes (a test pins it); a sequence whose draft declines the round (``proposes``,
+`engine.decode.decoding.drafts_at`) makes a one-token step, those sequences first; with S > 1 the
+sequences are independent draws of the same process. It exists to audit the loop's law over tens of
+thousands of generations (tests/engine/decode); no hooks (audit,
 log, parity), no end-of-sequence token.
 """
 
