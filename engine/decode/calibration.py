@@ -71,10 +71,10 @@ class Calibration:
     verify_seconds: dict[int, float]
 
     def target_cost(self, nodes: int) -> float:
-        return _interpolate(self.target_seconds, nodes)
+        return interpolate(self.target_seconds, nodes)
 
     def draft_cost(self, rows: int) -> float:
-        return _interpolate(self.draft_seconds, rows)
+        return interpolate(self.draft_seconds, rows)
 
     def choose(self, max_nodes: int = MAX_NODES, chains_only: bool = False) -> TreeChoice:
         acceptance = self.acceptance[:1] if chains_only else self.acceptance
@@ -82,7 +82,7 @@ class Calibration:
                          correlation=self.correlation, verify_cost=self.verify_seconds.__getitem__)
 
 
-def _interpolate(points: dict[int, float], x: int) -> float:
+def interpolate(points: dict[int, float], x: int) -> float:
     keys = sorted(points)
     return float(np.interp(x, keys, [points[k] for k in keys]))
 
@@ -148,7 +148,7 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
     target = lm_for(model)
     p_rows, q_rows = [], []
     for prompt in prompts:
-        sequence = _sample_continuation(target, prompt, new_tokens, sampling, generator)
+        sequence = sample_continuation(target, prompt, new_tokens, sampling, generator)
         chain = sequence[len(prompt) - 1:]
         parents = torch.arange(-1, len(chain) - 1)
         p, q = ((to_probs(lm_grow(lm, prompt, chain, parents).float(), sampling)[:-1].numpy())
@@ -191,7 +191,7 @@ def _runs(flags: Sequence[bool]) -> list[tuple[int, int]]:
     return runs
 
 
-def _sample_continuation(target, prompt: torch.Tensor, new_tokens: int, sampling: Sampling,
+def sample_continuation(target, prompt: torch.Tensor, new_tokens: int, sampling: Sampling,
                          generator: torch.Generator) -> torch.Tensor:
     """The prompt followed by ``new_tokens`` tokens sampled from the target (p processed by ``sampling``)."""
     target.prefill(prompt)
