@@ -10,7 +10,8 @@ On target-sampled continuations of the calibration prompts (training prompts, ne
    (the head and per-forward overhead, then a layer); the target's forward over n nodes measured as
    `engine.decode.calibration.measure_costs` does;
 4. for every K the best chain for ``A(L_K)`` (`engine.decode.tree_search.best_tree`, one child per node),
-   its predicted tokens per second, and the K that maximises it.
+   its predicted tokens per second, and the K < N that maximises it (``best``), against the target's own
+   ``1 / t(1)`` (autoregressive sampling).
 
 The measured figures are a function of the target and the machine; ``DEFAULT_LAYERS`` in
 `engine.drafts.layer_skip` holds this search's result for the shipped model (docs/draft.md).
@@ -58,7 +59,8 @@ class LayerSearch:
 
     @property
     def best(self) -> LayerSetFigures:
-        return max(self.sets, key=lambda figures: figures.tokens_per_second)
+        """The proper subset of the highest predicted tokens per second (all layers is no layer skip)."""
+        return max(self.sets[:-1], key=lambda figures: figures.tokens_per_second)
 
 
 class _Texts:
