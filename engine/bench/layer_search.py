@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from engine.bench.draft_eval import forward_seconds
 from engine.decode.calibration import COST_POINTS, interpolate, lm_grow, measure_costs, sample_continuation
 from engine.decode.processing import Sampling, draft_probs, target_probs
 from engine.decode.tree_search import best_tree
@@ -88,11 +89,6 @@ class _Texts:
         return float(torch.cat(overlaps).mean())
 
 
-def draft_seconds(model, prompt: torch.Tensor, layers: list[int], repeats: int) -> float:
-    """Median seconds of one one-row forward of the draft keeping ``layers``, on ``prompt``'s cache."""
-    return measure_costs(LayerSkipDraft(model, layers), prompt, (1,), repeats)[1]
-
-
 def search_layers(model, prompts: Sequence[torch.Tensor], new_tokens: int = 32, sampling: Sampling = Sampling(),
                   repeats: int = 7, seed: int = 0, progress: bool = True) -> LayerSearch:
     """Run the search of the module docstring for the target ``model`` on the tokenized ``prompts``."""
@@ -116,7 +112,7 @@ def search_layers(model, prompts: Sequence[torch.Tensor], new_tokens: int = 32, 
         counts = [k for k in COST_LAYER_COUNTS if k <= total]
         seconds = []
         for k in counts:
-            seconds.append(draft_seconds(model, prompts[0], nested[k], repeats))
+            seconds.append(forward_seconds(LayerSkipDraft(model, nested[k]), prompts[0], repeats))
             bar.update()
         slope, intercept = np.polyfit(counts, seconds, 1) if len(counts) > 1 else (0.0, seconds[0])
         target_curve = measure_costs(CompactLM(model), prompts[0], COST_POINTS, repeats)

@@ -6,7 +6,10 @@ import pytest
 import torch
 
 from engine.drafts import Draft
-from engine.drafts.ngram import GAP, NGramDraft, continuation_counts
+from engine.drafts.layer_skip import LayerSkipDraft
+from engine.drafts.ngram import DEFAULT_MAX_N, DEFAULT_MIN_N, GAP, NGramDraft, continuation_counts
+from engine.drafts.registry import assistant_model, check_draft_name, make_draft
+from engine.model.tiny import tiny_llama
 from engine.runtime.tree import CandidateTree
 
 
@@ -58,3 +61,20 @@ def test_commit_keeps_the_accepted_path_and_learns_the_unfed_tokens():
 def test_bad_suffix_lengths_are_named():
     with pytest.raises(ValueError, match="ngram: need 1 <= min_n <= max_n"):
         NGramDraft(10, max_n=1, min_n=2)
+
+
+def test_the_registry_builds_the_new_drafts_by_name():
+    target = tiny_llama(seed=5, num_layers=3)
+    ngram, longer = make_draft("ngram", target), make_draft("ngram-5", target)
+    assert (ngram.min_n, ngram.max_n, longer.min_n, longer.max_n) == (DEFAULT_MIN_N, DEFAULT_MAX_N, 5, 5)
+    skip = make_draft("layer-skip:0,2", target)
+    assert isinstance(skip, LayerSkipDraft) and skip.source_layers == [0, 2]
+    assert assistant_model(ngram) is None and assistant_model(skip) is None
+    assert assistant_model(make_draft("early-exit-1", target)) is not None
+    with pytest.raises(ValueError, match=r"^draft: layer-skip has no measured layer set .* layer-skip:0,2,5"):
+        make_draft("layer-skip", target)
+    with pytest.raises(ValueError, match=r"layer-skip layers must be strictly ascending in \[0, 2\]"):
+        make_draft("layer-skip:0,3", target)
+    for name in ("ngram-0", "ngram-", "layer-skip:", "layer-skip:1,", "layer-skip-2"):
+        with pytest.raises(ValueError, match="unknown draft"):
+            check_draft_name(name)
