@@ -83,6 +83,7 @@ class Calibration:
 
 
 def interpolate(points: dict[int, float], x: int) -> float:
+    """A measured cost curve ``points`` (nodes or rows -> seconds) at ``x``, linear between its points."""
     keys = sorted(points)
     return float(np.interp(x, keys, [points[k] for k in keys]))
 
