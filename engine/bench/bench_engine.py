@@ -11,10 +11,15 @@ for training or tuning; a test keeps them apart from the training prompts):
 - ``hf-assisted:N``: transformers assisted generation with the same target and the same draft model as
   ``assistant_model`` (``do_sample=True``, ``num_assistant_tokens=N``, constant schedule and the
   assistant's confidence threshold off, so that every round drafts N tokens), for each N given; the
-  best of them is *the peer*;
+  best of them is *the peer*; skipped for a draft no transformers model computes (``ngram``,
+  ``layer-skip``: `engine.drafts.registry.assistant_model`);
 - ``llama.cpp`` and ``llama.cpp-lookup``: llama.cpp on the target's own GGUF file with the same threads,
   prompt token ids, untruncated sampling and seeds, plain and with its prompt-lookup draft
   (`engine.bench.llama_peer`; optional, skipped with one line where ``llama_cpp`` is not installed).
+
+With ``tree_from`` and the tree ``auto``, the tree is chosen once per target computation by that verifier's
+calibration (`engine.decode.calibration.choose_tree`) and every verifier decodes on it: the verifiers compared
+at equal draft and tree; a verifier that cannot take it (sps, block on a branching tree) is left out.
 
 For each prompt every configuration runs in turn, so background load spreads evenly over them. Per
 configuration: tokens, target forwards, tokens per target forward, tokens/s, speedup over ``ar``, and
@@ -36,10 +41,12 @@ from tqdm import tqdm
 from transformers import PreTrainedModel
 
 from engine.bench.llama_peer import LlamaPeer
+from engine.decode.calibration import choose_tree
 from engine.decode.decoding import AUTOREGRESSIVE
-from engine.decode.generation import GenerationRequest, generate, prompt_ids
+from engine.decode.generation import AUTO_TREE, GenerationRequest, generate, prompt_ids
 from engine.decode.processing import Sampling
-from engine.drafts.registry import make_draft
+from engine.drafts.registry import assistant_model, make_draft, resolve_draft_name
+from engine.verifiers.strategy import Verification
 
 PROMPTS_FILE = Path(__file__).parents[1] / "data" / "bench_prompts.json"
 HF = "hf"
@@ -132,26 +139,53 @@ def engine_row_name(verifier: str, compute: str, computes: Sequence[str]) -> str
     return verifier if len(computes) == 1 else f"{verifier} [{compute}]"
 
 
+def shared_tree(model: PreTrainedModel, tokenizer, draft: str, verifier: str, sampling: Sampling,
+                threads: int) -> tuple[int, ...]:
+    """The ``auto`` tree of ``verifier`` with ``draft`` on ``model`` (calibrated once, cached), for every verifier."""
+    choice, _, _ = choose_tree(model, tokenizer, make_draft(draft, model), resolve_draft_name(draft, model),
+                               verifier, sampling, threads)
+    return choice.branching
+
+
+def takes_tree(verifier: str, branching: tuple[int, ...] | str) -> bool:
+    """Whether ``verifier`` decodes on ``branching`` (``ar`` and ``auto``: always)."""
+    if verifier == AUTOREGRESSIVE or branching == AUTO_TREE:
+        return True
+    try:
+        Verification.of(verifier).check_branching(tuple(branching))
+    except ValueError:
+        return False
+    return True
+
+
 def bench_engine(targets: Mapping[str, PreTrainedModel], tokenizer, verifiers: Sequence[str], draft: str,
                  branching: tuple[int, ...] | str, max_new_tokens: int, sampling: Sampling, seed: int,
                  prompts: Sequence[str], assistant_tokens: Sequence[int] = (), threads: int = 1,
-                 progress: bool = False, llama_peers: Mapping[str, LlamaPeer] | None = None) -> list[EngineRow]:
+                 progress: bool = False, tree_from: str | None = None,
+                 llama_peers: Mapping[str, LlamaPeer] | None = None) -> list[EngineRow]:
     """One row per configuration (``ar`` first for each target), summed over ``prompts`` (module docstring).
     ``targets``: the target computed each way to compare, by name (``{"float32": model}``, or with
-    ``"native"``); transformers runs on the first. ``llama_peers``: llama.cpp configurations by row name."""
+    ``"native"``); transformers runs on the first. ``tree_from``: the verifier whose ``auto`` tree all share.
+    ``llama_peers``: llama.cpp configurations by row name."""
     llama_peers = llama_peers or {}
-    names = [AUTOREGRESSIVE, *[v for v in verifiers if v != AUTOREGRESSIVE]]
     computes = list(targets)
     model = targets[computes[0]]
-    peers = ([HF] + [f"{HF_ASSISTED}:{n}" for n in assistant_tokens]) if assistant_tokens else []
+    trees = {compute: shared_tree(targets[compute], tokenizer, draft, tree_from, sampling, threads)
+             if tree_from and branching == AUTO_TREE else branching for compute in computes}
+    names = {compute: [name for name in [AUTOREGRESSIVE, *[v for v in verifiers if v != AUTOREGRESSIVE]]
+                       if takes_tree(name, trees[compute])] for compute in computes}
+    assistant = assistant_model(make_draft(draft, model)) if assistant_tokens else None
+    peers = ([HF] + ([f"{HF_ASSISTED}:{n}" for n in assistant_tokens] if assistant is not None else [])
+             if assistant_tokens else [])
     rows = {engine_row_name(name, compute, computes): EngineRow(engine_row_name(name, compute, computes))
-            for compute in computes for name in names}
+            for compute in computes for name in names[compute]}
     rows.update({name: EngineRow(name) for name in [*peers, *llama_peers]})
-    assistant = make_draft(draft, model).model if assistant_tokens else None
+    runs = [(compute, name) for compute in computes for name in names[compute]]
+    runs.sort(key=lambda run: names[run[0]].index(run[1]))  # verifier by verifier, each target in turn
     bar = tqdm(total=len(prompts) * len(rows), desc="bench engine", unit="run", disable=not progress)
     for index, prompt in enumerate(prompts):
-        for compute, name in ((compute, name) for name in names for compute in computes):
-            request = GenerationRequest(prompt=prompt, verifier=name, draft=draft, branching=branching,
+        for compute, name in runs:
+            request = GenerationRequest(prompt=prompt, verifier=name, draft=draft, branching=trees[compute],
                                         sampling=sampling, max_new_tokens=max_new_tokens, seed=seed + index,
                                         threads=threads)
             tokens, stats = generate(targets[compute], tokenizer, request)
@@ -175,7 +209,7 @@ def bench_engine(targets: Mapping[str, PreTrainedModel], tokenizer, verifiers: S
     bar.close()
     for compute in computes:
         baseline = rows[engine_row_name(AUTOREGRESSIVE, compute, computes)].tokens_per_second
-        own = [engine_row_name(name, compute, computes) for name in names] + (
+        own = [engine_row_name(name, compute, computes) for name in names[compute]] + (
             [*peers, *llama_peers] if compute == computes[0] else [])
         for label in own:
             row = rows[label]

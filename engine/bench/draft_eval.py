@@ -1,7 +1,8 @@
 """Held-out figures of a draft q against the target p: overlap, verifier acceptance, tokens per round.
 
 Pairs (p, q) are taken at target-generated positions (T = 1) of held-out prompts: p from the stored
-target state, q from the draft as the engine runs it (`Draft.prefill`, then one `grow` of the chain).
+target state (or the native target's forward along the same text), q from the draft as the engine runs it
+(`Draft.prefill`, then one `grow` of the chain).
 From the acceptance alpha(k) of a verifier with k candidates per node, the expected tokens emitted per
 target forward of a tree with branching (b_1, ..., b_D), if acceptance at each depth were independent
 of the others and of the depth, is
@@ -20,7 +21,10 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel
 
+from engine.decode.calibration import lm_grow, measure_costs
+from engine.decode.decoding import drafts_at
 from engine.drafts.base import Draft
+from engine.runtime.compact_lm import lm_for
 from engine.train.draft_data import Sequences
 from resispec import get_verifier
 from resispec.formats.stats import standard_error
@@ -29,25 +33,35 @@ from resispec.verifiers.base import Verifier
 
 @torch.no_grad()
 def draft_pairs(
-    target: PreTrainedModel, draft: Draft, data: Sequences, rows: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(p, q): float64 [n, V] at the target positions `rows` of `data` (indices into its stacked target
-    rows, ascending; default: all)."""
+    target: PreTrainedModel, draft: Draft, data: Sequences, rows: np.ndarray | None = None,
+    p_model: PreTrainedModel | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(p, q, drafts): p and q float64 [n, V] at the target positions `rows` of `data` (indices into its stacked
+    target rows, ascending; default: all); ``drafts`` bool [n], whether the draft drafts a round there
+    (`engine.decode.decoding.drafts_at`). p is the stored target's, from its hidden state; with ``p_model``
+    (the native target) that model's, teacher-forced along the same text."""
     rows = np.arange(data.num_targets) if rows is None else np.asarray(rows)
-    ps, qs, start = [], [], 0
+    ps, qs, flags, start = [], [], [], 0
     for s in range(len(data.lengths)):
         tokens, prompt_len, hidden = data.sequence(s)
         keep = rows[(rows >= start) & (rows < start + len(hidden))] - start
         start += len(hidden)
         if len(keep) == 0:
             continue
-        draft.prefill(tokens[:prompt_len])
-        chain = torch.arange(-1, len(tokens) - prompt_len)
-        q_logits = draft.grow(tokens[prompt_len - 1 :], chain)[:-1]
+        chain, parents = tokens[prompt_len - 1 :], torch.arange(-1, len(tokens) - prompt_len)
+        q_logits = lm_grow(draft, tokens[:prompt_len], chain, parents)[:-1]
         keep = torch.as_tensor(keep)
-        ps.append(torch.softmax(target.lm_head(hidden[keep]).double(), -1))
+        p_logits = (target.lm_head(hidden[keep]) if p_model is None
+                    else lm_grow(lm_for(p_model), tokens[:prompt_len], chain, parents)[:-1][keep])
+        ps.append(torch.softmax(p_logits.double(), -1))
         qs.append(torch.softmax(q_logits[keep].double(), -1))
-    return torch.cat(ps).numpy(), torch.cat(qs).numpy()
+        flags += [drafts_at(draft, tokens[: prompt_len + int(t)].tolist()) for t in keep]
+    return torch.cat(ps).numpy(), torch.cat(qs).numpy(), np.array(flags, dtype=bool)
+
+
+def forward_seconds(lm, prompt: torch.Tensor, repeats: int) -> float:
+    """Median seconds of one one-row forward of ``lm`` (a draft or the target's `lm_for`) on ``prompt``'s cache."""
+    return measure_costs(lm, prompt, (1,), repeats)[1]
 
 
 def has_closed_form(verifier: Verifier) -> bool:

@@ -11,8 +11,10 @@ them; drafting of a level, the chain part and each depth's verifications are one
 Randomness is the loop's, in the loop's order: drafting from a ``torch.Generator`` seeded with ``seed``,
 verification and sampling uniforms from ``numpy.random.default_rng(seed)``, each call drawing its rows
 sequence by sequence. So a batch of one sequence decodes, token for token, what ``Decoder(..., seed)``
-decodes (a test pins it); with S > 1 the sequences are independent draws of the same process. It exists
-to audit the loop's law over tens of thousands of generations (tests/engine/decode); no hooks (audit,
+decodes (a test pins it); a sequence whose draft declines the round (``proposes``,
+`engine.decode.decoding.drafts_at`) makes a one-token step, those sequences first; with S > 1 the
+sequences are independent draws of the same process. It exists to audit the loop's law over tens of
+thousands of generations (tests/engine/decode); no hooks (audit,
 log, parity), no end-of-sequence token.
 """
 
@@ -23,7 +25,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from engine.decode.decoding import AUTOREGRESSIVE
+from engine.decode.decoding import AUTOREGRESSIVE, drafts_at
 from engine.decode.processing import Sampling, draft_probs, target_probs
 from engine.runtime.compact_lm import lm_for
 from engine.runtime.forest import ForestLM
@@ -67,8 +69,18 @@ class BatchDecoder:
         output: list[list[int]] = [[] for _ in range(sequences)]
         roots = [int(prompt_ids[-1])] * sequences
         active = list(range(sequences))
+        prompt = prompt_ids.tolist()
         while active:
-            step = self._round(target, draft, active, roots) if self.speculative else self._step(target, active, roots)
+            if self.speculative:
+                drafting = [s for s in active if drafts_at(self.draft, prompt + output[s])]
+                stepping = [s for s in active if s not in drafting]
+                step = self._step(target, stepping, roots) if stepping else []
+                for s in stepping:  # a one-token step: the draft only learns the root
+                    draft.commit(s, [], [roots[s]])
+                active = stepping + drafting
+                step += self._round(target, draft, drafting, roots) if drafting else []
+            else:
+                step = self._step(target, active, roots)
             for sequence, tokens in zip(active, step):
                 output[sequence] += tokens[: max_new_tokens - len(output[sequence])]
                 roots[sequence] = tokens[-1]

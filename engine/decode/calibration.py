@@ -11,6 +11,9 @@ Once per (target, draft, verifier, sampling) and machine:
   verifier's exact acceptance enumerates tuples, as the WOR ones do) plus one merged tail token; merging
   the tail slightly overstates acceptance (docs/sim.md, ``tail=merge``), an approximation used only to
   choose the tree.
+  Positions where the draft declines a round (``proposes``, `engine.decode.decoding.drafts_at`: the n-gram
+  draft without a match) are left out: the loop makes them one-token rounds, whatever the tree, so A(k) and
+  the tree are those of the rounds that draft.
 - **correlation** ``kappa_d``: consecutive positions are not independent, so the probability of
   accepting d positions in a row is measured too, from the one-candidate acceptances ``sum min(p, q)``
   along each continuation (`engine.decode.tree_search.survival_correlation`).
@@ -34,6 +37,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from engine.decode.decoding import drafts_at
 from engine.decode.processing import Sampling, draft_probs, target_probs
 from engine.decode.timing import median_seconds
 from engine.decode.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree, survival_correlation
@@ -67,10 +71,10 @@ class Calibration:
     verify_seconds: dict[int, float]
 
     def target_cost(self, nodes: int) -> float:
-        return _interpolate(self.target_seconds, nodes)
+        return interpolate(self.target_seconds, nodes)
 
     def draft_cost(self, rows: int) -> float:
-        return _interpolate(self.draft_seconds, rows)
+        return interpolate(self.draft_seconds, rows)
 
     def choose(self, max_nodes: int = MAX_NODES, chains_only: bool = False) -> TreeChoice:
         acceptance = self.acceptance[:1] if chains_only else self.acceptance
@@ -78,7 +82,8 @@ class Calibration:
                          correlation=self.correlation, verify_cost=self.verify_seconds.__getitem__)
 
 
-def _interpolate(points: dict[int, float], x: int) -> float:
+def interpolate(points: dict[int, float], x: int) -> float:
+    """A measured cost curve ``points`` (nodes or rows -> seconds) at ``x``, linear between its points."""
     keys = sorted(points)
     return float(np.interp(x, keys, [points[k] for k in keys]))
 
@@ -144,12 +149,18 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
     target = lm_for(model)
     p_rows, q_rows = [], []
     for prompt in prompts:
-        sequence = _sample_continuation(target, prompt, new_tokens, sampling, generator)
+        sequence = sample_continuation(target, prompt, new_tokens, sampling, generator)
         chain = sequence[len(prompt) - 1:]
         parents = torch.arange(-1, len(chain) - 1)
-        for lm, rows, to_probs in ((target, p_rows, target_probs), (draft, q_rows, draft_probs)):
-            lm.prefill(prompt)
-            rows.append(to_probs(lm.grow(chain, parents).float(), sampling)[:-1].numpy())
+        p, q = ((to_probs(lm_grow(lm, prompt, chain, parents).float(), sampling)[:-1].numpy())
+                for lm, to_probs in ((target, target_probs), (draft, draft_probs)))
+        drafting = [drafts_at(draft, sequence[: len(prompt) + t].tolist()) for t in range(len(chain) - 1)]
+        for start, stop in _runs(drafting):  # rounds the draft declines are one-token rounds: not measured
+            p_rows.append(p[start:stop])
+            q_rows.append(q[start:stop])
+    if not p_rows:
+        raise ValueError(f"calibration: the draft drafts at none of the {len(prompts)} calibration texts' "
+                         f"positions; give the tree (--tree) instead of auto")
     p_all, q_all = np.concatenate(p_rows), np.concatenate(q_rows)
     acceptance = measure_acceptance(p_all, q_all, verifier, max_children)
     correlation = survival_correlation([np.minimum(p, q).sum(axis=1).clip(0.0, 1.0).tolist()
@@ -163,7 +174,25 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
                        verify_seconds)
 
 
-def _sample_continuation(target, prompt: torch.Tensor, new_tokens: int, sampling: Sampling,
+def lm_grow(lm, prompt: torch.Tensor, chain: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
+    """``lm``'s logits along ``chain`` (long [n], the prompt's last token first) after prefilling ``prompt``."""
+    lm.prefill(prompt)
+    return lm.grow(chain, parents)
+
+
+def _runs(flags: Sequence[bool]) -> list[tuple[int, int]]:
+    """The maximal runs ``[start, stop)`` of consecutive true ``flags``."""
+    runs, start = [], None
+    for index, flag in enumerate([*flags, False]):
+        if flag and start is None:
+            start = index
+        elif not flag and start is not None:
+            runs.append((start, index))
+            start = None
+    return runs
+
+
+def sample_continuation(target, prompt: torch.Tensor, new_tokens: int, sampling: Sampling,
                          generator: torch.Generator) -> torch.Tensor:
     """The prompt followed by ``new_tokens`` tokens sampled from the target (p processed by ``sampling``)."""
     target.prefill(prompt)

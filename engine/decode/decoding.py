@@ -11,6 +11,11 @@ One speculative round (node 0 = the last emitted token):
    leaf emits one token drawn from p at the leaf;
 4. both models keep the accepted path's KV entries (``commit``); the last emitted token is the next root.
 
+A draft with a ``proposes(context)`` method (the n-gram draft, `engine.drafts.ngram`) may decline a round:
+where it returns false for the context (prompt and emitted tokens, the root last) the round is a one-token
+round, one token sampled from p at the root. The choice is a function of the context only, made before any
+candidate is drawn, so it leaves every emitted token's law p.
+
 On the chain part of a tree (its leading levels of one child each: all of a chain) with a verifier whose
 one-candidate rule is single-draft speculative sampling (``single_candidate_is_sps``), those nodes are
 decided by sps in one batched call, each node with its own uniforms: a node's decision depends only on its
@@ -85,6 +90,13 @@ class DecodeStats:
         return [a / r if r else float("nan") for a, r in zip(self.accepted_by_depth, self.reached_by_depth)]
 
 
+def drafts_at(draft: Draft, context: list[int]) -> bool:
+    """Whether ``draft`` drafts a tree at the end of ``context`` (long ids, the root last): its
+    ``proposes(context)`` where it has one, else always."""
+    proposes = getattr(draft, "proposes", None)
+    return proposes is None or proposes(context)
+
+
 class Decoder:
     """Generates from a target model, speculatively (a verifier name and a draft) or autoregressively.
 
@@ -151,10 +163,15 @@ class Decoder:
         root = int(prompt_ids[-1])
         if self.log is not None:
             self.log.start_chain()
-        emitted = 0
+        emitted, context = 0, prompt_ids.tolist()
         while emitted < max_new_tokens:
             audited = len(self.stats.pit)
-            tokens = self._speculative_round(root, emitted) if self.speculative else self._autoregressive_step(root)
+            if self.speculative and drafts_at(self.draft, context):
+                tokens = self._speculative_round(root, emitted)
+            else:
+                tokens = self._autoregressive_step(root)
+                if self.speculative:  # a one-token round: the draft only learns the root
+                    self.draft.commit(torch.tensor([root]))
             tokens = tokens[: max_new_tokens - emitted]
             if eos_id in tokens:
                 tokens = tokens[: tokens.index(eos_id) + 1]
@@ -169,6 +186,7 @@ class Decoder:
             if tokens[-1] == eos_id:
                 return
             root = tokens[-1]
+            context += tokens
 
     def _emit(self, p: torch.Tensor, token: int) -> None:
         """Record the randomized PIT of ``token`` against ``p`` (V,) when auditing."""

@@ -1,8 +1,11 @@
 """Drafts by name, for the CLI and benchmarks: ``default`` (``int4`` on CPU, ``bf16`` elsewhere), ``int4``,
 ``int8`` and ``bf16`` (quantized self-drafts, `SelfDraft`), ``trained`` (the distilled draft, `TrainedDraft`),
-``early-exit`` (``early-exit-L`` picks the depth L), or the path of a local causal LM on the target's
-tokenizer (directory or GGUF file, `engine.model.checkpoints`). Every draft exposes ``model``, a transformers
-causal LM (usable as transformers' ``assistant_model``)."""
+``early-exit`` (``early-exit-L`` picks the depth L), ``ngram`` (prompt lookup, no model: `NGramDraft`;
+``ngram-N`` matches suffixes of at least N tokens), ``layer-skip`` (the target's own layers, some skipped:
+`LayerSkipDraft`; ``layer-skip:0,3,7,...`` names the kept layers), or the path of a local causal LM on the
+target's tokenizer (directory or GGUF file, `engine.model.checkpoints`). `assistant_model(draft)` is the
+transformers causal LM that computes a draft (usable as transformers' ``assistant_model``), None for the
+n-gram and layer-skip drafts."""
 
 from __future__ import annotations
 
@@ -13,16 +16,22 @@ from transformers import PreTrainedModel
 
 from engine.drafts.base import Draft
 from engine.drafts.early_exit import DEFAULT_EARLY_EXIT_LAYERS, EarlyExitDraft
+from engine.drafts.layer_skip import DEFAULT_LAYERS, LayerSkipDraft
+from engine.drafts.ngram import DEFAULT_MAX_N, DEFAULT_MIN_N, NGramDraft
 from engine.drafts.self_draft import SelfDraft, default_self_draft_scheme
 from engine.drafts.trained import TrainedDraft
 from engine.model.checkpoints import load_draft_model
+from engine.model.native import target_compute_of
 from engine.model.quantize import SCHEMES
 from engine.runtime.compact_lm import lm_for
 
 DEFAULT_DRAFT = "default"
-DRAFT_NAMES = ("default", "int4", "int8", "bf16", "trained", "early-exit", "early-exit-L")
-"""Every draft name ``make_draft`` knows; a trailing ``-L`` stands for a positive integer (a depth). Any
-existing path is a draft too (a local checkpoint)."""
+DRAFT_NAMES = ("default", "int4", "int8", "bf16", "trained", "early-exit", "early-exit-L", "ngram", "ngram-N",
+               "layer-skip", "layer-skip:LIST")
+"""Every draft name ``make_draft`` knows; a trailing ``-L`` / ``-N`` stands for a positive integer (a depth, a
+suffix length), ``LIST`` for comma-separated layer indices (``0,2,5``). Any existing path is a draft too (a
+local checkpoint)."""
+PARAMETER_PATTERNS = {"-L": r"[1-9]\d*", "-N": r"[1-9]\d*", ":LIST": r"\d+(?:,\d+)*"}
 
 
 def check_draft_name(name: str) -> str:
@@ -30,13 +39,17 @@ def check_draft_name(name: str) -> str:
     path, else a ``ValueError`` listing them. Cheap: loads no model, so the CLI checks ``--draft`` before
     loading the target; the depth's upper bound (the target's layer count) is checked by ``make_draft``."""
     for known in DRAFT_NAMES:
-        pattern = re.escape(known[:-1]) + r"[1-9]\d*" if known.endswith("-L") else re.escape(known)
+        pattern = re.escape(known)
+        for suffix, values in PARAMETER_PATTERNS.items():
+            if known.endswith(suffix):
+                pattern = re.escape(known.removesuffix(suffix) + suffix[0]) + values
         if isinstance(name, str) and re.fullmatch(pattern, name):
             return name
     if isinstance(name, str) and name and Path(name).expanduser().exists():
         return name
-    raise ValueError(f"draft: unknown draft {name!r}; known: {', '.join(DRAFT_NAMES)} (L = a layer count >= 1) "
-                     "or the path of a local checkpoint")
+    raise ValueError(f"draft: unknown draft {name!r}; known: {', '.join(DRAFT_NAMES)} (L = a layer count >= 1, "
+                     "N = a suffix length >= 1, LIST = kept layer indices such as 0,2,5) or the path of a local "
+                     "checkpoint")
 
 
 def resolve_draft_name(name: str, target: PreTrainedModel) -> str:
@@ -59,6 +72,28 @@ def make_draft(name: str, target: PreTrainedModel) -> Draft:
         if not 1 <= layers < total:
             raise ValueError(f"draft: early-exit depth must be in [1, {total - 1}], got {layers}")
         return EarlyExitDraft(target, layers)
+    match = re.fullmatch(r"ngram(?:-(\d+))?", name)
+    if match:
+        shortest = int(match.group(1) or DEFAULT_MIN_N)
+        return NGramDraft(target.config.vocab_size, max(shortest, DEFAULT_MAX_N), shortest, target.device)
+    if name.startswith("layer-skip"):
+        return LayerSkipDraft(target, _kept_layers(name, target))
     if Path(name).expanduser().exists():
         return lm_for(load_draft_model(name, target))
     raise ValueError(f"draft: unknown draft {name!r}; known: {', '.join(DRAFT_NAMES)}")
+
+
+def _kept_layers(name: str, target: PreTrainedModel) -> list[int]:
+    """The layers ``layer-skip:LIST`` names, or the measured set of ``layer-skip`` for this target."""
+    if name != "layer-skip":
+        return [int(index) for index in name.removeprefix("layer-skip:").split(",")]
+    key = (target_compute_of(target), target.config.num_hidden_layers)
+    if key not in DEFAULT_LAYERS:
+        raise ValueError(f"draft: layer-skip has no measured layer set for a {key[0]} target of {key[1]} layers "
+                         f"(measured: {sorted(DEFAULT_LAYERS)}); name the kept layers: layer-skip:0,2,5,...")
+    return list(DEFAULT_LAYERS[key])
+
+
+def assistant_model(draft: Draft) -> PreTrainedModel | None:
+    """The transformers causal LM that computes ``draft`` (its ``model``), or None where none does."""
+    return getattr(draft, "assistant_model", draft.model)

@@ -15,7 +15,6 @@ from transformers import PreTrainedModel
 
 from engine.model.quantize import integer_kernels_run_on, quantized_copy
 from engine.runtime.compact_lm import CompactLM
-from engine.runtime.tree_lm import TreeCacheLM
 
 
 class SelfDraft(CompactLM):
@@ -39,10 +38,6 @@ class SelfDraft(CompactLM):
         if scheme not in copies:
             copies[scheme] = quantized_copy(target, scheme)
         super().__init__(copies[scheme])
-
-    def shares_prompt_cache_with(self, target: TreeCacheLM) -> bool:
-        """Whether ``target`` is a `CompactLM` of the very model this draft quantizes (same cache shapes)."""
-        return isinstance(target, CompactLM) and target.model is self.source
 
 
 _COPIES: WeakKeyDictionary[nn.Module, dict[str, PreTrainedModel]] = WeakKeyDictionary()

@@ -24,6 +24,7 @@ Used for the target (float32) and the quantized self-drafts; any other architect
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from weakref import WeakKeyDictionary
 
@@ -131,7 +132,24 @@ class _Weights:
         independent of the forward's row count."""
 
 
+    def subset(self, layers: list[int]) -> _Weights:
+        """These weights with only the decoder layers ``layers`` (in that order; the same objects, nothing
+        copied), attending batched (a draft's forward: no row-exact attention)."""
+        subset = copy.copy(self)
+        subset.layers = [self.layers[index] for index in layers]
+        subset.row_exact = False
+        return subset
+
+
 _PREPARED: WeakKeyDictionary[nn.Module, dict[bool, _Weights]] = WeakKeyDictionary()
+
+
+def prepared_weights(model: nn.Module, pad_small_rows: bool = True) -> _Weights:
+    """``model``'s weights as `CompactLM` uses them, prepared once per model (and padding choice)."""
+    prepared = _PREPARED.setdefault(model, {})
+    if pad_small_rows not in prepared:
+        prepared[pad_small_rows] = _Weights(model, pad_small_rows)
+    return prepared[pad_small_rows]
 
 
 class CompactLM(TreeCacheLM):
@@ -148,10 +166,7 @@ class CompactLM(TreeCacheLM):
     def __init__(self, model: nn.Module, pad_small_rows: bool = True) -> None:
         if not is_compact_compatible(model):
             raise TypeError(f"CompactLM: {type(model).__name__} is not a Llama-family model it reproduces")
-        prepared = _PREPARED.setdefault(model, {})
-        if pad_small_rows not in prepared:
-            prepared[pad_small_rows] = _Weights(model, pad_small_rows)
-        self.weights = prepared[pad_small_rows]
+        self.weights = prepared_weights(model, pad_small_rows)
         super().__init__(model)
 
     def prepare(self, fewest: int, most: int) -> None:
@@ -163,6 +178,11 @@ class CompactLM(TreeCacheLM):
                 product.prepare(fewest, most)
 
     _prefilling = False
+    source: nn.Module | None = None
+    """The target this model is a self-draft of (it may start on that target's prompt cache), or None."""
+    source_layers: list[int] | None = None
+    """For `prefill_from`: the layer of the other model each of this one's layers takes its prompt's keys and
+    values from (None: the same index; a layer-skip draft's kept layers)."""
 
     def prefill(self, input_ids: torch.Tensor) -> None:
         """`TreeCacheLM.prefill`; the prompt's rows attend in one batched call even for a row-exact model
@@ -173,6 +193,11 @@ class CompactLM(TreeCacheLM):
             super().prefill(input_ids)
         finally:
             self._prefilling = False
+
+    def shares_prompt_cache_with(self, target: TreeCacheLM) -> bool:
+        """Whether ``target`` is a `CompactLM` of the very model this one is a self-draft of (`source`): the
+        decoding loop then starts it with `prefill_from` on the target's prompt cache."""
+        return self.source is not None and isinstance(target, CompactLM) and target.model is self.source
 
     @torch.inference_mode()
     def _reset_cache(self) -> None:
@@ -197,21 +222,23 @@ class CompactLM(TreeCacheLM):
     @torch.inference_mode()
     def prefill_from(self, other: CompactLM, input_ids: torch.Tensor) -> None:
         """Start over on the prompt ``input_ids`` (long [T]) like `prefill`, taking the prompt's keys and
-        values from ``other`` (same layer and head shapes, just prefilled on the same prompt) instead of
-        computing them; they are cast to this model's dtype. A self-draft uses it to start on the float32
-        target's exact cache without a prefill forward of its own."""
+        values from ``other`` (same head shapes, just prefilled on the same prompt; layer i from ``other``'s
+        layer ``source_layers[i]``, or i) instead of computing them; they are cast to this model's dtype. A
+        self-draft uses it to start on the target's exact cache without a prefill forward of its own."""
         w, theirs = self.weights, other.weights
+        layers = list(range(len(theirs.layers))) if self.source_layers is None else self.source_layers
         shapes = [(len(x.layers), x.num_kv_heads, x.head_dim) for x in (w, theirs)]
-        if shapes[0] != shapes[1]:
-            raise ValueError(f"prefill_from: cache shapes differ (layers, kv heads, head dim): {shapes}")
+        if shapes[0] != (len(layers), *shapes[1][1:]) or not all(0 <= i < shapes[1][0] for i in layers):
+            raise ValueError(f"prefill_from: cache shapes differ (layers, kv heads, head dim): {shapes}, "
+                             f"layers taken: {layers}")
         cached = len(input_ids) - 1
         if other.prefix_len != cached or len(other._pending) or other.tree_size:
             raise ValueError("prefill_from: the other model must be freshly prefilled on this prompt "
                              f"of {len(input_ids)} tokens")
         self.reset()
         self._reserve(cached)
-        self._keys[:, :, :cached] = other._keys[:, :, :cached]
-        self._values[:, :, :cached] = other._values[:, :, :cached]
+        self._keys[:, :, :cached] = other._keys[layers, :, :cached]
+        self._values[:, :, :cached] = other._values[layers, :, :cached]
         self._length = self.prefix_len = cached
 
     @torch.inference_mode()

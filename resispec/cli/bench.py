@@ -19,6 +19,7 @@ BENCH_MODULES: list[str] = [
     "resispec.cli.bench_torch_verify",
     "resispec.cli.bench_sim",
     "resispec.cli.bench_draft",
+    "resispec.cli.bench_layer_skip",
     "resispec.cli.bench_explore",
 ]
 

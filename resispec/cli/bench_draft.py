@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from resispec.cli.arguments import candidate_count, nonneg_seed, positive_int, tree_shape, verifier_name
+from resispec.cli.arguments import candidate_count, draft_name, nonneg_seed, positive_int, tree_shape, verifier_name
+from resispec.cli.model_options import add_target_compute_argument
 from resispec.cli.table import format_table
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
-    parser = bench_subparsers.add_parser("draft", help="trained draft: overlap / acceptance on held-out text")
+    parser = bench_subparsers.add_parser("draft", help="drafts: overlap, cost and acceptance on held-out text")
     parser.add_argument("--work", type=Path, default=None, help="distillation data folder (default: out/)")
     parser.add_argument("--positions", type=positive_int, default=150, help="held-out positions drawn (seeded)")
     parser.add_argument("--verifiers", nargs="+", type=verifier_name, default=["rrs", "rrs_wor", "resispec"])
@@ -25,7 +26,11 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--trees", nargs="+", type=tree_shape,
                         default=[(4, 2, 2, 1), (2, 2, 2, 2), (4, 2, 1, 1), (2, 2, 1, 1, 1)],
                         help="branchings to estimate tokens per target forward for (only ks above)")
-    parser.add_argument("--early-exit-layers", type=positive_int, default=6, help="early-exit draft compared")
+    parser.add_argument("--drafts", nargs="+", type=draft_name, default=["trained", "early-exit-6"],
+                        help="drafts compared (registry names: trained, early-exit-L, int4, ngram, layer-skip, ...); "
+                             "acceptance tables for each")
+    add_target_compute_argument(parser)
+    parser.add_argument("--repeats", type=positive_int, default=7, help="timed one-row forwards per cost (median)")
     parser.add_argument("--seed", type=nonneg_seed, default=0)
     parser.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
     parser.set_defaults(handler=run)
@@ -35,32 +40,45 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from engine.bench.draft_eval import draft_pairs, mean_acceptance, tokens_per_round
-    from engine.drafts import EarlyExitDraft, TrainedDraft
+    from engine.bench.draft_eval import draft_pairs, forward_seconds, mean_acceptance, tokens_per_round
+    from engine.drafts.registry import make_draft
+    from engine.model.models import check_target_compute, with_compute
+    from engine.runtime.compact_lm import lm_for
     from engine.train.train_draft import REPO, first_samples, load_data
 
+    check_target_compute(args.target_compute)
     torch.set_num_threads(args.threads)
     target, data, _ = load_data("smollm2", args.work or REPO / "out", ["heldout"], log=lambda _: None)
+    p_model = with_compute(target, args.target_compute) if args.target_compute != "float32" else None
+    model = p_model or target
     heldout = first_samples(data["heldout"])
     rng = np.random.default_rng(args.seed)
     trees = [tree for tree in args.trees if set(tree) <= set(args.ks)]
     rows = np.sort(rng.choice(heldout.num_targets, size=min(args.positions, heldout.num_targets), replace=False))
-    pairs = {
-        "trained": draft_pairs(target, TrainedDraft(target), heldout, rows),
-        f"early exit L={args.early_exit_layers}": draft_pairs(
-            target, EarlyExitDraft(target, args.early_exit_layers), heldout, rows
-        ),
-    }
-    for label, (p, q) in pairs.items():
-        print(f"{label}: mean overlap sum min(p, q) = {np.minimum(p, q).sum(-1).mean():.4f} "
-              f"over {len(p)} held-out positions drawn from {heldout.num_targets}")
-    p, q = pairs["trained"]
-    acceptance = {name: {k: mean_acceptance(name, p, q, k, args.draws, rng) for k in args.ks}
-                  for name in args.verifiers}
-    headers = ["verifier", *(f"k={k}" for k in args.ks), *(f"tree {','.join(map(str, t))}" for t in trees)]
-    rows = [[name, *(f"{a[k][0]:.3f} +- {a[k][1]:.3f}" for k in args.ks),
-             *(f"{tokens_per_round({k: v[0] for k, v in a.items()}, tree):.2f}" for tree in trees)]
-            for name, a in acceptance.items()]
-    print("trained draft: acceptance alpha(k) (mean +- standard error) and estimated tokens per target forward")
-    print(format_table(headers, rows))
+    prompt = heldout.sequence(0)[0][: heldout.sequence(0)[1]]
+    target_seconds = forward_seconds(lm_for(model), prompt, args.repeats)
+    print(f"target ({args.target_compute}): one-row forward {1000 * target_seconds:.1f} ms; "
+          f"{len(rows)} held-out positions drawn from {heldout.num_targets}")
+    summary = []
+    for name in args.drafts:
+        draft = make_draft(name, model)
+        p, q, drafts = draft_pairs(target, draft, heldout, rows, p_model)
+        overlap = np.minimum(p, q).sum(-1)
+        cost = forward_seconds(draft, prompt, args.repeats)
+        summary.append([name, f"{drafts.mean():.3f}", f"{overlap[drafts].mean():.4f}" if drafts.any() else "-",
+                        f"{1000 * cost:.1f}", f"{cost / target_seconds:.2f}"])
+        if not drafts.any():
+            continue
+        acceptance = {verifier: {k: mean_acceptance(verifier, p[drafts], q[drafts], k, args.draws, rng)
+                                 for k in args.ks} for verifier in args.verifiers}
+        headers = ["verifier", *(f"k={k}" for k in args.ks), *(f"tree {','.join(map(str, t))}" for t in trees)]
+        table = [[verifier, *(f"{a[k][0]:.3f} +- {a[k][1]:.3f}" for k in args.ks),
+                  *(f"{tokens_per_round({k: v[0] for k, v in a.items()}, tree):.2f}" for tree in trees)]
+                 for verifier, a in acceptance.items()]
+        print(f"\n{name}: acceptance alpha(k) where it drafts (mean +- standard error) and estimated tokens per "
+              "target forward of the rounds it drafts")
+        print(format_table(headers, table))
+    print()
+    print(format_table(["draft", "drafts at", "overlap sum min(p, q) there", "one-row forward (ms)", "vs target"],
+                       summary))
     return 0

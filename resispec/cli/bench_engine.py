@@ -16,6 +16,7 @@ from resispec.cli.arguments import (
     nonneg_seed,
     positive_int,
     temperature,
+    verifier_name,
 )
 from resispec.cli.generate import DRAFT_HELP, TREE_HELP, parse_tree
 from resispec.cli.model_options import add_target_argument, add_target_compute_argument
@@ -34,6 +35,9 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     add_target_argument(parser)
     add_target_compute_argument(parser, several=True)
     parser.add_argument("--tree", type=parse_tree, default="auto", help=TREE_HELP)
+    parser.add_argument("--tree-from", type=verifier_name, default=None, metavar="VERIFIER",
+                        help="with --tree auto: choose the tree once, by this verifier's calibration, and decode "
+                             "every verifier on it (equal draft and tree; those that cannot take it are left out)")
     parser.add_argument("--max-new-tokens", type=positive_int, default=48)
     parser.add_argument("--prompts", type=positive_int, default=None, help="use only the first N prompts")
     parser.add_argument("--temperature", type=temperature, default=1.0)
@@ -66,10 +70,13 @@ def run(args: argparse.Namespace) -> int:
     from resispec.verifiers import VERIFIERS
 
     check_device(args.device)
+    if args.tree_from and args.tree != "auto":
+        raise ValueError("--tree-from chooses the tree: give it with --tree auto, not an explicit tree")
     torch.set_num_threads(args.threads)
     widest = 1 if args.tree == "auto" else max(args.tree)
     verifiers = args.verifier or [name for name, cls in VERIFIERS.items()
-                                  if cls.claims_exact and (cls.max_k is None or cls.max_k >= widest)]
+                                  if cls.claims_exact and (cls.max_k is None or cls.max_k >= widest
+                                                           or args.tree_from)]  # shared tree: filtered then
     computes = list(dict.fromkeys(args.target_compute))
     for compute in computes:
         check_target_compute(compute, args.device, path=args.target)
@@ -84,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"resispec bench engine: skipped the llama.cpp peer: {skipped}", file=sys.stderr)
     rows = bench_engine(targets, tokenizer, verifiers, draft, args.tree, args.max_new_tokens,
                         Sampling(args.temperature), args.seed, prompts, args.assistant_tokens, args.threads,
-                        progress=True, llama_peers=llama_peers)
+                        progress=True, tree_from=args.tree_from, llama_peers=llama_peers)
     peer = best_peer(rows)
     engine_names = {engine_row_name(v, c, computes) for v in verifiers for c in computes}
     engine_rows = [row for row in rows if row.name in engine_names]

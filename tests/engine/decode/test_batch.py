@@ -10,6 +10,7 @@ import torch
 from engine.decode.batch import BatchDecoder
 from engine.decode.decoding import Decoder
 from engine.decode.processing import Sampling
+from engine.drafts.ngram import NGramDraft
 from engine.drafts.self_draft import SelfDraft
 from engine.model.tiny import tiny_llama
 from engine.runtime.tree_lm import TreeLM
@@ -43,6 +44,21 @@ def test_a_batch_of_one_decodes_what_the_decoder_decodes(models, verifier, branc
         expected = list(Decoder(target, q(), verifier, branching, Sampling(1.0), seed=seed).generate(prompt, 7))
         batch = BatchDecoder(target, q(), verifier, branching, Sampling(1.0), seed=seed).generate(prompt, 7, 1)
         assert batch.shape == (1, 7) and batch[0].tolist() == expected, (verifier, branching, seed)
+
+
+@pytest.mark.parametrize("verifier, branching", [("rrs", (2, 1)), ("sps", (1, 1))])
+def test_a_batch_of_one_with_the_ngram_draft_decodes_what_the_decoder_decodes(models, verifier, branching):
+    """The n-gram draft declines the rounds without a recurring suffix (one-token rounds) in both loops alike."""
+    target, _ = models
+    declined = 0
+    for seed in range(6):
+        prompt = PROMPTS[seed % len(PROMPTS)]
+        decoder = Decoder(target, NGramDraft(8, 3, 1), verifier, branching, Sampling(1.0), seed=seed)
+        expected = list(decoder.generate(prompt, 9))
+        batch = BatchDecoder(target, NGramDraft(8, 3, 1), verifier, branching, Sampling(1.0), seed=seed)
+        assert batch.generate(prompt, 9, 1)[0].tolist() == expected, (verifier, seed)
+        declined += decoder.stats.draft_forwards < len(branching) * decoder.stats.target_forwards
+    assert declined  # some decodes had one-token rounds
 
 
 def test_sequences_of_a_batch_are_generated_independently(models):

@@ -22,9 +22,11 @@ import torch
 
 from engine.decode.batch import BatchDecoder
 from engine.decode.processing import Sampling
+from engine.drafts.layer_skip import LayerSkipDraft
+from engine.drafts.ngram import NGramDraft
 from engine.drafts.self_draft import SelfDraft
 from engine.model.tiny import tiny_llama
-from engine.runtime.tree_lm import TreeLM
+from engine.runtime.tree_lm import TreeCacheLM, TreeLM
 from resispec import VERIFIERS
 from resispec.audit.goodness_of_fit import merged_chi_square
 from resispec.sequence import SEQUENCE_VERIFIERS
@@ -65,7 +67,8 @@ def target_law(models):
 
 
 def sequence_counts(models, verifier: str, seed: int, branching: tuple[int, ...] | None = None,
-                    draft_scheme: str | None = None, samples: int = SAMPLES) -> np.ndarray:
+                    draft_scheme: str | None = None, samples: int = SAMPLES,
+                    q: TreeCacheLM | None = None) -> np.ndarray:
     """Counts of the first LENGTH tokens over SAMPLES generations; i.i.d. trees (3, 2) repeat tokens often
     at vocabulary 8, so they exercise the shared rows of equal siblings (`engine.decode.expand`)."""
     target, draft = models
@@ -73,7 +76,8 @@ def sequence_counts(models, verifier: str, seed: int, branching: tuple[int, ...]
         chain = (SEQUENCE_VERIFIERS[verifier].chains_only if verifier in SEQUENCE_VERIFIERS
                  else verifier in VERIFIERS and VERIFIERS[verifier].max_k == 1)  # "ar": no tree
         branching = (1, 1) if chain else (3, 2)
-    q = SelfDraft(draft, draft_scheme) if draft_scheme else TreeLM(draft)
+    if q is None:
+        q = SelfDraft(draft, draft_scheme) if draft_scheme else TreeLM(draft)
     decoder = BatchDecoder(target, q, verifier, branching, Sampling(1.0), seed=seed)
     tokens = np.concatenate([decoder.generate(PROMPT, LENGTH, min(BATCH, samples - done))
                              for done in range(0, samples, BATCH)])
@@ -121,3 +125,15 @@ def test_a_control_on_a_chain_keeps_its_own_rule_and_is_rejected(models, target_
     verifier = "resispec_paper"
     chi = merged_chi_square(sequence_counts(models, verifier, 5, (1, 1, 1), "int8", samples=600), target_law)
     assert chi.pvalue < LEVEL, (verifier, chi)
+
+
+@pytest.mark.parametrize("verifier, branching, draft", [
+    ("rrs", (3, 2), "ngram"),  # rounds it declines (no recurring suffix yet) are one-token rounds
+    ("resispec_wor", (2, 2), "ngram"),  # without replacement from a near one-hot q (full support by its floor)
+    ("pooled", (2, 1), "layer-skip"),  # the target's second layer alone
+])
+def test_the_ngram_and_layer_skip_drafts_reproduce_the_target_law(models, target_law, verifier, branching, draft):
+    target, _ = models
+    q = NGramDraft(VOCAB, max_n=3, min_n=1) if draft == "ngram" else LayerSkipDraft(target, [1])
+    chi = merged_chi_square(sequence_counts(models, verifier, 7, branching, q=q), target_law)
+    assert chi.pvalue >= LEVEL, (verifier, branching, draft, chi)

@@ -12,6 +12,7 @@ import torch
 from engine.decode.calibration import Calibration, cached_calibration, calibrate, measure_acceptance, truncated_pair
 from engine.decode.processing import Sampling
 from engine.decode.tree_search import MAX_DEPTH, best_tree, expected_tokens, survival_correlation
+from engine.drafts.ngram import NGramDraft
 from engine.model.tiny import tiny_pair
 from engine.runtime.tree_lm import TreeLM
 
@@ -158,3 +159,16 @@ def test_a_damaged_cached_calibration_is_named_discarded_and_measured_again(tmp_
     assert (again, cached) == (calibration, False) and len(lines) == 1
     assert str(path) in lines[0] and reason in lines[0] and "calibrating again" in lines[0]
     assert cached_calibration("k", lambda: pytest.fail("recomputed")) == (calibration, True)
+
+
+def test_calibration_measures_only_the_rounds_a_draft_does_not_decline(tmp_path, monkeypatch):
+    """The n-gram draft drafts where a suffix recurs; the other positions are one-token rounds, not measured."""
+    monkeypatch.setenv("RESISPEC_CACHE", str(tmp_path))
+    p_model, _ = tiny_pair(0)
+    prompts = [torch.tensor([1, 2, 1, 3]), torch.tensor([4, 5, 4])]
+    draft = NGramDraft(8, max_n=3, min_n=1)
+    calibration = calibrate(p_model, draft, "rrs", Sampling(1.0), prompts, new_tokens=6, max_children=2, repeats=1)
+    assert 0 < calibration.positions < 12
+    with pytest.raises(ValueError, match="the draft drafts at none of the 2 calibration texts' positions"):
+        calibrate(p_model, NGramDraft(8, max_n=20, min_n=20), "rrs", Sampling(1.0), prompts, new_tokens=6,
+                  max_children=2, repeats=1)

@@ -14,6 +14,8 @@ from transformers import AutoModelForCausalLM
 from engine.decode.calibration import calibration_key
 from engine.decode.decoding import Decoder
 from engine.decode.processing import Sampling
+from engine.drafts.layer_skip import LayerSkipDraft
+from engine.drafts.ngram import NGramDraft
 from engine.model.gguf import checkpoint_dir
 from engine.model.models import check_target_compute, with_compute
 from engine.model.native import CACHE_FORMAT, Q4_1Linear, native_model, target_compute_of
@@ -125,9 +127,11 @@ def test_greedy_speculative_equals_greedy_autoregressive_on_the_native_target(fl
     greedy = Sampling(temperature=0.0)
     prompt = torch.tensor([1, 5, 9, 3])
     plain = list(Decoder(native, None, "ar", sampling=greedy).generate(prompt, 24))
-    for verifier, draft, branching in (("sps", TreeLM(model), (1, 1, 1)), ("rrs", CompactLM(model), (2, 2))):
+    for verifier, draft, branching in (("sps", TreeLM(model), (1, 1, 1)), ("rrs", CompactLM(model), (2, 2)),
+                                       ("rrs", NGramDraft(native.config.vocab_size, 3, 1), (2, 1)),
+                                       ("sps", LayerSkipDraft(native, [1]), (1, 1, 1))):
         decoded = list(Decoder(native, draft, verifier, branching, greedy).generate(prompt, 24))
-        assert decoded == plain, verifier
+        assert decoded == plain, (verifier, type(draft).__name__)
 
 
 def test_unsupported_quantization_type_is_named_on_one_line(tmp_path):

@@ -243,7 +243,10 @@ def test_held_out_pairs_acceptance_and_tokens_per_round():
     draft = EarlyExitDraft(target, 1)
     first = len(data.sequence(0)[2])  # target rows of sequence 0; sequence 1's follow
     rows = np.array([1, first, first + 2, first + 5])
-    p, q = draft_pairs(target, draft, data, rows)
+    p, q, drafts = draft_pairs(target, draft, data, rows)
+    assert drafts.tolist() == [True] * 4  # a model draft drafts every round
+    p_forward, _, _ = draft_pairs(target, draft, data, rows, p_model=target)  # p by the model's own forward
+    np.testing.assert_allclose(p_forward, p, atol=1e-5)
     tokens, prompt_len, hidden = data.sequence(1)
     with torch.no_grad():
         expected_p = torch.softmax(target(tokens[None]).logits[0, prompt_len - 1 : -1].double(), -1)[[0, 2, 5]]
