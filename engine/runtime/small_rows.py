@@ -4,15 +4,19 @@ A speculative round sends 2-16 rows through every linear layer of the target. On
 float32 ``x @ W^T`` takes a per-row path below 4 rows and a slow one from 4 to ~16 rows: the 49152 x 576
 head costs about as much for 4 rows as for 3 separate one-row products. MKL-packed weights
 (``torch.ops.mkl._mkl_reorder_linear_weight``) packed for a fixed row count run that count at close to a
-one-row cost. `PaddedLinear` therefore pads the input to the next *bucket* (1, 8 or 16 rows) with zero
-rows, multiplies with the weights packed for that bucket, and drops the padding rows: they never reach
+one-row cost. `PaddedLinear` therefore pads the input to the next *bucket* (1, 2, 4, 8 or 16 rows) with
+zero rows, multiplies with the weights packed for that bucket, and drops the padding rows: they never reach
 the cache or the output. Row counts above the largest bucket keep the plain product. On the AVX2-only
 EPYC (no AVX-512) the one-row packed product is also faster than the plain one: the 49152 x 576 head
-14 vs 23 ms, 8 rows 50 vs 67 ms (one thread, medians of 15, load 8.5).
+14 vs 23 ms, 8 rows 50 vs 67 ms (one thread, medians of 15, load 8.5). The 2- and 4-row buckets pay for
+the small trees: padded to 8 rows, 2 rows cost 2-3x a one-row product, packed for 2 about 2x; measured
+(one thread, load 1.7, medians of 9-31) for 2 / 3-4 rows, bucket 2 or 4 against bucket 8: the head 17 /
+21-24 ms vs 26-30 ms, the fused gate/up 3072 x 576 0.38 / 0.61-0.69 ms vs 0.81-0.99 ms, 960 x 576 0.11 /
+0.16 ms vs 0.21-0.22 ms.
 
 A bucket's packed copy is made when a decoder announces the row counts it will feed (`prepare`, before its
-timed loop) or else the first time a product of that row count runs: packing all three costs about 2.4 s of
-start-up for the real target (load 3), and `ar` only ever uses one.
+timed loop) or else the first time a product of that row count runs: packing 1, 8 and 16 cost about 2.4 s
+of start-up for the real target (load 3), and `ar` only ever uses one.
 
 The result equals ``x @ W^T`` up to float32 rounding (a different summation order inside the kernel,
 |difference| ~ 1e-6 relative); the model stays the float32 model.
@@ -23,7 +27,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional
 
-BUCKETS = (1, 8, 16)
+BUCKETS = (1, 2, 4, 8, 16)
 """Row counts for which packed copies of the weights are made (on first use); inputs are padded up to the next one."""
 
 

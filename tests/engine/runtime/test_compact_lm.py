@@ -50,14 +50,14 @@ def test_padded_linear_equals_the_plain_product_for_every_row_count():
     generator = torch.Generator().manual_seed(0)
     weight = torch.randn(300, 64, generator=generator)
     padded = PaddedLinear(weight)
-    assert padded.packed == {}  # packed on first use: `ar` never pays for the 8- and 16-row copies
+    assert padded.packed == {}  # packed on first use: `ar` never pays for the other buckets' copies
     padded(torch.randn(1, 64, generator=generator))
     assert set(padded.packed) == {1}
     padded.prepare(5, 12)  # a decoder feeding 5 to 12 rows: the 8- and 16-row buckets
     assert set(padded.packed) == {1, 8, 16}
     fresh = PaddedLinear(weight)
     fresh.prepare(2, 8)
-    assert set(fresh.packed) == {8}
+    assert set(fresh.packed) == {2, 4, 8}
     for rows in range(1, 21):
         x = torch.randn(rows, 64, generator=generator)
         out = padded(x)
@@ -222,5 +222,5 @@ def test_a_decoder_packs_the_targets_buckets_it_will_use_before_it_decodes(tiny_
 
     assert set(Decoder(tiny_llama(seed=11), None, "ar").target.weights.head.packed) == {1}
     target = tiny_llama(seed=12)
-    speculative = Decoder(target, TreeLM(tiny_models[1]), "rrs", (3, 2))  # 3 to 10 rows: buckets 8 and 16
-    assert set(speculative.target.weights.head.packed) == {8, 16}
+    speculative = Decoder(target, TreeLM(tiny_models[1]), "rrs", (3, 2))  # 3 to 10 rows: buckets 4, 8 and 16
+    assert set(speculative.target.weights.head.packed) == {4, 8, 16}
