@@ -198,15 +198,9 @@ def test_sigint_during_synth_leaves_nothing_and_no_process(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def _long_audit(folder: Path) -> Path:
-    """A set whose audit outlasts the Ctrl-C: rrs_wor at k = 3 costs ~20 ms a node (its LP optimum), 40 row
-    groups of 100 nodes."""
-    synth(SynthSpec(rows=4000, verifier="rrs_wor", k=3, rows_per_file=1000, rows_per_group=100, **SMALL), folder)
-    return folder
-
-
 def test_sigint_during_audit_log_ends_in_one_line(tmp_path):
-    big = _long_audit(tmp_path / "big")
+    big = tmp_path / "big"  # row groups of 2,000 nodes (~40 s each): Ctrl-C lands inside a task (docs/limits.md)
+    synth(SynthSpec(rows=60000, verifier="rrs_wor", k=3, rows_per_file=20000, rows_per_group=2000, **SMALL), big)
     status, err, children = _interrupt(["audit-log", str(big), "--workers", "2"],
                                        lambda pid: len(descendants(pid)) >= 2, tmp_path)
     assert status == 130 and err.strip().splitlines()[-1].endswith("interrupted; nothing half-written is left"), err
@@ -257,7 +251,8 @@ def test_random_malformed_shards_give_a_named_error_or_a_correct_verdict(tmp_pat
 def test_sigint_during_audit_log_on_ray_ends_in_one_line_and_its_instance(tmp_path):
     """Ctrl-C while Ray tasks run: one line, exit 130, and every process of the instance the run started
     (GCS, raylet, workers) gone."""
-    big = _long_audit(tmp_path / "big")
+    big = tmp_path / "big"  # rrs_wor at k = 3 costs ~20 ms a node (its LP optimum): the tasks still run at Ctrl-C
+    synth(SynthSpec(rows=4000, verifier="rrs_wor", k=3, rows_per_file=1000, rows_per_group=100, **SMALL), big)
 
     def tasks_running(pid: int) -> bool:
         return bool(descendants(pid, "raylet") and descendants(pid, "ray::unit_stats"))
