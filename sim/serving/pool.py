@@ -2,7 +2,11 @@
 
 The workers ignore SIGINT (the terminal sends it to the whole process group: without this every worker
 would print its own ``KeyboardInterrupt`` traceback), so only the parent sees it; on any exception
-leaving the block, the parent cancels the queued tasks and terminates the workers before re-raising.
+leaving the block, the parent cancels the queued tasks, terminates the workers and waits for the
+executor's manager thread to end before re-raising. That last wait matters: on Python 3.11 the
+interpreter's exit hook writes to the manager thread's wake-up pipe without the lock the thread closes
+it under, so a thread still closing it at exit printed ``OSError: [Errno 9] Bad file descriptor`` after
+the command's one ``interrupted`` line (the race CPython fixed in gh-125451, for 3.12 on).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 PROC = Path("/proc")
+MANAGER_GRACE = 10.0  # seconds: the manager thread ends within milliseconds once its workers are gone
 
 
 def _ignore_sigint() -> None:
@@ -29,12 +34,15 @@ def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     try:
         yield pool
     except BaseException:
-        processes = list((pool._processes or {}).values())  # the executor exposes no public handle
+        processes = list((pool._processes or {}).values())  # the executor exposes no public handles
+        manager = pool._executor_manager_thread  # shutdown(wait=False) drops the reference
         pool.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             process.terminate()
         for process in processes:
             process.join()
+        if manager is not None:
+            manager.join(MANAGER_GRACE)
         raise
     pool.shutdown()
 

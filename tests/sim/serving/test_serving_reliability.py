@@ -9,7 +9,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import process as futures_process
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +25,7 @@ from resispec.formats.atomic import STAGING_MARKER
 from resispec.formats.node_reader import MANIFEST
 from resispec.formats.nodes import SchemaError
 from sim.serving.io import nodes_table
-from sim.serving.pool import descendants, running
+from sim.serving.pool import descendants, running, worker_pool
 from sim.serving.report import audit_report
 from sim.serving.runner_local import run_local
 from sim.serving.synth import SynthSpec, synth
@@ -199,12 +201,26 @@ def test_sigint_during_synth_leaves_nothing_and_no_process(tmp_path):
 
 
 def test_sigint_during_audit_log_ends_in_one_line(tmp_path):
-    big = tmp_path / "big"  # row groups of 2,000 nodes (~40 s each): Ctrl-C lands inside a task (docs/limits.md)
-    synth(SynthSpec(rows=60000, verifier="rrs_wor", k=3, rows_per_file=20000, rows_per_group=2000, **SMALL), big)
+    big = tmp_path / "big"  # row groups of 100 nodes (~2 s each): Ctrl-C lands inside a task or between two
+    synth(SynthSpec(rows=4000, verifier="rrs_wor", k=3, rows_per_file=1000, rows_per_group=100, **SMALL), big)
     status, err, children = _interrupt(["audit-log", str(big), "--workers", "2"],
                                        lambda pid: len(descendants(pid)) >= 2, tmp_path)
     assert status == 130 and err.strip().splitlines()[-1].endswith("interrupted; nothing half-written is left"), err
     assert "Traceback" not in err and children and not _alive(children)
+
+
+def test_an_interrupted_pool_leaves_no_process_and_no_manager_thread():
+    """Ctrl-C between tasks: the block re-raises only once the workers and the executor's manager thread
+    are gone, so the interpreter's exit hook never races the thread for its wake-up pipe (sim/serving/pool.py)."""
+    for _ in range(5):
+        with pytest.raises(KeyboardInterrupt), worker_pool(2) as pool:
+            futures = [pool.submit(time.sleep, 0.01) for _ in range(50)]
+            futures[0].result()
+            processes = list(pool._processes.values())
+            raise KeyboardInterrupt
+        assert processes and not any(process.is_alive() for process in processes)
+        assert not [thread for thread in threading.enumerate()
+                    if isinstance(thread, futures_process._ExecutorManagerThread)]
 
 
 MALFORMED = st.sampled_from(["p_negative", "p_sum", "q_nan", "emitted_vocab", "accepted_index", "token_repeat",
