@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from engine.decode.decoding import drafts_at
 from engine.decode.processing import Sampling, draft_probs, target_probs
@@ -148,27 +149,36 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
     generator = torch.Generator().manual_seed(seed)
     target = lm_for(model)
     p_rows, q_rows = [], []
-    for prompt in prompts:
-        sequence = sample_continuation(target, prompt, new_tokens, sampling, generator)
-        chain = sequence[len(prompt) - 1:]
-        parents = torch.arange(-1, len(chain) - 1)
-        p, q = ((to_probs(lm_grow(lm, prompt, chain, parents).float(), sampling)[:-1].numpy())
-                for lm, to_probs in ((target, target_probs), (draft, draft_probs)))
-        drafting = [drafts_at(draft, sequence[: len(prompt) + t].tolist()) for t in range(len(chain) - 1)]
-        for start, stop in _runs(drafting):  # rounds the draft declines are one-token rounds: not measured
-            p_rows.append(p[start:stop])
-            q_rows.append(q[start:stop])
-    if not p_rows:
-        raise ValueError(f"calibration: the draft drafts at none of the {len(prompts)} calibration texts' "
-                         f"positions; give the tree (--tree) instead of auto")
-    p_all, q_all = np.concatenate(p_rows), np.concatenate(q_rows)
-    acceptance = measure_acceptance(p_all, q_all, verifier, max_children)
-    correlation = survival_correlation([np.minimum(p, q).sum(axis=1).clip(0.0, 1.0).tolist()
-                                        for p, q in zip(p_rows, q_rows)])
-    prompt = prompts[0]
-    target_seconds = measure_costs(target, prompt, COST_POINTS, repeats)
-    draft_seconds = measure_costs(draft, prompt, COST_POINTS, repeats)
-    verify_seconds = _verify_costs(p_all, q_all, verifier, len(acceptance))
+    with tqdm(total=len(prompts) + 3, desc="calibrating --tree auto", unit="step", disable=None) as bar:
+        for prompt in prompts:
+            bar.set_postfix_str("sampling and scoring a calibration text")
+            sequence = sample_continuation(target, prompt, new_tokens, sampling, generator)
+            chain = sequence[len(prompt) - 1:]
+            parents = torch.arange(-1, len(chain) - 1)
+            p, q = ((to_probs(lm_grow(lm, prompt, chain, parents).float(), sampling)[:-1].numpy())
+                    for lm, to_probs in ((target, target_probs), (draft, draft_probs)))
+            drafting = [drafts_at(draft, sequence[: len(prompt) + t].tolist()) for t in range(len(chain) - 1)]
+            for start, stop in _runs(drafting):  # rounds the draft declines are one-token rounds: not measured
+                p_rows.append(p[start:stop])
+                q_rows.append(q[start:stop])
+            bar.update()
+        if not p_rows:
+            raise ValueError(f"calibration: the draft drafts at none of the {len(prompts)} calibration texts' "
+                             f"positions; give the tree (--tree) instead of auto")
+        p_all, q_all = np.concatenate(p_rows), np.concatenate(q_rows)
+        bar.set_postfix_str(f"{verifier}'s acceptance and verification cost")
+        acceptance = measure_acceptance(p_all, q_all, verifier, max_children)
+        correlation = survival_correlation([np.minimum(p, q).sum(axis=1).clip(0.0, 1.0).tolist()
+                                            for p, q in zip(p_rows, q_rows)])
+        verify_seconds = _verify_costs(p_all, q_all, verifier, len(acceptance))
+        prompt = prompts[0]
+        costs = {}
+        for name, lm in (("target", target), ("draft", draft)):
+            bar.update()
+            bar.set_postfix_str(f"timing {name} forwards")
+            costs[name] = measure_costs(lm, prompt, COST_POINTS, repeats)
+        bar.update()
+    target_seconds, draft_seconds = costs["target"], costs["draft"]
     round_seconds = verify_seconds[1]  # probability processing and bookkeeping: about one sps node (measured)
     return Calibration(acceptance, target_seconds, draft_seconds, round_seconds, len(p_all), correlation,
                        verify_seconds)
@@ -254,7 +264,8 @@ def _read_calibration(data: dict) -> Calibration:
 
 
 def cached_calibration(key: str, compute) -> tuple[Calibration, bool]:
-    """The calibration stored under ``key``, or ``compute()`` stored there; second item: whether cached.
+    """The calibration stored under ``key``, or ``compute()`` stored there (said on one line on stderr first:
+    it takes about a minute, and `calibrate` shows a bar on a terminal); second item: whether cached.
 
     A stored file that cannot be read (truncated JSON, a missing or mistyped field, another format) is named
     on one line on stderr, discarded and measured again."""
@@ -266,6 +277,8 @@ def cached_calibration(key: str, compute) -> tuple[Calibration, bool]:
             print(f"resispec: the cached calibration {path} is unusable ({type(error).__name__}: {error}); "
                   "discarded, calibrating again", file=sys.stderr)
             path.unlink(missing_ok=True)
+    print(f"resispec: calibrating --tree auto for this target, draft, verifier and sampling (about a minute, once; "
+          f"cached in {path})", file=sys.stderr)
     calibration = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps({**asdict(calibration), "format": FORMAT}, indent=1))

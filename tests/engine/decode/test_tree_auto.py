@@ -156,8 +156,9 @@ def test_a_damaged_cached_calibration_is_named_discarded_and_measured_again(tmp_
     path.write_text(damage(path.read_text()))
     again, cached = cached_calibration("k", lambda: calibration)
     lines = capsys.readouterr().err.strip().splitlines()
-    assert (again, cached) == (calibration, False) and len(lines) == 1
-    assert str(path) in lines[0] and reason in lines[0] and "calibrating again" in lines[0]
+    assert (again, cached) == (calibration, False) and len(lines) == 3  # the first run's line, the discard, the rerun's
+    assert str(path) in lines[1] and reason in lines[1] and "calibrating again" in lines[1]
+    assert lines[0] == lines[2] and lines[2].startswith("resispec: calibrating --tree auto") and str(path) in lines[2]
     assert cached_calibration("k", lambda: pytest.fail("recomputed")) == (calibration, True)
 
 
