@@ -10,7 +10,8 @@ plugin's own ``--hypothesis-profile`` option wins when given):
 
 Under pytest-xdist each worker gets its share of the cores as its thread count (OpenMP, MKL, OpenBLAS,
 numba; torch reads the first): two workers with two threads each on two cores ran the real-model tests
-several times slower than one thread each.
+several times slower than one thread each. The modules with slow tests are collected first (longest first
+balances the two workers; `pytest_collection_modifyitems`).
 
 Both try up to 150 examples per test, sized for a 2-core machine (tests set fewer where one is costly).
 The ``slow`` marker (registered in pyproject.toml) tags the theory run and Coq build, the sequence-level
@@ -42,6 +43,14 @@ settings.register_profile("explore", derandomize=False,
                           database=DirectoryBasedExampleDatabase(ROOT / ".hypothesis" / "examples"),
                           **SIZED_FOR_THIS_MACHINE)
 PROFILES = ("ci", "explore")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules holding a ``slow`` or ``real_model`` test run first, each module's tests kept together
+    and in order: xdist hands tests out one at a time in collection order, so a minute-long test
+    collected last left one worker idle at the end while the other finished it."""
+    heavy = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("real_model")}
+    items.sort(key=lambda item: item.path not in heavy)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -69,6 +69,7 @@ def test_compare_json_with_tree_on_the_logged_sample(tmp_path, capsys):
         assert (tmp_path / name).stat().st_size > 0, name
 
 
+@pytest.mark.slow
 def test_drift_runs_with_no_arguments_but_the_output_directory(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["sim", "drift"]) == 0

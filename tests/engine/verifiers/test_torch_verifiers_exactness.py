@@ -46,6 +46,7 @@ def cases(name: str) -> list[tuple]:
             if verifier.scheme.max_candidates(pair.q) is None or k <= verifier.scheme.max_candidates(pair.q)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", EXACT)
 def test_exact_verifiers_emit_p_and_accept_at_the_exact_rate(name, device):
