@@ -25,7 +25,12 @@ F is non-decreasing and piecewise linear with breakpoints ``lo_x`` and ``hi_x = 
 is the q-mass of the tokens on their rising piece, at most 1. So ``G(S) = S - F(S)`` is non-decreasing,
 ``G(0) = -F(0) <= 0`` and ``G(S) -> +inf``: a root exists. It is unique unless every drafted token
 rises on a whole interval of roots (then ``r = 1`` on the draft's support and every root accepts
-everything); the smallest root is used (S = 0 when p == q: accept every candidate at once). The solve
+everything); the smallest root is used (S = 0 when p == q: accept every candidate at once). S = 0 is
+also taken where ``G(0) = -F(0)`` is negative by rounding only, ``F(0) <= ROOT_SLACK * V`` (``F(0) =
+sum_x clip(q_x - r_x, 0, c_x)``, a sum of V terms of size <= 1): without this, the q renormalised by its own
+sum, off p == q by one ulp, moved the root to the far end of that interval (S ~ 1, step 1 accepting
+``A_x / q_x = p_x`` instead of 1), and NumPy and torch, whose sums round differently, chose different
+ends. Exact either way (every admissible A is); the acceptance S = 0 can cost is at most F(0). The solve
 (``solve_fixed_point``) writes F as a difference of two ratio-profile hinges, binary-searches their
 sorted breakpoints (all rows in lockstep) and finishes with the exact root of the final linear piece:
 O(V log V) per row, never O(V^2). The plan's acceptance ``sum A + sum min(r - A, C)`` is the best of any
@@ -60,6 +65,9 @@ from resispec.rows import (
     value_at,
     zero_at_,
 )
+
+ROOT_SLACK = 4 * float(np.finfo(np.float64).eps)
+"""Per vocabulary entry: ``G(0)`` within ``-ROOT_SLACK * V`` of 0 counts as 0 (module docstring)."""
 
 
 def _others(values: Array) -> Array:
@@ -256,4 +264,4 @@ def solve_fixed_point(target: Array, draft: Array, cap: Array) -> Array:
         root = (1.0 - rows.at(rising.p_prefix, a) + rows.at(saturated.p_prefix, b)) / slope
     flat = rows.where(rows.isfinite(high), high, low) - 1.0
     solved = rows.where(slope > 0, rows.minimum(rows.maximum(root, low), high) - 1.0, flat)
-    return rows.where(excess(rows.full(1.0)) >= 0, rows.full(0.0), solved)
+    return rows.where(excess(rows.full(1.0)) >= -ROOT_SLACK * vocab, rows.full(0.0), solved)

@@ -193,6 +193,18 @@ def test_a_rejection_that_would_leave_no_target_is_overturned():
     assert first_acceptance(exact, 0) == 1.0
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_p_equal_to_q_up_to_rounding_accepts_the_first_candidate(seed):
+    """p == q: S = 0, step 1 accepts everything. The plan renormalises q by its own sum, which can move it
+    an ulp off p; that must not move the root to the far end of the interval of roots (S ~ 1, where step 1
+    accepted only p_x: the first candidate 37 % of the time on a 10-token pair before ROOT_SLACK)."""
+    p = np.random.default_rng(seed).dirichlet(np.full(10, 0.3))
+    plan = latest_first_plan(p[None], p[None].copy())
+    assert plan.total[0] == 0.0 and np.allclose(plan.accepted, p[None], rtol=1e-12, atol=1e-300)
+    verifier, rng = get_verifier("resispec_wor"), np.random.default_rng(seed)
+    assert all(verifier.verify_rng(p, p, verifier.draft(p, 2, rng), rng)[1] == 0 for _ in range(200))
+
+
 def test_worked_example_by_hand():
     """r = (.5, .3, .2), q = (.2, .3, .5), c = q/(1-q) = (1/4, 3/7, 1). For S in [1.4, 1.5] token 0 is
     below its rise (t_0 = 0) and tokens 1, 2 are saturated, so S = 3/7 + 1 = 10/7 and t = (0, 3/7, 1);
