@@ -4,7 +4,11 @@ The core states each rule once, for (B, V) rows with the array API: a sequential
 (``resispec.verifiers.base.BatchedSequentialVerifier``) by ``_row_plan`` and ``_row_steps``, a
 select-then-verify rule (``resispec.verifiers.select_then_verify.SelectThenVerify``) by ``_row_plan`` and
 ``_row_decide``. This adapter validates tensors at the boundary and runs those same methods on the
-validated float64 tensors, on their device (CPU or CUDA); nothing here restates a rule.
+validated float64 rows; nothing here restates a rule. On CUDA they run on the tensors. On the CPU they
+run, by default, on NumPy views of the same memory (``cpu_rows="numpy"``, no copy): a node's plan is
+dozens of small array operations, and NumPy's cost per operation is a fraction of eager torch's. One
+node of V = 49,152 at k = 2, one thread, AVX2: resispec 12.3 ms as tensors, 4.2 ms as NumPy views; rrs
+2.5 ms and 1.5 ms. ``cpu_rows="torch"`` keeps the tensors, so the tests decide the same rows both ways.
 
 Shapes: target ``p`` and draft ``q`` (B, V), any floating dtype (float32 from a model), cast to float64
 and validated as in NumPy; candidates (B, k) integer ids; uniforms ``u`` (B, uniforms_needed(k)) float64,
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from engine.verifiers.drafting import TORCH_DRAFTING_SCHEMES, TorchDraftingScheme
@@ -40,16 +45,22 @@ from resispec.validation import as_count
 from resispec.verifiers.base import BatchedSequentialVerifier, Verifier, row_decisions
 from resispec.verifiers.select_then_verify import SelectThenVerify
 
+CPU_ROWS = ("numpy", "torch")
+
 
 class TorchVerifier:
     """The core verifier ``rule`` (an instance) on (B, V) tensors; ``name``, ``drafting``, ``claims_exact``
-    and ``max_k`` are the rule's."""
+    and ``max_k`` are the rule's. ``cpu_rows``: what the rule's row methods get for CPU tensors, NumPy
+    views of them (default) or the tensors themselves (module docstring); the decisions are the same."""
 
-    def __init__(self, rule: Verifier) -> None:
+    def __init__(self, rule: Verifier, cpu_rows: str = "numpy") -> None:
         if not isinstance(rule, (BatchedSequentialVerifier, SelectThenVerify)):
             raise ValueError(f"rule: {type(rule).__name__} is not written over rows (a BatchedSequentialVerifier "
                              "or a SelectThenVerify), so it cannot run on tensors")
+        if cpu_rows not in CPU_ROWS:
+            raise ValueError(f"cpu_rows: expected one of {', '.join(CPU_ROWS)}, got {cpu_rows!r}")
         self.rule = rule
+        self.cpu_rows = cpu_rows
 
     name = property(lambda self: self.rule.name)
     drafting = property(lambda self: self.rule.drafting)
@@ -108,6 +119,14 @@ class TorchVerifier:
     def _decide(self, p: torch.Tensor, q: torch.Tensor, candidates: torch.Tensor,
                 u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The rule on validated float64 ``p``, ``q`` (B, V), candidates (B, k) and uniforms."""
+        if p.device.type == "cpu" and self.cpu_rows == "numpy":
+            tokens, index = self._rule_decisions(p.numpy(), q.numpy(), candidates.numpy(), u.numpy())
+            return (torch.from_numpy(np.asarray(tokens, dtype=np.int64)),
+                    torch.from_numpy(np.asarray(index, dtype=np.int64)))
+        return self._rule_decisions(p, q, candidates, u)
+
+    def _rule_decisions(self, p: Any, q: Any, candidates: Any, u: Any) -> tuple[Any, Any]:
+        """``(tokens (B,), index (B,))`` of the rule's row methods on rows of one array namespace."""
         plan: Any = self.rule._row_plan(p, q, candidates.shape[1])
         if isinstance(self.rule, SelectThenVerify):
             return self.rule._row_decide(plan, candidates, u)

@@ -13,13 +13,15 @@ import pytest
 import torch
 
 from engine.verifiers import TorchVerifier, get_torch_verifier
+from engine.verifiers.base import CPU_ROWS
 from engine.verifiers.drafting import top_k_tokens
 from resispec.drafting import top_k_tokens as numpy_top_k_tokens
+from resispec.rows import namespace
 from resispec.sampling import inverse_cdf as numpy_inverse_cdf
 from resispec.sampling import inverse_cdf_rows
 from resispec.verifiers import VERIFIERS, SequentialVerifier
 from resispec.verifiers.base import BatchedSequentialVerifier
-from tests.engine.torch_verifier_helpers import DEVICES, one_thread  # noqa: F401 (fixture)
+from tests.engine.torch_verifier_helpers import DEVICES, one_thread, random_batch  # noqa: F401 (fixture)
 
 
 def test_every_verifier_of_the_zoo_runs_through_the_one_adapter():
@@ -33,6 +35,29 @@ def test_every_verifier_of_the_zoo_runs_through_the_one_adapter():
         get_torch_verifier("nope")
     with pytest.raises(ValueError, match="rule: _StubNumPy is not written over rows"):
         TorchVerifier(_StubNumPy())
+
+
+@pytest.mark.parametrize("name", VERIFIERS)
+def test_cpu_rows_as_numpy_views_or_as_tensors_make_the_same_decisions(name):
+    """The default CPU path hands the rule NumPy views; ``cpu_rows="torch"`` the tensors (the CUDA path's
+    code): every node kind, the same uniforms, the same decisions."""
+    rule = VERIFIERS[name]()
+    seen = []
+    row_plan = rule._row_plan
+    rule._row_plan = lambda p, q, k: seen.append(type(p)) or row_plan(p, q, k)
+    views, tensors = TorchVerifier(rule), TorchVerifier(rule, cpu_rows="torch")
+    p, q = random_batch(10, 36, np.random.default_rng(1711), min_support=3)
+    k = 1 if rule.max_k == 1 else 3
+    generator = torch.Generator().manual_seed(1712)
+    candidates = views.draft(q, k, generator)
+    u = torch.rand((len(p), views.uniforms_needed(k)), dtype=torch.float64, generator=generator)
+    tokens, index = views.verify(p, q, candidates, u)
+    expected_tokens, expected_index = tensors.verify(p, q, candidates, u)
+    assert seen == [np.ndarray, torch.Tensor]
+    assert tokens.dtype == index.dtype == torch.long and torch.equal(tokens, expected_tokens)
+    assert torch.equal(index, expected_index) and (index >= 0).any() and (index < 0).any()
+    with pytest.raises(ValueError, match="cpu_rows: expected one of numpy, torch, got 'cuda'"):
+        TorchVerifier(rule, cpu_rows="cuda")
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -73,22 +98,24 @@ class _StubNumPy(SequentialVerifier):
 
 
 class _StubRows(BatchedSequentialVerifier):
-    """The same stub written over rows, which the adapter runs on tensors."""
+    """The same stub written over rows (NumPy or torch), which the adapter runs."""
 
     name, drafting, claims_exact = "stub", "iid", False
 
     def _row_steps(self, p, q, candidates, plan):
+        xp = namespace(p)
         for _ in range(candidates.shape[1]):
-            yield p.new_zeros(p.shape[0])
-        return torch.where(p > 0, 0.0, 1.0)
+            yield xp.zeros(p.shape[:1], dtype=p.dtype)
+        return xp.where(p > 0, 0.0, 1.0)
 
 
 def test_a_final_residual_without_mass_on_the_support_of_p_draws_from_p_in_both():
     p = torch.tensor([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
     candidates = torch.tensor([[0, 1], [2, 2]])
     u = torch.tensor([[0.1, 0.2, 0.3], [0.0, 0.9, 0.99]], dtype=torch.float64)
-    tokens, index = TorchVerifier(_StubRows()).verify(p, p, candidates, u)
-    assert tokens.tolist() == [0, 2] and index.tolist() == [-1, -1]
+    for cpu_rows in CPU_ROWS:
+        tokens, index = TorchVerifier(_StubRows(), cpu_rows).verify(p, p, candidates, u)
+        assert tokens.tolist() == [0, 2] and index.tolist() == [-1, -1]
     expected = [_StubNumPy().verify(p[b].double().numpy(), p[b].double().numpy(), candidates[b].numpy(), u[b].numpy())
                 for b in range(2)]
     assert expected == [(0, -1), (2, -1)]
