@@ -56,7 +56,7 @@ ROUNDING = 1e-9
 VERIFY_COST_ROWS = 5
 COST_POINTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 CALIBRATION_PROMPT_COUNT = 4
-FORMAT = 4
+FORMAT = 5  # 5: verification costs measured on the NumPy-view CPU path (engine.verifiers.base)
 
 
 @dataclass
