@@ -7,7 +7,7 @@ writes (``tokenizer.json``, ``tokenizer_config.json``, ``chat_template.jinja`` o
 
 - ``encode(text)``: ``tokenizer.json``'s pipeline with its post-processor (``add_special_tokens``);
 - ``decode(ids, skip_special_tokens)``: its decoder; no clean-up of spaces (transformers' default; a config
-  asking for one is refused, `tokenizer_problem`);
+  asking for one, or for bos / eos tokens beyond the post-processor's, is refused: `tokenizer_problem`);
 - ``apply_chat_template(conversation, add_generation_prompt, tokenize)``: the template rendered in a sandboxed
   jinja2 environment with ``trim_blocks`` and ``lstrip_blocks``, the loop-control extension, ``raise_exception``
   and a ``tojson`` that does not escape HTML, given the messages, ``add_generation_prompt``,
@@ -42,6 +42,8 @@ def tokenizer_problem(folder: Path) -> str | None:
     config = json.loads((folder / TOKENIZER_CONFIG).read_text())
     if config.get("clean_up_tokenization_spaces"):
         return "it asks for clean_up_tokenization_spaces"
+    if config.get("add_bos_token") or config.get("add_eos_token"):
+        return "it adds bos / eos tokens on top of tokenizer.json's post-processor"
     if config.get("backend", "tokenizers") != "tokenizers":
         return f"backend {config.get('backend')!r}"
     return None

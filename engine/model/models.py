@@ -13,7 +13,7 @@ the tokenizer, as a plain transformers checkpoint (safetensors) into the user ca
 under transformers' module names, computed by the engine's own forward) with a
 `engine.model.chat_tokenizer.ChatTokenizer`, so that a warm start never imports transformers (its model classes
 cost 5-6 s to import here; `resispec generate` asks for it where its draft allows). transformers is therefore
-imported inside the functions that use it, never at the top of the model room's modules.
+imported inside the functions that use it, never at the top of a module that path imports (tests pin it).
 """
 
 from __future__ import annotations

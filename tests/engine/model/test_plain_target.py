@@ -130,6 +130,8 @@ def test_chat_tokenizer_refuses_what_it_does_not_reproduce(tmp_path):
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"clean_up_tokenization_spaces": True}))
     with pytest.raises(ValueError, match="needs transformers .it asks for clean_up_tokenization_spaces"):
         ChatTokenizer(tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"add_bos_token": True}))
+    assert tokenizer_problem(tmp_path) == "it adds bos / eos tokens on top of tokenizer.json's post-processor"
 
 
 @pytest.mark.parametrize(("name", "plain"), [("default", True), ("int4", True), ("bf16", True), ("ngram-3", True),
