@@ -62,13 +62,14 @@ class GenerationRequest:
 
 
 def prompt_ids(tokenizer, prompt: str, chat: bool) -> torch.Tensor:
-    """long [T]: the prompt in the instruct model's chat template (or raw text)."""
+    """long [T]: the prompt in the instruct model's chat template (or raw text), encoded with the tokenizer's
+    special tokens (a transformers tokenizer or an `engine.model.chat_tokenizer.ChatTokenizer`)."""
     if chat:
         text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
                                              add_generation_prompt=True)
     else:
         text = prompt
-    return tokenizer(text, return_tensors="pt").input_ids[0]
+    return torch.tensor(tokenizer.encode(text), dtype=torch.long)
 
 
 def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[str], None] | None = None,

@@ -5,12 +5,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from itertools import chain
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
-from transformers import PreTrainedModel
 
 from engine.runtime.tree_lm import TreeLM
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 DEFAULT_EARLY_EXIT_LAYERS = 6
 """Depth of the early-exit draft when none is named (CLI ``early-exit``)."""

@@ -21,11 +21,13 @@ highest predicted tokens per second; ``DEFAULT_LAYERS`` holds its result for the
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from transformers import PreTrainedModel
+from typing import TYPE_CHECKING
 
 from engine.runtime.compact_lm import CompactLM, is_compact_compatible, prepared_weights
 from engine.runtime.tree_lm import TreeCacheLM
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 DEFAULT_LAYERS: dict[tuple[str, int], tuple[int, ...]] = {
     ("native", 30): tuple(i for i in range(30) if i != 5),

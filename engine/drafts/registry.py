@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-
-from transformers import PreTrainedModel
+from typing import TYPE_CHECKING
 
 from engine.drafts.base import Draft
 from engine.drafts.early_exit import DEFAULT_EARLY_EXIT_LAYERS, EarlyExitDraft
@@ -24,6 +23,9 @@ from engine.model.checkpoints import load_draft_model
 from engine.model.native import target_compute_of
 from engine.model.quantize import SCHEMES
 from engine.runtime.compact_lm import lm_for
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 DEFAULT_DRAFT = "default"
 DRAFT_NAMES = ("default", "int4", "int8", "bf16", "trained", "early-exit", "early-exit-L", "ngram", "ngram-N",
@@ -50,6 +52,15 @@ def check_draft_name(name: str) -> str:
     raise ValueError(f"draft: unknown draft {name!r}; known: {', '.join(DRAFT_NAMES)} (L = a layer count >= 1, "
                      "N = a suffix length >= 1, LIST = kept layer indices such as 0,2,5) or the path of a local "
                      "checkpoint")
+
+
+def reads_only_target_weights(name: str) -> bool:
+    """Whether the draft ``name`` (checked by ``check_draft_name``) reads nothing of the target but its weights
+    (the quantized self-drafts, n-gram, layer-skip), so that a `engine.model.plain_llama.PlainLlama` target
+    serves it; the trained, early-exit and checkpoint drafts build transformers models around the target's."""
+    name = check_draft_name(name)
+    return (name in (DEFAULT_DRAFT, *SCHEMES) or re.fullmatch(r"ngram(?:-(\d+))?", name) is not None
+            or name.startswith("layer-skip"))
 
 
 def resolve_draft_name(name: str, target: PreTrainedModel) -> str:

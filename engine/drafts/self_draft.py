@@ -8,13 +8,16 @@ fastest (a memory-bound forward).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from torch import nn
-from transformers import PreTrainedModel
 
 from engine.model.quantize import integer_kernels_run_on, quantized_copy
 from engine.runtime.compact_lm import CompactLM
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 class SelfDraft(CompactLM):

@@ -12,15 +12,18 @@ import copy
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
-from transformers import PreTrainedModel
 
 from engine.drafts.early_exit import decoder_view
 from engine.runtime.tree_lm import TreeLM
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 WEIGHTS_PATH = WEIGHTS_DIR / "draft.safetensors"

@@ -13,11 +13,14 @@ otherwise one ``ValueError`` names the difference.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from engine.model.gguf import ensure_checkpoint
+
+if TYPE_CHECKING:  # imported where used: a warm start of generate imports no transformers (engine.model.models)
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 def checkpoint_folder(path: str | Path, role: str) -> Path:
@@ -38,6 +41,8 @@ def checkpoint_folder(path: str | Path, role: str) -> Path:
 
 def _tokenizer_or_none(folder: Path) -> PreTrainedTokenizerBase | None:
     """The folder's tokenizer, or None when it holds no tokenizer files."""
+    from transformers import AutoTokenizer
+
     try:
         return AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except (OSError, ValueError):
@@ -51,6 +56,8 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", dtype:
     Raises ValueError (naming ``role``) when ``path`` is not a checkpoint, holds no tokenizer, or its
     tokenizer has more tokens than the model's vocabulary.
     """
+    from transformers import AutoModelForCausalLM
+
     folder = checkpoint_folder(path, role)
     tokenizer = _tokenizer_or_none(folder)
     if tokenizer is None:
@@ -83,6 +90,8 @@ def check_same_vocabulary(draft: PreTrainedModel, draft_folder: Path, target: Pr
 def load_draft_model(path: str | Path, target: PreTrainedModel) -> PreTrainedModel:
     """A draft causal LM from a local directory or GGUF file, on the target's device and dtype, checked
     to share the target's vocabulary (``check_same_vocabulary``)."""
+    from transformers import AutoModelForCausalLM
+
     folder = checkpoint_folder(path, "draft")
     model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=target.dtype)
     check_same_vocabulary(model, folder, target)

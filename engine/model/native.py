@@ -38,17 +38,19 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from gguf import GGUFReader
 from tqdm import tqdm
-from transformers import PreTrainedModel
-from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
 
 from engine.model.gguf import checkpoint_dir
 from engine.model.quantize import INT4_LEVELS, Int4Linear
 from engine.model.tensor_cache import cached_tensors
+
+if TYPE_CHECKING:
+    from gguf import GGUFReader
+    from transformers import PreTrainedModel
 
 LINEAR_LAYERS = {"attn_q": ("self_attn", "q_proj"), "attn_k": ("self_attn", "k_proj"),
                  "attn_v": ("self_attn", "v_proj"), "attn_output": ("self_attn", "o_proj"),
@@ -109,6 +111,8 @@ class Q4_1Linear(Int4Linear):
 
 def _rows(reader_tensor, config) -> np.ndarray:
     """The tensor's raw blocks as rows (uint8 [out, bytes]), q/k rows permuted back to transformers' order."""
+    from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor  # here: built once, then cached
+
     processor = LlamaTensorProcessor(config={"num_attention_heads": config.num_attention_heads,
                                              "num_key_value_heads": config.num_key_value_heads})
     return np.asarray(processor.process(np.asarray(reader_tensor.data), reader_tensor.name).weights)
@@ -117,6 +121,8 @@ def _rows(reader_tensor, config) -> np.ndarray:
 def read_layers(gguf_path: Path, config) -> dict[tuple[int, str], Q4_1Linear]:
     """Every decoder linear layer of the file, by (layer index, GGUF name), with a progress bar; ValueError
     for a tensor type the native target does not take (`check_native_types`)."""
+    from gguf import GGUFReader  # here: the layers are read once, then cached (`cached_layers`)
+
     with tqdm(total=2, desc=f"native target: reading {gguf_path.name}", unit="step", disable=None) as bar:
         reader = GGUFReader(gguf_path)
         check_native_types(reader, gguf_path)

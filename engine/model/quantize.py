@@ -29,13 +29,16 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
-from transformers import PreTrainedModel
 
 from engine.model.gguf import cache_root
 from engine.model.tensor_cache import cached_tensors
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 SCHEMES = ("int4", "int8", "bf16")
 INT8_MAX = 127

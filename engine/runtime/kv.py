@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
-from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
+
+if TYPE_CHECKING:
+    from transformers import DynamicCache
 
 
 def keep_entries(cache: DynamicCache, prefix_len: int, keep: Sequence[int]) -> None:
@@ -17,6 +19,8 @@ def keep_entries(cache: DynamicCache, prefix_len: int, keep: Sequence[int]) -> N
     depth d at ``prefix_len + d``, with ``keep`` a root-to-node path), so no rotary re-encoding is needed.
     Uses only the public ``crop`` and ``update`` of the cache, so its bookkeeping stays consistent.
     """
+    from transformers.cache_utils import DynamicLayer  # here: `TreeLM`'s caches alone need transformers
+
     if not all(type(layer) is DynamicLayer for layer in cache.layers):
         raise TypeError(f"keep_entries needs a cache of full-attention DynamicLayers, got {cache.layers}")
     tail = cache.get_seq_length() - prefix_len

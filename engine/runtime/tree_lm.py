@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformers import DynamicCache
 
 from engine.runtime.kv import keep_entries
 from engine.runtime.tree import additive_mask, ancestor_matrix, node_depths
@@ -159,6 +158,8 @@ class TreeLM(TreeCacheLM):
     """
 
     def _reset_cache(self) -> None:
+        from transformers import DynamicCache  # here: `CompactLM` (the warm start of generate) needs no transformers
+
         self._cache = DynamicCache(config=self.model.config)
 
     def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:

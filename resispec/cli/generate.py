@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.decode.decoding import AUTOREGRESSIVE
     from engine.decode.generation import GenerationRequest, generate, node_log_for, summary
     from engine.decode.processing import Sampling
-    from engine.drafts.registry import DEFAULT_DRAFT
+    from engine.drafts.registry import DEFAULT_DRAFT, reads_only_target_weights
     from engine.model.models import check_target_compute, load_target
 
     request = GenerationRequest(
@@ -86,8 +86,9 @@ def run(args: argparse.Namespace) -> int:
     check_device(args.device)
     check_target_compute(args.target_compute, args.device, getattr(torch, args.dtype), args.target)
     torch.set_num_threads(args.threads)
+    transformers_free = args.verifier == AUTOREGRESSIVE or reads_only_target_weights(request.draft)
     model, tokenizer = load_target(device=args.device, dtype=getattr(torch, args.dtype), path=args.target,
-                                   compute=args.target_compute)
+                                   compute=args.target_compute, transformers_free=transformers_free)
     stream = None if args.json else (lambda text: print(text, end="", flush=True))
     log = node_log_for(model, request, args.log_keep) if args.log else None
     tokens, stats = generate(model, tokenizer, request, on_text=stream, log=log)

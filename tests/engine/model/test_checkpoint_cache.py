@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import transformers
 
 from engine.model import gguf
 from tests.engine.model.tiny_gguf import write_tiny_gguf
@@ -19,7 +20,7 @@ class _StubTokenizer:
 @pytest.fixture
 def tiny_file(tmp_path, monkeypatch):
     monkeypatch.setenv("RESISPEC_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(gguf.AutoTokenizer, "from_pretrained", lambda *args, **kwargs: _StubTokenizer())
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *args, **kwargs: _StubTokenizer())
     return write_tiny_gguf(tmp_path / "tiny.gguf")
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import transformers
 from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM
 
@@ -23,7 +24,7 @@ TOKENS = torch.tensor([[1, 5, 2, 7]])
 def target(tmp_path, monkeypatch):
     """The float32 model of the tiny GGUF, loaded from its checkpoint in a temporary cache folder."""
     monkeypatch.setenv("RESISPEC_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(gguf.AutoTokenizer, "from_pretrained", lambda *args, **kwargs: _StubTokenizer())
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *args, **kwargs: _StubTokenizer())
     folder = gguf.ensure_checkpoint(write_tiny_gguf(tmp_path / "tiny.gguf"))
     model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=torch.float32)
     return model.eval().requires_grad_(False)
