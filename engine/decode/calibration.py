@@ -19,7 +19,8 @@ Once per (target, draft, verifier, sampling) and machine:
   along each continuation (`engine.decode.tree_search.survival_correlation`).
 - **verification cost** ``u(k)``: mean seconds of one node's verification with k candidates.
 - **costs**: median seconds of one target forward over n nodes (n = 1..32, sampled and interpolated)
-  and of one draft forward over w rows, on a cache of the calibration prompt; the bookkeeping per round
+  and of one draft forward over w rows (w = 1..16: the widest level a tree of 32 nodes feeds the draft), on a
+  cache of the calibration prompt; the bookkeeping per round
   is taken as one one-candidate verification (``u(1)``, a rough measured constant).
 
 The result is cached as JSON under the resispec cache folder (`engine.model.gguf.cache_root`).
@@ -31,6 +32,7 @@ import hashlib
 import json
 import sys
 import time
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -55,6 +57,9 @@ ENUMERATION_BUDGET = 5000
 ROUNDING = 1e-9
 VERIFY_COST_ROWS = 5
 COST_POINTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+DRAFT_COST_POINTS = COST_POINTS[: bisect_left(COST_POINTS, (MAX_NODES - 1) // 2) + 1]
+"""The draft's cost is needed only up to (MAX_NODES - 1) // 2 = 15 rows: the leaves are never fed, and every
+fed level has at least as many nodes below it, so ``1 + 2 w <= MAX_NODES`` for the widest fed level w."""
 CALIBRATION_PROMPT_COUNT = 4
 FORMAT = 5  # 5: verification costs measured on the NumPy-view CPU path (engine.verifiers.base)
 
@@ -173,10 +178,10 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
         verify_seconds = _verify_costs(p_all, q_all, verifier, len(acceptance))
         prompt = prompts[0]
         costs = {}
-        for name, lm in (("target", target), ("draft", draft)):
+        for name, lm, points in (("target", target, COST_POINTS), ("draft", draft, DRAFT_COST_POINTS)):
             bar.update()
             bar.set_postfix_str(f"timing {name} forwards")
-            costs[name] = measure_costs(lm, prompt, COST_POINTS, repeats)
+            costs[name] = measure_costs(lm, prompt, points, repeats)
         bar.update()
     target_seconds, draft_seconds = costs["target"], costs["draft"]
     round_seconds = verify_seconds[1]  # probability processing and bookkeeping: about one sps node (measured)

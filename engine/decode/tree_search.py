@@ -112,11 +112,12 @@ def best_tree(acceptance: Sequence[float], target_cost: Callable[[int], float], 
                 best = choice
         if len(prefix) == max_depth:
             return
-        level_seconds = draft_cost(width)
+        level_seconds = None  # this level fed to the draft: priced only where a child fits
         for children in range(1, max_children + 1):
             next_width = width * children
             if nodes + next_width > max_nodes:
                 break
+            level_seconds = draft_cost(width) if level_seconds is None else level_seconds
             next_reach = reach * acceptance[children - 1]
             kappa = correlation[len(prefix)] if correlation is not None else 1.0
             verify_seconds = verify_cost(children) if verify_cost is not None else 0.0

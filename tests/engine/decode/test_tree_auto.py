@@ -9,9 +9,17 @@ import numpy as np
 import pytest
 import torch
 
-from engine.decode.calibration import Calibration, cached_calibration, calibrate, measure_acceptance, truncated_pair
+from engine.decode.calibration import (
+    COST_POINTS,
+    DRAFT_COST_POINTS,
+    Calibration,
+    cached_calibration,
+    calibrate,
+    measure_acceptance,
+    truncated_pair,
+)
 from engine.decode.processing import Sampling
-from engine.decode.tree_search import MAX_DEPTH, best_tree, expected_tokens, survival_correlation
+from engine.decode.tree_search import MAX_DEPTH, MAX_NODES, best_tree, expected_tokens, survival_correlation
 from engine.drafts.ngram import NGramDraft
 from engine.model.tiny import tiny_pair
 from engine.runtime.tree_lm import TreeLM
@@ -129,11 +137,23 @@ def test_calibration_runs_on_tiny_models_and_is_cached(tmp_path, monkeypatch):
     assert len(calibration.correlation) == MAX_DEPTH and calibration.correlation[0] == pytest.approx(1.0)
     assert sorted(calibration.verify_seconds) == [1, 2, 3] and all(s > 0 for s in calibration.verify_seconds.values())
     assert all(seconds > 0 for seconds in calibration.target_seconds.values())
+    assert tuple(calibration.target_seconds) == COST_POINTS and tuple(calibration.draft_seconds) == DRAFT_COST_POINTS
     choice = calibration.choose()
     assert 1 <= len(choice.branching) and choice.tokens_per_round >= 1
     stored, cached = cached_calibration("k", lambda: calibration)
     again, cached_again = cached_calibration("k", lambda: pytest.fail("recomputed"))
     assert (cached, cached_again) == (False, True) and again == stored and isinstance(again, Calibration)
+
+
+def test_the_search_never_asks_the_draft_for_more_rows_than_calibration_measures():
+    asked = []
+
+    def draft_cost(rows: int) -> float:
+        asked.append(rows)
+        return 0.001 * rows
+
+    best_tree([0.9, 0.95, 0.97, 0.98], lambda n: 0.01 + 0.0001 * n, draft_cost, 0.0, max_nodes=MAX_NODES)
+    assert max(asked) <= (MAX_NODES - 1) // 2 <= max(DRAFT_COST_POINTS) < max(COST_POINTS)
 
 
 def _small_calibration() -> Calibration:
