@@ -25,13 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from transformers import PretrainedConfig
 
 from engine.decode.processing import Sampling, target_probs
 from resispec.audit import DEFAULT_ALPHA, AuditResult, pit_audit, randomized_pit
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
 
 AUDIT_STREAM = 2
 """Second word of the PIT uniforms' seed ``(seed, AUDIT_STREAM)``: apart from the decoders' streams

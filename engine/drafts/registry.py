@@ -34,6 +34,8 @@ DRAFT_NAMES = ("default", "int4", "int8", "bf16", "trained", "early-exit", "earl
 suffix length), ``LIST`` for comma-separated layer indices (``0,2,5``). Any existing path is a draft too (a
 local checkpoint)."""
 PARAMETER_PATTERNS = {"-L": r"[1-9]\d*", "-N": r"[1-9]\d*", ":LIST": r"\d+(?:,\d+)*"}
+NGRAM_NAME = re.compile(r"ngram(?:-(\d+))?")
+"""``ngram`` or ``ngram-N`` (N: the shortest suffix matched)."""
 
 
 def check_draft_name(name: str) -> str:
@@ -59,7 +61,7 @@ def reads_only_target_weights(name: str) -> bool:
     (the quantized self-drafts, n-gram, layer-skip), so that a `engine.model.plain_llama.PlainLlama` target
     serves it; the trained, early-exit and checkpoint drafts build transformers models around the target's."""
     name = check_draft_name(name)
-    return (name in (DEFAULT_DRAFT, *SCHEMES) or re.fullmatch(r"ngram(?:-(\d+))?", name) is not None
+    return (name in (DEFAULT_DRAFT, *SCHEMES) or NGRAM_NAME.fullmatch(name) is not None
             or name.startswith("layer-skip"))
 
 
@@ -83,7 +85,7 @@ def make_draft(name: str, target: PreTrainedModel) -> Draft:
         if not 1 <= layers < total:
             raise ValueError(f"draft: early-exit depth must be in [1, {total - 1}], got {layers}")
         return EarlyExitDraft(target, layers)
-    match = re.fullmatch(r"ngram(?:-(\d+))?", name)
+    match = NGRAM_NAME.fullmatch(name)
     if match:
         shortest = int(match.group(1) or DEFAULT_MIN_N)
         return NGramDraft(target.config.vocab_size, max(shortest, DEFAULT_MAX_N), shortest, target.device)
