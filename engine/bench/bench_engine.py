@@ -4,7 +4,8 @@ Configurations, all in one run over the held-out prompts (``engine/data/bench_pr
 for training or tuning; a test keeps them apart from the training prompts):
 
 - ``ar``: the engine's plain autoregressive sampling from the target (the baseline);
-- the engine with each verifier (default: every exact one) and the tree (default ``auto``);
+- the engine with each verifier (default: every exact one) and the tree (default ``auto``: ``plain``, i.e.
+  plain decoding, where no tree is predicted faster);
 - both of the above for each way of computing the target given (``float32``, ``native``:
   `engine.model.native`), rows then named ``ar [native]`` and so on, each speedup over its own ``ar``;
 - ``hf``: transformers ``generate(do_sample=True)`` on the same target (the first one given);
@@ -192,7 +193,8 @@ def bench_engine(targets: Mapping[str, PreTrainedModel], tokenizer, verifiers: S
             label = engine_row_name(name, compute, computes)
             _add(rows[label], EngineRow(label, len(tokens), stats.target_forwards, stats.seconds,
                                         stats.draft_seconds, stats.target_seconds, stats.verify_seconds,
-                                        tree=",".join(map(str, stats.tree.get("branching", [])))))
+                                        tree="plain" if stats.tree.get("plain") else
+                                        ",".join(map(str, stats.tree.get("branching", [])))))
             _report(bar, label, len(tokens), stats.seconds, stats.target_forwards)
         for name in peers:
             count = int(name.split(":")[1]) if ":" in name else 0

@@ -82,10 +82,11 @@ class Calibration:
     def draft_cost(self, rows: int) -> float:
         return interpolate(self.draft_seconds, rows)
 
-    def choose(self, max_nodes: int = MAX_NODES, chains_only: bool = False) -> TreeChoice:
+    def choose(self, max_nodes: int = MAX_NODES, chains_only: bool = False, plain: bool = False) -> TreeChoice:
+        """The best tree (``chains_only``: chain); with ``plain``, ``()`` where plain decoding is predicted faster."""
         acceptance = self.acceptance[:1] if chains_only else self.acceptance
         return best_tree(acceptance, self.target_cost, self.draft_cost, self.round_seconds, max_nodes,
-                         correlation=self.correlation, verify_cost=self.verify_seconds.__getitem__)
+                         correlation=self.correlation, verify_cost=self.verify_seconds.__getitem__, plain=plain)
 
 
 def interpolate(points: dict[int, float], x: int) -> float:
@@ -298,10 +299,11 @@ def calibration_prompts(tokenizer, count: int = CALIBRATION_PROMPT_COUNT) -> lis
 
 
 def choose_tree(model, tokenizer, draft: Draft, draft_name: str, verifier: str, sampling: Sampling,
-                threads: int, chains_only: bool = False) -> tuple[TreeChoice, Calibration, bool]:
-    """The ``--tree auto`` choice for this configuration (``chains_only``: among chains), calibrating once
-    (cached); third item: whether the calibration came from the cache."""
+                threads: int, chains_only: bool = False, plain: bool = False) -> tuple[TreeChoice, Calibration, bool]:
+    """The ``--tree auto`` choice for this configuration (``chains_only``: among chains; ``plain``: plain
+    decoding, ``()``, competes), calibrating once (cached); third item: whether the calibration came from the
+    cache."""
     key = calibration_key(model, draft_name, verifier, sampling, threads)
     calibration, cached = cached_calibration(
         key, lambda: calibrate(model, draft, verifier, sampling, calibration_prompts(tokenizer)))
-    return calibration.choose(chains_only=chains_only), calibration, cached
+    return calibration.choose(chains_only=chains_only, plain=plain), calibration, cached

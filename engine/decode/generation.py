@@ -18,7 +18,11 @@ from resispec.audit import pit_audit
 from resispec.validation import as_count
 
 AUTO_TREE = "auto"
-"""``branching = "auto"``: the tree maximising expected tokens per second (`engine.decode.calibration.choose_tree`)."""
+"""``branching = "auto"``: the tree maximising expected tokens per second (`engine.decode.calibration.choose_tree`),
+or plain decoding where that is predicted faster."""
+PLAIN = ()
+"""The branching ``auto`` answers where no tree is predicted faster than plain decoding (then the loop samples
+from p itself, ``verifier = "ar"``: the same law, nothing verified)."""
 
 
 @dataclass
@@ -78,8 +82,12 @@ def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[st
     records every verified node."""
     draft = None if request.verifier == AUTOREGRESSIVE else make_draft(request.draft, model)
     branching, tree_info = resolve_tree(model, tokenizer, draft, request)
-    decoder = Decoder(model, draft, request.verification or request.verifier, branching, request.sampling,
-                      request.seed, request.audit, request.parity_fraction, log)
+    if branching == PLAIN:  # auto found no tree faster than plain decoding: sample from p itself
+        draft, verifier, branching = None, AUTOREGRESSIVE, (1,)
+    else:
+        verifier = request.verification or request.verifier
+    decoder = Decoder(model, draft, verifier, branching, request.sampling, request.seed, request.audit,
+                      request.parity_fraction, log)
     tokens: list[int] = []
     shown = ""
     for token in decoder.generate(prompt_ids(tokenizer, request.prompt, request.chat), request.max_new_tokens,
@@ -99,7 +107,8 @@ def tree_text(branching: tuple[int, ...] | str) -> str:
 
 
 def resolve_tree(model, tokenizer, draft, request: GenerationRequest) -> tuple[tuple[int, ...], dict]:
-    """The branching to decode with, and what to report about it (for ``auto``: the prediction)."""
+    """The branching to decode with (``PLAIN`` where ``auto`` predicts no tree faster than plain decoding), and
+    what to report about it (for ``auto``: the prediction, and the best tree's beside it)."""
     if request.verifier == AUTOREGRESSIVE:
         return (1,), {}
     if request.branching != AUTO_TREE:
@@ -107,10 +116,15 @@ def resolve_tree(model, tokenizer, draft, request: GenerationRequest) -> tuple[t
     verification = request.verification  # a sequence-level one: calibrated with its drafting verifier (a lower bound)
     choice, calibration, cached = choose_tree(model, tokenizer, draft, resolve_draft_name(request.draft, model),
                                               verification.node.name, request.sampling, request.threads,
-                                              verification.chains_only)
-    return choice.branching, {"branching": list(choice.branching), "auto": True, "calibration_cached": cached,
+                                              verification.chains_only, plain=True)
+    tree = calibration.choose(chains_only=verification.chains_only)
+    return choice.branching, {"branching": list(choice.branching), "auto": True, "plain": choice.branching == PLAIN,
+                              "calibration_cached": cached,
                               "predicted_tokens_per_forward": choice.tokens_per_round,
                               "predicted_tokens_per_second": choice.tokens_per_second,
+                              "best_tree": {"branching": list(tree.branching),
+                                            "predicted_tokens_per_forward": tree.tokens_per_round,
+                                            "predicted_tokens_per_second": tree.tokens_per_second},
                               "acceptance": calibration.acceptance}
 
 

@@ -22,8 +22,11 @@ curves (`engine.decode.calibration`). As in Sequoia (arXiv 2402.12374), the obje
 ``max_nodes`` nodes and ``max_depth`` levels, chains included. The value of a shape is a sum over levels
 of products of per-level factors, so the search runs depth-first over prefixes, carrying (R_d, w_d, n,
 cost so far), and scores every prefix as a tree of its own: ``O(#shapes)``, a few thousand at the
-defaults, exact within that family. Row sharing of equal i.i.d. siblings (`engine.decode.expand`) only lowers
-the real cost, so the estimate is conservative for i.i.d. drafting.
+defaults, exact within that family. With ``plain``, the empty shape competes too: plain decoding, one
+token per target forward of one row, ``E = 1`` and ``T = t(1) + v`` (the sampling and bookkeeping of a
+token cost about what one node's does), so the choice can be not to speculate where no tree pays. Row
+sharing of equal i.i.d. siblings (`engine.decode.expand`) only lowers the real cost, so the estimate is
+conservative for i.i.d. drafting.
 """
 
 from __future__ import annotations
@@ -84,17 +87,19 @@ def survival_correlation(acceptance_runs: Sequence[Sequence[float]], max_depth: 
 def best_tree(acceptance: Sequence[float], target_cost: Callable[[int], float], draft_cost: Callable[[int], float],
               round_cost: float = 0.0, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH,
               max_children: int = MAX_CHILDREN, correlation: Sequence[float] | None = None,
-              verify_cost: Callable[[int], float] | None = None) -> TreeChoice:
-    """The branching vector maximising ``E(b) / T(b)`` (module docstring).
+              verify_cost: Callable[[int], float] | None = None, plain: bool = False) -> TreeChoice:
+    """The branching vector maximising ``E(b) / T(b)`` (module docstring); ``()`` (plain decoding) among them
+    with ``plain``.
 
     Args:
         acceptance: ``A(1), ..., A(K)``, each in [0, 1]; ``max_children`` is capped at K.
-        target_cost: seconds of one target forward over n nodes (n >= 2).
+        target_cost: seconds of one target forward over n nodes (n >= 2; n = 1 with ``plain``).
         draft_cost: seconds of one draft forward over w rows.
         round_cost: seconds per round besides the forwards (verification, bookkeeping).
         correlation: ``kappa_1, ..., kappa_D`` (`survival_correlation`), at least ``max_depth`` values;
             None: independent positions.
         verify_cost: ``u(k)``, seconds of one node's verification with k candidates; None: 0.
+        plain: whether plain decoding (``branching = ()``) competes.
     """
     if not acceptance or any(not 0.0 <= a <= 1.0 for a in acceptance):
         raise ValueError(f"acceptance: expected values in [0, 1], got {list(acceptance)}")
@@ -105,7 +110,7 @@ def best_tree(acceptance: Sequence[float], target_cost: Callable[[int], float], 
 
     def visit(prefix: tuple[int, ...], reach: float, tokens: float, width: int, nodes: int, draft_seconds: float):
         nonlocal best
-        if prefix:
+        if prefix or plain:  # the empty prefix: plain decoding, one row through the target, no draft
             seconds = draft_seconds + target_cost(nodes) + round_cost
             choice = TreeChoice(prefix, tokens, seconds)
             if best is None or choice.tokens_per_second > best.tokens_per_second:

@@ -66,8 +66,12 @@ def reads_only_target_weights(name: str) -> bool:
 
 
 def resolve_draft_name(name: str, target: PreTrainedModel) -> str:
-    """The concrete draft ``name`` stands for (``default`` -> ``int4`` on CPU, ``bf16`` elsewhere)."""
-    return default_self_draft_scheme(target) if name == DEFAULT_DRAFT else name
+    """The concrete draft ``name`` stands for: ``default`` -> ``layer-skip`` for the native target (its cheapest
+    draft that drafts everywhere; the ``int4`` self-draft is that target in other arithmetic, as costly as it,
+    docs/draft.md), else ``int4`` on CPU and ``bf16`` elsewhere."""
+    if name != DEFAULT_DRAFT:
+        return name
+    return "layer-skip" if target_compute_of(target) == "native" else default_self_draft_scheme(target)
 
 
 def make_draft(name: str, target: PreTrainedModel) -> Draft:

@@ -76,6 +76,19 @@ def target_config(path: str | Path | None = None) -> PretrainedConfig:
     return AutoConfig.from_pretrained(folder, local_files_only=True)
 
 
+def fastest_target_compute(device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
+                           path: str | Path | None = None) -> str:
+    """The fastest exact computation of p for this target, the default of ``generate`` and ``bench engine``:
+    ``native`` where it applies (`check_target_compute`: a GGUF target, on CPU, in float32; its integer
+    kernels decode 1.3-1.6x faster than the float32 path, docs/draft.md), else ``float32``. p is that
+    computation's, exactly, either way."""
+    try:
+        check_target_compute("native", device, dtype, path)
+    except ValueError:
+        return "float32"
+    return "native"
+
+
 def with_compute(model: PreTrainedModel | PlainLlama, compute: str,
                  path: str | Path | None = None) -> PreTrainedModel | PlainLlama:
     """The target computed as ``compute``: ``model`` itself for ``float32``, else the native target built from

@@ -33,7 +33,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
                         help="verifiers (default: every exact one)")
     parser.add_argument("--draft", type=draft_name, default=None, help=DRAFT_HELP)
     add_target_argument(parser)
-    add_target_compute_argument(parser, several=True)
+    add_target_compute_argument(parser, several=True, fastest_default=True)
     parser.add_argument("--tree", type=parse_tree, default="auto", help=TREE_HELP)
     parser.add_argument("--tree-from", type=verifier_name, default=None, metavar="VERIFIER",
                         help="with --tree auto: choose the tree once, by this verifier's calibration, and decode "
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT, resolve_draft_name
     from engine.model.gguf import target_gguf_path
-    from engine.model.models import check_target_compute, load_target, with_compute
+    from engine.model.models import check_target_compute, fastest_target_compute, load_target, with_compute
     from resispec.cli.table import format_table
     from resispec.verifiers import VERIFIERS
 
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     verifiers = args.verifier or [name for name, cls in VERIFIERS.items()
                                   if cls.claims_exact and (cls.max_k is None or cls.max_k >= widest
                                                            or args.tree_from)]  # shared tree: filtered then
-    computes = list(dict.fromkeys(args.target_compute))
+    computes = list(dict.fromkeys(args.target_compute or [fastest_target_compute(args.device, path=args.target)]))
     for compute in computes:
         check_target_compute(compute, args.device, path=args.target)
     model, tokenizer = load_target(device=args.device, path=args.target)

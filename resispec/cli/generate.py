@@ -22,7 +22,8 @@ from resispec.cli.model_options import add_target_argument, add_target_compute_a
 from resispec.cli.output import strict_json
 
 TREE_HELP = ("auto (default: the tree maximising expected tokens/s from measured acceptance and costs, "
-             "calibrated once and cached) or the branching per depth, e.g. 1,1,1,1 (a chain) or 4,2,2,1")
+             "calibrated once and cached; none, i.e. plain decoding, where no tree is predicted faster) or the "
+             "branching per depth, e.g. 1,1,1,1 (a chain) or 4,2,2,1")
 DTYPES = {"float32": "float32", "bfloat16": "bfloat16"}
 DTYPE_HELP = ("the target's dtype: float32 (default; every token is distributed exactly as the float32 model's p) "
               "or bfloat16 (faster, but it CHANGES p: samples follow the bfloat16 model, not the float32 one)")
@@ -32,10 +33,11 @@ parse_tree = tree_shape
 ``bench engine``."""
 
 
-DRAFT_HELP = ("draft model: default (int4 on CPU, bf16 elsewhere), int4 / int8 / bf16 (quantized copies of the target, "
-              "built at load time), trained (the distilled 3-layer draft), early-exit-L, ngram / ngram-N (prompt "
-              "lookup, no model; one-token rounds where no suffix of N tokens recurs), layer-skip / "
-              "layer-skip:0,2,5,... (the target's own layers, some skipped), or a checkpoint PATH")
+DRAFT_HELP = ("draft model: default (layer-skip for the native target, else int4 on CPU, bf16 elsewhere), int4 / "
+              "int8 / bf16 (quantized copies of the target, built at load time), trained (the distilled 3-layer "
+              "draft), early-exit-L, ngram / ngram-N (prompt lookup, no model; one-token rounds where no suffix of "
+              "N tokens recurs), layer-skip / layer-skip:0,2,5,... (the target's own layers, some skipped), or a "
+              "checkpoint PATH")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "or 'ar' for plain sampling")
     parser.add_argument("--draft", type=draft_name, default=None, help=DRAFT_HELP)
     add_target_argument(parser)
-    add_target_compute_argument(parser)
+    add_target_compute_argument(parser, fastest_default=True)
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32", help=DTYPE_HELP)
     parser.add_argument("--tree", type=parse_tree, default="auto", help=TREE_HELP)
     parser.add_argument("--temperature", type=temperature, default=1.0, help="0 = greedy")
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.decode.generation import GenerationRequest, generate, node_log_for, summary
     from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT, reads_only_target_weights
-    from engine.model.models import check_target_compute, load_target
+    from engine.model.models import check_target_compute, fastest_target_compute, load_target
 
     request = GenerationRequest(
         prompt=args.prompt, verifier=args.verifier, draft=args.draft or DEFAULT_DRAFT, branching=args.tree,
@@ -84,15 +86,17 @@ def run(args: argparse.Namespace) -> int:
     if args.log and args.verifier == AUTOREGRESSIVE:
         raise ValueError("--log: autoregressive decoding (--verifier ar) verifies no node, so there is nothing to log")
     check_device(args.device)
-    check_target_compute(args.target_compute, args.device, getattr(torch, args.dtype), args.target)
+    dtype = getattr(torch, args.dtype)
+    compute = args.target_compute or fastest_target_compute(args.device, dtype, args.target)
+    check_target_compute(compute, args.device, dtype, args.target)
     torch.set_num_threads(args.threads)
     transformers_free = args.verifier == AUTOREGRESSIVE or reads_only_target_weights(request.draft)
-    model, tokenizer = load_target(device=args.device, dtype=getattr(torch, args.dtype), path=args.target,
-                                   compute=args.target_compute, transformers_free=transformers_free)
+    model, tokenizer = load_target(device=args.device, dtype=dtype, path=args.target, compute=compute,
+                                   transformers_free=transformers_free)
     stream = None if args.json else (lambda text: print(text, end="", flush=True))
     log = node_log_for(model, request, args.log_keep) if args.log else None
     tokens, stats = generate(model, tokenizer, request, on_text=stream, log=log)
-    record = summary(tokenizer, tokens, stats, args.audit)
+    record = {"target_compute": compute, **summary(tokenizer, tokens, stats, args.audit)}
     if log is not None:
         record["log"] = {"path": str(args.log), "rows": log.write(args.log)}
     if args.json:
@@ -100,13 +104,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print()
     print(f"\n{record['tokens']} tokens, {record['tokens_per_second']:.2f} tokens/s, "
-          f"{record['accepted_per_forward']:.3f} tokens per target forward ({record['target_forwards']} forwards)")
+          f"{record['accepted_per_forward']:.3f} tokens per target forward ({record['target_forwards']} forwards; "
+          f"target computed {compute})")
     tree = record["tree"]
-    if tree.get("auto"):
+    calibration = f"calibration {'cached' if tree.get('calibration_cached') else 'measured now'}"
+    if tree.get("plain"):
+        best = tree["best_tree"]
+        print(f"tree auto: none, plain decoding (predicted {tree['predicted_tokens_per_second']:.1f} tokens/s; the "
+              f"best tree, {','.join(map(str, best['branching']))}, {best['predicted_tokens_per_second']:.1f}; "
+              f"{calibration}); give --tree to speculate anyway")
+    elif tree.get("auto"):
         print(f"tree auto: {','.join(map(str, tree['branching']))} "
               f"(predicted {tree['predicted_tokens_per_forward']:.2f} "
-              f"tokens per forward, measured {record['accepted_per_forward']:.2f}; calibration "
-              f"{'cached' if tree['calibration_cached'] else 'measured now'})")
+              f"tokens per forward, measured {record['accepted_per_forward']:.2f}; {calibration})")
     seconds = record["seconds"]
     print("time: " + ", ".join(f"{name} {value:.2f} s" for name, value in seconds.items()))
     if record["acceptance_by_depth"]:

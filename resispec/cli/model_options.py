@@ -12,18 +12,23 @@ def add_target_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default=None, metavar="PATH", help=TARGET_HELP)
 
 
-TARGET_COMPUTE_HELP = ("how p is computed from the GGUF: float32 (default; its weights dequantized, float32 products) "
-                       "or native (its 4-bit blocks through integer kernels, bfloat16 products: faster, and p IS "
-                       "that computation, not the float32 one; CPU only)")
+TARGET_COMPUTE_HELP = ("how p is computed from the GGUF: float32 (its weights dequantized, float32 products) or native "
+                       "(its 4-bit blocks through integer kernels, bfloat16 products: faster, and p IS that "
+                       "computation, not the float32 one; CPU only)")
+FASTEST_DEFAULT_HELP = ("; default: native where it applies (a GGUF target on CPU in float32), else float32 (the "
+                        "fastest exact computation, engine.model.models.fastest_target_compute)")
 
 
-def add_target_compute_argument(parser: argparse.ArgumentParser, several: bool = False) -> None:
+def add_target_compute_argument(parser: argparse.ArgumentParser, several: bool = False,
+                                fastest_default: bool = False) -> None:
     """``--target-compute native|float32`` (``engine.model.models.TARGET_COMPUTES``); ``several``: one or more,
-    compared in one run."""
+    compared in one run. The default is ``float32`` (the reference), or with ``fastest_default`` None: the
+    command resolves it with ``engine.model.models.fastest_target_compute`` once it knows the device."""
     choices = ("float32", "native")
+    default = None if fastest_default else "float32"
+    help_text = TARGET_COMPUTE_HELP + (FASTEST_DEFAULT_HELP if fastest_default else "; default: float32")
     if several:
-        parser.add_argument("--target-compute", nargs="+", choices=choices, default=["float32"],
-                            help=TARGET_COMPUTE_HELP + "; several: each, in one run")
+        parser.add_argument("--target-compute", nargs="+", choices=choices, default=default and [default],
+                            help=help_text + "; several: each, in one run")
     else:
-        parser.add_argument("--target-compute", choices=choices, default="float32", help=TARGET_COMPUTE_HELP)
-
+        parser.add_argument("--target-compute", choices=choices, default=default, help=help_text)

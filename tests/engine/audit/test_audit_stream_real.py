@@ -68,7 +68,7 @@ def test_your_own_target_and_draft_by_path(real_target, tmp_path, capsys):
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     texts = []
-    for extra in ([], ["--target", str(folder)]):
+    for extra in (["--target-compute", "float32"], ["--target", str(folder)]):  # a folder's default: float32
         assert main(["generate", "--prompt", "Name a color.", "--verifier", "ar", "--max-new-tokens", "6",
                      "--json", "--threads", "1", *extra]) == 0
         texts.append(json.loads(capsys.readouterr().out)["text"])

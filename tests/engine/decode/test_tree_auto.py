@@ -19,7 +19,14 @@ from engine.decode.calibration import (
     truncated_pair,
 )
 from engine.decode.processing import Sampling
-from engine.decode.tree_search import MAX_DEPTH, MAX_NODES, best_tree, expected_tokens, survival_correlation
+from engine.decode.tree_search import (
+    MAX_DEPTH,
+    MAX_NODES,
+    TreeChoice,
+    best_tree,
+    expected_tokens,
+    survival_correlation,
+)
 from engine.drafts.ngram import NGramDraft
 from engine.model.tiny import tiny_pair
 from engine.runtime.tree_lm import TreeLM
@@ -95,6 +102,18 @@ def test_best_tree_follows_the_costs():
     assert costly_rows.branching == (1,)  # each node costs a forward: one candidate is best
     with pytest.raises(ValueError, match="acceptance"):
         best_tree((1.2,), lambda n: 1.0, lambda w: 1.0)
+
+
+def test_plain_decoding_competes_and_wins_only_where_no_tree_is_faster():
+    acceptance = (0.8, 0.9)
+    target_cost = lambda n: 0.040 + 0.010 * (n - 1)  # noqa: E731  (a node costs a quarter of a forward)
+    for draft_seconds, speculates in ((0.002, True), (0.040, False)):  # a cheap draft pays, one as dear as p not
+        tree = best_tree(acceptance, target_cost, lambda w: draft_seconds, 0.001)
+        choice = best_tree(acceptance, target_cost, lambda w: draft_seconds, 0.001, plain=True)
+        plain_rate = 1 / (target_cost(1) + 0.001)  # one token per one-row forward, plus the round's bookkeeping
+        assert tree.branching and (tree.tokens_per_second > plain_rate) == speculates  # plain=False never ()
+        assert choice == (tree if speculates else TreeChoice((), 1.0, target_cost(1) + 0.001))
+        assert choice.tokens_per_second == pytest.approx(max(tree.tokens_per_second, plain_rate), rel=1e-12)
 
 
 def test_truncated_pair_keeps_the_top_tokens_and_the_tail_mass():
