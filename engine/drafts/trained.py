@@ -32,9 +32,11 @@ WEIGHTS_PATH = WEIGHTS_DIR / "draft.safetensors"
 class DraftLayers(nn.Module):
     """The draft's own weights: `layers` (decoder layers of the target's class, attention indices
     0..k-1) and the final `norm`. Built from copies of target layers `init_from` (and the target's final
-    norm), so that before any training the draft is the target with all other layers skipped."""
+    norm), so that before any training the draft is the target with all other layers skipped; with
+    ``copy_weights=False`` the layers keep their fresh initialisation, for a caller that loads its own weights
+    next (`TrainedDraft`: also on the native target, whose layers hold packed 4-bit blocks, not float weights)."""
 
-    def __init__(self, target: PreTrainedModel, init_from: Sequence[int]) -> None:
+    def __init__(self, target: PreTrainedModel, init_from: Sequence[int], copy_weights: bool = True) -> None:
         super().__init__()
         total = target.config.num_hidden_layers
         if not init_from or any(not 0 <= j < total for j in init_from):
@@ -45,7 +47,8 @@ class DraftLayers(nn.Module):
         self.layers = nn.ModuleList()
         for i, j in enumerate(init_from):
             layer = layer_class(config, layer_idx=i).to(device=target.device, dtype=target.dtype)
-            layer.load_state_dict(target.model.layers[j].state_dict())
+            if copy_weights:
+                layer.load_state_dict(target.model.layers[j].state_dict())
             self.layers.append(layer)
         self.norm = copy.deepcopy(target.model.norm)
         self.requires_grad_(True)
@@ -93,7 +96,7 @@ class TrainedDraft(TreeLM):
         meta = read_draft_meta(path)
         if not fits(meta, target):
             raise ValueError(f"draft weights {path} ({meta}) do not fit target {target.config.model_type}")
-        own = DraftLayers(target, meta["init_from"])
+        own = DraftLayers(target, meta["init_from"], copy_weights=False)  # every weight is loaded just below
         own.load_state_dict({k: v.to(target.dtype) for k, v in load_file(path, device=str(target.device)).items()})
         own.requires_grad_(False)
         self.meta = meta

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     def over_llama(row) -> float | None:
         return row.tokens_per_second / llama.tokens_per_second if llama and row.tokens_per_second else None
 
-    settings = {"draft": resolve_draft_name(draft, model),
+    settings = {"draft": {compute: resolve_draft_name(draft, target) for compute, target in targets.items()},
                 "tree": args.tree if args.tree == "auto" else list(args.tree),
                 "prompts": len(prompts), "max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
                 "threads": args.threads, "target_compute": computes, "native_ar_over_float32_ar": native_over_float,
@@ -127,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
         [[r.name, r.tree or "-", r.tokens, f"{r.accepted_per_forward:.2f}", f"{r.tokens_per_second:.2f}",
           f"{r.speedup:.2f}x", share(r, r.draft_seconds), share(r, r.target_seconds), share(r, r.verify_seconds),
           share(r, r.other_seconds), *([f"{over_llama(r):.2f}x"] if llama else [])] for r in rows]))
-    print(f"\ndraft {settings['draft']}, tree {args.tree if args.tree == 'auto' else ','.join(map(str, args.tree))}, "
+    drafts = ", ".join(f"{name} [{compute}]" for compute, name in settings["draft"].items())
+    print(f"\ndraft {drafts}, tree {args.tree if args.tree == 'auto' else ','.join(map(str, args.tree))}, "
           f"{len(prompts)} held-out prompts x {args.max_new_tokens} new tokens, T = {args.temperature}, "
           f"{args.threads} thread(s); all from one run; load average {os.getloadavg()[0]:.1f}.")
     if native_over_float is not None:

@@ -134,6 +134,22 @@ def test_greedy_speculative_equals_greedy_autoregressive_on_the_native_target(fl
         assert decoded == plain, (verifier, type(draft).__name__)
 
 
+def test_the_trained_draft_loads_on_the_native_target_with_the_float_targets_q(float_and_native, tmp_path):
+    """Its own layers are float weights loaded from the file, its embedding and head the target's shared tables:
+    on the native target q is the one it has on the float32 target."""
+    from engine.drafts.trained import DraftLayers, TrainedDraft, save_draft
+
+    model, native = float_and_native
+    path = tmp_path / "draft.safetensors"
+    config = model.config
+    save_draft(DraftLayers(model, (1, 0)), dict(model_type=config.model_type, hidden_size=config.hidden_size,
+                                                vocab_size=config.vocab_size, init_from=[1, 0]), path)
+    sequence = torch.tensor([3, 1, 4, 1, 5])
+    on_float, on_native = (TrainedDraft(target, path) for target in (model, native))
+    logits = [draft.model(sequence[None]).logits for draft in (on_float, on_native)]
+    torch.testing.assert_close(logits[1], logits[0], rtol=0, atol=0)
+
+
 def test_unsupported_quantization_type_is_named_on_one_line(tmp_path):
     path = write_tiny_gguf(tmp_path / "q4_0.gguf", linear_type=GGMLQuantizationType.Q4_0)
     model = AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file=path.name, local_files_only=True,
