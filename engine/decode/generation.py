@@ -79,9 +79,12 @@ def prompt_ids(tokenizer, prompt: str, chat: bool) -> torch.Tensor:
 def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[str], None] | None = None,
              log: NodeLog | None = None) -> tuple[list[int], DecodeStats]:
     """Run one generation; ``on_text`` receives the newly decoded text after every token; ``log``
-    records every verified node."""
+    records every verified node (with it, or with a parity fraction, ``auto`` chooses among trees only: plain
+    decoding verifies no node)."""
     draft = None if request.verifier == AUTOREGRESSIVE else make_draft(request.draft, model)
-    branching, tree_info = resolve_tree(model, tokenizer, draft, request)
+    # a node log or a parity check asks for verified nodes: then auto chooses among trees only
+    branching, tree_info = resolve_tree(model, tokenizer, draft, request,
+                                        plain=log is None and not request.parity_fraction)
     if branching == PLAIN:  # auto found no tree faster than plain decoding: sample from p itself
         draft, verifier, branching = None, AUTOREGRESSIVE, (1,)
     else:
@@ -106,9 +109,10 @@ def tree_text(branching: tuple[int, ...] | str) -> str:
     return branching if isinstance(branching, str) else ",".join(map(str, branching))
 
 
-def resolve_tree(model, tokenizer, draft, request: GenerationRequest) -> tuple[tuple[int, ...], dict]:
-    """The branching to decode with (``PLAIN`` where ``auto`` predicts no tree faster than plain decoding), and
-    what to report about it (for ``auto``: the prediction, and the best tree's beside it)."""
+def resolve_tree(model, tokenizer, draft, request: GenerationRequest,
+                 plain: bool = True) -> tuple[tuple[int, ...], dict]:
+    """The branching to decode with (with ``plain``, ``PLAIN`` where ``auto`` predicts no tree faster than plain
+    decoding), and what to report about it (for ``auto``: the prediction, and the best tree's beside it)."""
     if request.verifier == AUTOREGRESSIVE:
         return (1,), {}
     if request.branching != AUTO_TREE:
@@ -116,7 +120,7 @@ def resolve_tree(model, tokenizer, draft, request: GenerationRequest) -> tuple[t
     verification = request.verification  # a sequence-level one: calibrated with its drafting verifier (a lower bound)
     choice, calibration, cached = choose_tree(model, tokenizer, draft, resolve_draft_name(request.draft, model),
                                               verification.node.name, request.sampling, request.threads,
-                                              verification.chains_only, plain=True)
+                                              verification.chains_only, plain=plain)
     tree = calibration.choose(chains_only=verification.chains_only)
     return choice.branching, {"branching": list(choice.branching), "auto": True, "plain": choice.branching == PLAIN,
                               "calibration_cached": cached,

@@ -190,6 +190,12 @@ def test_an_auto_choice_of_plain_decoding_decodes_what_ar_decodes(real_target, m
     assert calibration.choose(plain=True) == TreeChoice((), 1.0, 0.041)
     assert tokens == generation.generate(model, tokenizer, plain)[0]  # the same law, the same tokens for the seed
     assert stats.target_forwards == len(tokens) and len(stats.pit) == len(tokens)  # audited, token by token
+    for log, parity in ((generation.node_log_for(model, auto, 16), 0.0), (None, 1.0)):  # they ask for nodes
+        hooked = generation.GenerationRequest(prompt="Name a color.", max_new_tokens=8, seed=4, threads=1,
+                                              parity_fraction=parity)
+        _, stats = generation.generate(model, tokenizer, hooked, log=log)
+        assert not stats.tree["plain"] and stats.tree["branching"] == stats.tree["best_tree"]["branching"]
+        assert (len(log.rows) if log is not None else stats.parity_checked) > 0
 
 
 @pytest.mark.parametrize("verifier", ["resispec", "rrs_wor", "spectr", "resispec_wor"])
