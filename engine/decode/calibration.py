@@ -299,11 +299,10 @@ def calibration_prompts(tokenizer, count: int = CALIBRATION_PROMPT_COUNT) -> lis
 
 
 def choose_tree(model, tokenizer, draft: Draft, draft_name: str, verifier: str, sampling: Sampling,
-                threads: int, chains_only: bool = False, plain: bool = False) -> tuple[TreeChoice, Calibration, bool]:
-    """The ``--tree auto`` choice for this configuration (``chains_only``: among chains; ``plain``: plain
-    decoding, ``()``, competes), calibrating once (cached); third item: whether the calibration came from the
-    cache."""
+                threads: int, chains_only: bool = False) -> tuple[TreeChoice, Calibration, bool]:
+    """The best tree for this configuration (``chains_only``: among chains), calibrating once (cached); third
+    item: whether the calibration came from the cache. ``Calibration.choose(plain=True)`` adds plain decoding."""
     key = calibration_key(model, draft_name, verifier, sampling, threads)
     calibration, cached = cached_calibration(
         key, lambda: calibrate(model, draft, verifier, sampling, calibration_prompts(tokenizer)))
-    return calibration.choose(chains_only=chains_only, plain=plain), calibration, cached
+    return calibration.choose(chains_only=chains_only), calibration, cached

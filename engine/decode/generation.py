@@ -118,10 +118,10 @@ def resolve_tree(model, tokenizer, draft, request: GenerationRequest,
     if request.branching != AUTO_TREE:
         return tuple(request.branching), {"branching": list(request.branching)}
     verification = request.verification  # a sequence-level one: calibrated with its drafting verifier (a lower bound)
-    choice, calibration, cached = choose_tree(model, tokenizer, draft, resolve_draft_name(request.draft, model),
-                                              verification.node.name, request.sampling, request.threads,
-                                              verification.chains_only, plain=plain)
-    tree = calibration.choose(chains_only=verification.chains_only)
+    tree, calibration, cached = choose_tree(model, tokenizer, draft, resolve_draft_name(request.draft, model),
+                                            verification.node.name, request.sampling, request.threads,
+                                            verification.chains_only)
+    choice = calibration.choose(chains_only=verification.chains_only, plain=True) if plain else tree
     return choice.branching, {"branching": list(choice.branching), "auto": True, "plain": choice.branching == PLAIN,
                               "calibration_cached": cached,
                               "predicted_tokens_per_forward": choice.tokens_per_round,
