@@ -8,7 +8,9 @@ edges of its randomness (``edges``), and judges every test at one Bonferroni lev
 A pass states what it could see: each test's detectable TV and the branches the rows reached (``coverage``).
 
 Randomness: every draft, seed, batch split, PIT uniform and continuation comes from
-``numpy.random.default_rng(seed)``; the sampler's own randomness is its own (or the seeds it is handed).
+``numpy.random.default_rng(seed)``; the sampler's own randomness is its own (or the seeds it is handed), and a
+sampler that draws from a global generator (Python's, NumPy's, torch's) draws from it seeded per call
+(``global_generators``): an audit is reproducible from its seed either way.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from resispec.audit.sampler.contract import (
 )
 from resispec.audit.sampler.drafting import DraftedRows, level_rows, scheme_chooser
 from resispec.audit.sampler.edges import EDGES, numpy_edge, torch_edge
+from resispec.audit.sampler.global_generators import seeded_global_generators
 from resispec.audit.sampler.models import CHAIN_FAMILIES, MODEL_VOCAB, ChainModel, node_contexts
 from resispec.audit.sampler.probe_rows import probe_rows
 from resispec.audit.sampler.report import EdgeOutcome, SamplerReport, SamplerTest
@@ -129,10 +132,12 @@ class _Runner:
         offsets = self.rng.normal(0.0, 3.0, size=count)
         arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(rows.raw_q, contract, offsets),
                      as_ids(rows.tokens, contract))
-        extras = extra_arguments(contract, seeds, rows.lengths, int(self.rng.integers(0, 2**31)))
+        call_seed = int(self.rng.integers(0, 2**31))
+        extras = extra_arguments(contract, seeds, rows.lengths, call_seed)
         self.calls += 1
-        out = call_sampler(self.fn, contract, arguments, extras, self.output_shape(count),
-                           f"call {self.calls}, {count} row(s){', ' + label if label else ''}")
+        with seeded_global_generators(call_seed):
+            out = call_sampler(self.fn, contract, arguments, extras, self.output_shape(count),
+                               f"call {self.calls}, {count} row(s){', ' + label if label else ''}")
         clean, path = check_rows(contract.level, out, rows.p, rows.tokens, rows.lengths, log, label)
         return out, clean, path
 

@@ -1,12 +1,14 @@
 """Samplers written for these tests: correct ones and deliberately buggy ones, each bug a known kind.
 
-- ``sps_chain``: single-draft speculative sampling along a chain (NumPy probs), with the claimed processing;
+- ``sps_chain``: single-draft speculative sampling along a chain (NumPy probs), with the claimed processing,
+  drawing from NumPy's global generator unless handed ``rng`` (as engines draw from a global one);
   ``forget_bonus=True`` draws the bonus token from the *unprocessed* target (the bug of a logits processor
   skipped in one branch), ``forget_top_k_residual=True`` the residual from the unprocessed rows;
 - ``race_node``: sps at one node (torch probs) whose residual token is an exponential race, with per-row
-  ``torch.Generator``s; ``mixed_batch_bug=True`` writes the unseeded rows' noise into a copy (advanced indexing)
-  when seeded and unseeded rows share a batch, so those rows keep their initial noise of 1 and the race becomes
-  an argmax (the mechanism vLLM's v0 rejection sampler had before vllm-project/vllm#10863, written anew here);
+  ``torch.Generator``s (torch's global generator for the unseeded rows); ``mixed_batch_bug=True`` writes the
+  unseeded rows' noise into a copy (advanced indexing) when seeded and unseeded rows share a batch, so those
+  rows keep their initial noise of 1 and the race becomes an argmax (the mechanism vLLM's v0 rejection
+  sampler had before vllm-project/vllm#10863, written anew here);
 - ``rng_node``: sps at one node drawing from the ``rng`` extra (NumPy); ``accept_at_equality=True`` accepts
   iff ``u <= ratio``, which at ``u = 0`` accepts a candidate with p = 0.
 """
@@ -22,11 +24,10 @@ def _draw(weights: np.ndarray, u: float) -> int:
     return min(int(np.searchsorted(cumulative, u * cumulative[-1], side="right")), int(np.flatnonzero(weights > 0)[-1]))
 
 
-RNG = np.random.default_rng(2026)
 PLAIN = Processing()
 
 
-def sps_chain(p, q, drafts, processing=PLAIN, forget_bonus=False, forget_top_k_residual=False, rng=RNG):
+def sps_chain(p, q, drafts, processing=PLAIN, forget_bonus=False, forget_top_k_residual=False, rng=np.random):
     target, draft = process_probs(p, processing), process_probs(q, processing)
     if forget_bonus:
         target[:, -1] = p[:, -1]
