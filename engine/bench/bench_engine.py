@@ -143,7 +143,7 @@ def engine_row_name(verifier: str, compute: str, computes: Sequence[str]) -> str
 def shared_tree(model: PreTrainedModel, tokenizer, draft: str, verifier: str, sampling: Sampling,
                 threads: int) -> tuple[int, ...]:
     """The ``auto`` tree of ``verifier`` with ``draft`` on ``model`` (calibrated once, cached), for every verifier."""
-    choice, _, _ = choose_tree(model, tokenizer, make_draft(draft, model), resolve_draft_name(draft, model),
+    choice, _, _ = choose_tree(model, tokenizer, lambda: make_draft(draft, model), resolve_draft_name(draft, model),
                                verifier, sampling, threads)
     return choice.branching
 

@@ -33,7 +33,7 @@ import json
 import sys
 import time
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -298,11 +298,12 @@ def calibration_prompts(tokenizer, count: int = CALIBRATION_PROMPT_COUNT) -> lis
     return encode_prompts(tokenizer, [p for p in load_prompts() if p.split == "train"][:count])
 
 
-def choose_tree(model, tokenizer, draft: Draft, draft_name: str, verifier: str, sampling: Sampling,
+def choose_tree(model, tokenizer, draft: Callable[[], Draft], draft_name: str, verifier: str, sampling: Sampling,
                 threads: int, chains_only: bool = False) -> tuple[TreeChoice, Calibration, bool]:
     """The best tree for this configuration (``chains_only``: among chains), calibrating once (cached); third
-    item: whether the calibration came from the cache. ``Calibration.choose(plain=True)`` adds plain decoding."""
+    item: whether the calibration came from the cache. ``Calibration.choose(plain=True)`` adds plain decoding.
+    ``draft()`` builds the draft, called only to calibrate (a cached choice of plain decoding builds none)."""
     key = calibration_key(model, draft_name, verifier, sampling, threads)
     calibration, cached = cached_calibration(
-        key, lambda: calibrate(model, draft, verifier, sampling, calibration_prompts(tokenizer)))
+        key, lambda: calibrate(model, draft(), verifier, sampling, calibration_prompts(tokenizer)))
     return calibration.choose(chains_only=chains_only), calibration, cached

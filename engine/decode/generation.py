@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -10,6 +11,7 @@ import torch
 from engine.decode.calibration import choose_tree
 from engine.decode.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
 from engine.decode.processing import Sampling
+from engine.drafts.base import Draft
 from engine.drafts.registry import DEFAULT_DRAFT, check_draft_name, make_draft, resolve_draft_name
 from engine.logs.node_log import NodeLog
 from engine.runtime.tree import CandidateTree
@@ -81,15 +83,17 @@ def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[st
     """Run one generation; ``on_text`` receives the newly decoded text after every token; ``log``
     records every verified node (with it, or with a parity fraction, ``auto`` chooses among trees only: plain
     decoding verifies no node)."""
-    draft = None if request.verifier == AUTOREGRESSIVE else make_draft(request.draft, model)
+    draft = functools.cache(lambda: make_draft(request.draft, model))  # built once, when first needed: a
+    # cached choice of plain decoding builds none
+
     # a node log or a parity check asks for verified nodes: then auto chooses among trees only
     branching, tree_info = resolve_tree(model, tokenizer, draft, request,
                                         plain=log is None and not request.parity_fraction)
-    if branching == PLAIN:  # auto found no tree faster than plain decoding: sample from p itself
-        draft, verifier, branching = None, AUTOREGRESSIVE, (1,)
+    if request.verifier == AUTOREGRESSIVE or branching == PLAIN:  # plain decoding: sample from p itself
+        decoder_draft, verifier, branching = None, AUTOREGRESSIVE, (1,)
     else:
-        verifier = request.verification or request.verifier
-    decoder = Decoder(model, draft, verifier, branching, request.sampling, request.seed, request.audit,
+        decoder_draft, verifier = draft(), request.verification or request.verifier
+    decoder = Decoder(model, decoder_draft, verifier, branching, request.sampling, request.seed, request.audit,
                       request.parity_fraction, log)
     tokens: list[int] = []
     shown = ""
@@ -109,10 +113,11 @@ def tree_text(branching: tuple[int, ...] | str) -> str:
     return branching if isinstance(branching, str) else ",".join(map(str, branching))
 
 
-def resolve_tree(model, tokenizer, draft, request: GenerationRequest,
+def resolve_tree(model, tokenizer, draft: Callable[[], Draft], request: GenerationRequest,
                  plain: bool = True) -> tuple[tuple[int, ...], dict]:
     """The branching to decode with (with ``plain``, ``PLAIN`` where ``auto`` predicts no tree faster than plain
-    decoding), and what to report about it (for ``auto``: the prediction, and the best tree's beside it)."""
+    decoding), and what to report about it (for ``auto``: the prediction, and the best tree's beside it);
+    ``draft()`` builds the draft, called only where ``auto`` calibrates."""
     if request.verifier == AUTOREGRESSIVE:
         return (1,), {}
     if request.branching != AUTO_TREE:
