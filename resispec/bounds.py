@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import coo_matrix, vstack
 
 from resispec.bounds_wor import wor_prefix_bound
 from resispec.drafting import DRAFTING_SCHEMES, top_k_tokens
@@ -100,6 +98,9 @@ def optimal_acceptance_lp(p: np.ndarray, q: np.ndarray, k: int, drafting: str = 
             cols.append(column)
             token_of_column.append(token)
             column += 1
+    from scipy.optimize import linprog  # deferred: see the resispec package doc
+    from scipy.sparse import coo_matrix, vstack
+
     set_rows = coo_matrix((np.ones(column), (rows, cols)), shape=(len(sets), column))
     token_rows = coo_matrix((np.ones(column), (token_of_column, np.arange(column))), shape=(p_array.size, column))
     result = linprog(
@@ -130,6 +131,8 @@ def sequential_optimum_lp(p: np.ndarray, q: np.ndarray, k: int) -> float:
         capacity[block, block] = np.eye(size)
         capacity[block, : j * size] = q_array[:, None]
     budget = np.tile(np.eye(size), k)
+    from scipy.optimize import linprog  # deferred: see the resispec package doc
+
     result = linprog(
         c=-np.ones(k * size),
         A_ub=np.vstack([capacity, budget]),

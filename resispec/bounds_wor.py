@@ -51,8 +51,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import coo_matrix, vstack
 
 from resispec.drafting import DRAFTING_SCHEMES, undrawn_mass
 from resispec.limits import SEQUENTIAL_LP_MAX_NODES
@@ -110,6 +108,9 @@ def sequential_optimum_wor_lp(p: np.ndarray, q: np.ndarray, k: int) -> float:
             values.append(after)
             after *= steps[ancestor]
         probabilities.append(after)
+    from scipy.optimize import linprog  # deferred: see the resispec package doc
+    from scipy.sparse import coo_matrix, vstack
+
     capacity = coo_matrix((values, (rows, cols)), shape=(len(nodes), len(nodes)))
     budget = coo_matrix((np.ones(len(nodes)), ([node[-1] for node in nodes], np.arange(len(nodes)))),
                         shape=(p_array.size, len(nodes)))

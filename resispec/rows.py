@@ -9,6 +9,7 @@ one-dimensional; the helpers below are the one backend-specific piece each.
 from __future__ import annotations
 
 import contextlib
+import functools
 from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any
@@ -16,7 +17,6 @@ from typing import Any
 import numpy as np
 from array_api_compat import array_namespace, is_torch_array
 from array_api_compat import device as _array_device
-from array_api_compat import numpy as numpy_namespace
 
 Array = Any
 """An array of the array API standard (``numpy.ndarray`` or ``torch.Tensor``)."""
@@ -48,42 +48,51 @@ def _without_device(function: Any) -> Any:
     return call
 
 
-def _numpy_sort(function: Any) -> Any:
+def _numpy_sort(function: Any, compat: ModuleType) -> Any:
     """NumPy's (arg)sort with the standard's keywords; ascending only (descending goes to array-api-compat)."""
     def call(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
         if descending:
-            return getattr(numpy_namespace, function.__name__)(x, axis=axis, descending=True, stable=stable)
+            return getattr(compat, function.__name__)(x, axis=axis, descending=True, stable=stable)
         return function(x, axis=axis, kind="stable" if stable else None)
     return call
 
 
-_NUMPY = ModuleType("resispec.rows.numpy_shortcuts", "array-api-compat's NumPy namespace, with the functions the "
-                    "rules call most replaced by NumPy's own (the same results, without its wrappers' cost).")
-_NUMPY.__dict__.update({name: value for name, value in vars(numpy_namespace).items() if not name.startswith("__")})
-_NUMPY.__dict__.update(
-    where=np.where, maximum=np.maximum, minimum=np.minimum, concat=np.concatenate,
-    flip=lambda x, /, *, axis=None: np.flip(x) if axis is None else x[(slice(None),) * (axis % x.ndim) + (
-        slice(None, None, -1),)],
-    broadcast_to=np.broadcast_to,
-    # reductions by the array's own methods (NumPy's functions add a Python wrapper)
-    sum=lambda x, /, *, axis=None, dtype=None, keepdims=False: x.sum(axis=axis, dtype=dtype, keepdims=keepdims),
-    prod=lambda x, /, *, axis=None, dtype=None, keepdims=False: x.prod(axis=axis, dtype=dtype, keepdims=keepdims),
-    max=lambda x, /, *, axis=None, keepdims=False: x.max(axis=axis, keepdims=keepdims),
-    min=lambda x, /, *, axis=None, keepdims=False: x.min(axis=axis, keepdims=keepdims),
-    all=lambda x, /, *, axis=None, keepdims=False: x.all(axis=axis, keepdims=keepdims),
-    any=lambda x, /, *, axis=None, keepdims=False: x.any(axis=axis, keepdims=keepdims),
-    argmax=lambda x, /, *, axis=None, keepdims=False: x.argmax(axis=axis, keepdims=keepdims),
-    argmin=lambda x, /, *, axis=None, keepdims=False: x.argmin(axis=axis, keepdims=keepdims),
-    cumulative_sum=lambda x, /, *, axis=None, dtype=None, include_initial=False: (
-        numpy_namespace.cumulative_sum(x, axis=axis, dtype=dtype, include_initial=True) if include_initial
-        else x.cumsum(axis=axis, dtype=dtype)),
-    astype=lambda x, dtype, /, *, copy=True, device=None: x.astype(dtype, copy=copy),
-    sort=_numpy_sort(np.sort), argsort=_numpy_sort(np.argsort),
-    arange=_without_device(np.arange), zeros=_without_device(np.zeros), ones=_without_device(np.ones),
-    empty=_without_device(np.empty), full=_without_device(np.full), eye=_without_device(np.eye),
-    zeros_like=_without_device(np.zeros_like), ones_like=_without_device(np.ones_like),
-    empty_like=_without_device(np.empty_like), asarray=_without_device(np.asarray),
-)
+@functools.cache
+def numpy_shortcuts() -> ModuleType:
+    """array-api-compat's NumPy namespace, with the functions the rules call most replaced by NumPy's own (the
+    same results, without its wrappers' cost). Built on first use: importing ``array_api_compat.numpy`` takes
+    0.15-0.2 s (it walks NumPy's lazily loaded submodules, ``numpy.f2py`` and ``numpy.testing`` among them),
+    which a command that never hands a rule NumPy rows, ``resispec generate``, does not pay."""
+    from array_api_compat import numpy as numpy_namespace
+
+    shortcuts = ModuleType("resispec.rows.numpy_shortcuts", numpy_shortcuts.__doc__)
+    shortcuts.__dict__.update({name: value for name, value in vars(numpy_namespace).items()
+                               if not name.startswith("__")})
+    shortcuts.__dict__.update(
+        where=np.where, maximum=np.maximum, minimum=np.minimum, concat=np.concatenate,
+        flip=lambda x, /, *, axis=None: np.flip(x) if axis is None else x[(slice(None),) * (axis % x.ndim) + (
+            slice(None, None, -1),)],
+        broadcast_to=np.broadcast_to,
+        # reductions by the array's own methods (NumPy's functions add a Python wrapper)
+        sum=lambda x, /, *, axis=None, dtype=None, keepdims=False: x.sum(axis=axis, dtype=dtype, keepdims=keepdims),
+        prod=lambda x, /, *, axis=None, dtype=None, keepdims=False: x.prod(axis=axis, dtype=dtype, keepdims=keepdims),
+        max=lambda x, /, *, axis=None, keepdims=False: x.max(axis=axis, keepdims=keepdims),
+        min=lambda x, /, *, axis=None, keepdims=False: x.min(axis=axis, keepdims=keepdims),
+        all=lambda x, /, *, axis=None, keepdims=False: x.all(axis=axis, keepdims=keepdims),
+        any=lambda x, /, *, axis=None, keepdims=False: x.any(axis=axis, keepdims=keepdims),
+        argmax=lambda x, /, *, axis=None, keepdims=False: x.argmax(axis=axis, keepdims=keepdims),
+        argmin=lambda x, /, *, axis=None, keepdims=False: x.argmin(axis=axis, keepdims=keepdims),
+        cumulative_sum=lambda x, /, *, axis=None, dtype=None, include_initial=False: (
+            numpy_namespace.cumulative_sum(x, axis=axis, dtype=dtype, include_initial=True) if include_initial
+            else x.cumsum(axis=axis, dtype=dtype)),
+        astype=lambda x, dtype, /, *, copy=True, device=None: x.astype(dtype, copy=copy),
+        sort=_numpy_sort(np.sort, numpy_namespace), argsort=_numpy_sort(np.argsort, numpy_namespace),
+        arange=_without_device(np.arange), zeros=_without_device(np.zeros), ones=_without_device(np.ones),
+        empty=_without_device(np.empty), full=_without_device(np.full), eye=_without_device(np.eye),
+        zeros_like=_without_device(np.zeros_like), ones_like=_without_device(np.ones_like),
+        empty_like=_without_device(np.empty_like), asarray=_without_device(np.asarray),
+    )
+    return shortcuts
 
 
 def namespace(*arrays: Array) -> ModuleType:
@@ -92,7 +101,7 @@ def namespace(*arrays: Array) -> ModuleType:
     own (``array_namespace`` and array-api-compat's wrappers cost microseconds per call, and a rule at
     B = 1 makes a hundred calls)."""
     if all(type(array) is np.ndarray for array in arrays):
-        return _NUMPY
+        return numpy_shortcuts()
     return array_namespace(*arrays)
 
 

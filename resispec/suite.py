@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import softmax
 
 SUITE_SEED = 20261130
 
@@ -31,6 +30,8 @@ def _normalised(values: np.ndarray) -> np.ndarray:
 
 
 def _standard() -> list[SuitePair]:
+    from scipy.special import softmax  # deferred: see the resispec package doc
+
     rng = np.random.default_rng(SUITE_SEED)
     pairs = [
         SuitePair(f"dirichlet-{alpha:g}", rng.dirichlet(np.full(6, alpha)), rng.dirichlet(np.full(6, alpha)),

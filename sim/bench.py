@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.special import softmax
 
 from resispec.benchmarks.timing import median_ratio
 from resispec.benchmarks.verify_speed import LOGIT_SCALE
@@ -54,6 +53,8 @@ def bench_sim(verifiers: Sequence[str] = DEFAULT_VERIFIERS, pairs: int = DEFAULT
               k: int = DEFAULT_K, chunk: int = DEFAULT_CHUNK, repeats: int = DEFAULT_REPEATS, seed: int = 0,
               progress: Callable[[str], None] | None = None) -> list[SimTiming]:
     """Summed median times of each verifier's kernel and of the softmax, chunk by chunk."""
+    from scipy.special import softmax  # deferred: see the resispec package doc
+
     verifiers = check_verifiers(list(verifiers))
     family = LLMLike(V=vocab, scale=LOGIT_SCALE, sigma=1.0)
     rng = np.random.default_rng(seed)

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import softmax
 
 from resispec.formats.pairs import TAIL_MODES, read_logged
 from resispec.limits import MAX_VOCAB, check_limit
@@ -191,6 +190,8 @@ class LogitFamily(SyntheticFamily):
         return target, self.draft_logits(target, rng)
 
     def raw_pairs(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        from scipy.special import softmax  # deferred: see the resispec package doc
+
         target, draft = self.logits(count, rng)
         return softmax(target, axis=1), softmax(draft, axis=1)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
 
 MIN_EXPECTED = 5.0
 POWER = 0.9
@@ -52,6 +51,8 @@ def merged_chi_square(counts: np.ndarray, expected_probability: np.ndarray) -> C
     observed_bins, expected_bins = np.array(bins_observed), np.array(bins_expected)
     df = max(observed_bins.size - 1, 0)
     statistic = float(((observed_bins - expected_bins) ** 2 / expected_bins).sum()) if df else 0.0
+    from scipy import stats  # deferred: see the resispec package doc
+
     pvalue = float(stats.chi2.sf(statistic, df)) if df else 1.0
     if impossible:
         pvalue = 0.0
@@ -76,6 +77,8 @@ def min_detectable_tv(n: int, df: int, alpha: float, power: float = POWER) -> fl
     """Smallest TV detected with probability ``power`` by the chi-square test (see module doc)."""
     if df < 1:
         return float("nan")
+    from scipy import optimize, stats
+
     critical = stats.chi2.isf(alpha, df)
     lam = optimize.brentq(lambda x: stats.ncx2.sf(critical, df, x) - power, 1e-9, 1e6)
     return float(np.sqrt(lam / (4.0 * n)))

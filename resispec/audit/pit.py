@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 from resispec.audit.goodness_of_fit import (
     MIN_EXPECTED,
@@ -76,6 +75,8 @@ def pit_audit(values: Sequence[float] | np.ndarray, alpha: float = DEFAULT_ALPHA
     counts = np.bincount(np.minimum((array * bins).astype(np.int64), bins - 1), minlength=bins)
     expected = np.full(bins, 1.0 / bins)
     chi = merged_chi_square(counts, expected)
+    from scipy import stats  # deferred: see the resispec package doc
+
     ks_pvalue = float(stats.kstest(array, "uniform").pvalue)
     tv = total_variation(counts, expected)
     pvalue = min(chi.pvalue, ks_pvalue)

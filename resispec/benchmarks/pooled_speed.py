@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.special import softmax
 
 from resispec.benchmarks.timing import median_ratio
 from resispec.benchmarks.verify_speed import llm_like_pair
@@ -42,6 +41,8 @@ class PooledTiming:
 def bench_pooled(vocabs: Sequence[int] = DEFAULT_VOCABS, ks: Sequence[int] = DEFAULT_KS, repeats: int = 25,
                  seed: int = 0, progress: Callable[[str], None] | None = None) -> list[PooledTiming]:
     """Median build and per-tuple times of ``pooled`` over the median softmax time, per V and k."""
+    from scipy.special import softmax  # deferred: see the resispec package doc
+
     rng = np.random.default_rng(seed)
     verifier = Pooled()
     results = []

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import coo_matrix
 
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.sequence.enumeration import MAX_TREES, Conditional, RoundModels
@@ -42,6 +40,9 @@ def optimal_round_acceptance(target: Conditional, draft: Conditional, vocab_size
                 values.extend([1.0, *continuation[y]])
                 gain.append(float(drafted.tree.depths[node]))
                 column += 1
+    from scipy.optimize import linprog  # deferred: see the resispec package doc
+    from scipy.sparse import coo_matrix
+
     matrix = coo_matrix((values, (rows, cols)), shape=(sequences + len(tree_mass), column)).tocsr()
     rhs = np.concatenate([models.target_law(), tree_mass])
     keep = np.arange(1, matrix.shape[0])  # the sequence rows sum to the tree rows: drop one, keep them consistent

@@ -39,8 +39,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
-from scipy.optimize import linprog
 
 if TYPE_CHECKING:
     from resispec.race import Race
@@ -113,6 +111,9 @@ def best_mixture(p: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.nda
     ``z_y = sum_j w_j t_j(y)`` (linear in w, ``lambda_y = 1``); where every column is at least p,
     ``z_y = p_y`` (``lambda_y = 0``). The LP keeps the straddling tokens only (few, and it leaves out
     the tiny masses of the tail that strain the solver)."""
+    from scipy import sparse  # deferred: see the resispec package doc
+    from scipy.optimize import linprog
+
     below, above = (columns <= p).all(axis=0), (columns >= p).all(axis=0)
     straddle = np.flatnonzero(~(below | above))
     m, size = columns.shape[0], straddle.size
