@@ -28,6 +28,7 @@ Either way the draft only proposes: the verifiers keep the float32 target's law 
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,8 +46,33 @@ INT8_MAX = 127
 INT4_LEVELS = 15
 INT4_GROUP = 32
 INT4_OUTPUT_MULTIPLE = 16
-INT4_PACK_ROWS = 32
-"""Output rows per block of the int4 kernel's packed layout (torch 2.13, CPU; pinned by a test)."""
+
+
+@functools.cache
+def int4_pack_rows() -> int:
+    """Output rows per block of the int4 kernel's packed layout on this CPU, found by packing: the smallest
+    r for which two r-row matrices packed apart and stacked equal the two packed together (torch 2.13: 32
+    on AVX2, 64 on AVX-512; a copy assuming 32 on AVX-512 read its weights out of order and crashed)."""
+    for rows in (16, 32, 64, 128, 256):
+        levels = torch.arange(2 * rows * INT4_GROUP, dtype=torch.int32).reshape(2 * rows, INT4_GROUP) % 16
+        apart = torch.cat([torch._convert_weight_to_int4pack_for_cpu(half, 1) for half in levels.split(rows)])
+        if torch.equal(apart, torch._convert_weight_to_int4pack_for_cpu(levels, 1)):
+            return rows
+    raise RuntimeError("int4 kernel: no block of up to 256 output rows packs apart as it packs together")
+
+
+KERNEL_ALIGNMENT = 64
+"""Bytes to which the integer kernels' weights are aligned (`aligned`)."""
+
+
+def aligned(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor``, contiguous and starting at a multiple of ``KERNEL_ALIGNMENT`` bytes (copied if it is not).
+
+    ``aten._weight_int8pack_mm``'s AVX-512 path (torch 2.13) crashes with a segmentation fault on int8
+    weights that start 8 bytes past such a boundary, as tensors read from a safetensors file do; the AVX2
+    path does not. torch's own allocations are aligned, so only such views are copied."""
+    tensor = tensor.contiguous()
+    return tensor if tensor.data_ptr() % KERNEL_ALIGNMENT == 0 else tensor.clone()
 
 
 class _KernelLinear(nn.Module):
@@ -70,8 +96,8 @@ class Int8Linear(_KernelLinear):
 
     def __init__(self, weight_int8: torch.Tensor, scales: torch.Tensor) -> None:
         super().__init__()
-        self.register_buffer("weight_int8", weight_int8)
-        self.register_buffer("scales", scales)
+        self.register_buffer("weight_int8", aligned(weight_int8))
+        self.register_buffer("scales", aligned(scales))
         self.in_features = weight_int8.shape[1]
         self.out_features = weight_int8.shape[0]
 
@@ -98,7 +124,7 @@ class Int4Linear(_KernelLinear):
     """``y = x_bf16 @ W~^T`` with W~ the group-wise 4-bit weights of the module docstring.
 
     Keeps the levels L (uint8 [out, in], one per weight) and the kernel's packed copy (uint8 [out, in / 2],
-    packed from L unless given: the kernel packs blocks of ``INT4_PACK_ROWS`` output rows, so where every part
+    packed from L unless given: the kernel packs blocks of `int4_pack_rows` output rows, so where every part
     but the last is whole blocks the packed copy of layers side by side is their packed copies side by side,
     and `concatenate` packs nothing: the real model's q/k/v and gate/up);
     ``scales_and_zeros`` is [in / G, out, 2] (s, z) in bfloat16, the kernel's layout.
@@ -110,8 +136,8 @@ class Int4Linear(_KernelLinear):
         self.levels = levels
         if packed is None:
             packed = torch._convert_weight_to_int4pack_for_cpu(levels.to(torch.int32), 1)
-        self.register_buffer("packed", packed)
-        self.register_buffer("scales_and_zeros", scales_and_zeros)
+        self.register_buffer("packed", aligned(packed))
+        self.register_buffer("scales_and_zeros", aligned(scales_and_zeros))
         self.out_features, self.in_features = levels.shape
 
     @staticmethod
@@ -141,7 +167,7 @@ class Int4Linear(_KernelLinear):
     @classmethod
     def concatenate(cls, parts: list[Int4Linear]) -> Int4Linear:
         """One layer computing the outputs of ``parts`` side by side (fused q/k/v or gate/up)."""
-        whole_blocks = all(p.out_features % INT4_PACK_ROWS == 0 for p in parts[:-1])
+        whole_blocks = all(p.out_features % int4_pack_rows() == 0 for p in parts[:-1])
         return cls(torch.cat([p.levels for p in parts]), torch.cat([p.scales_and_zeros for p in parts], dim=1),
                    torch.cat([p.packed for p in parts]) if whole_blocks else None)
 

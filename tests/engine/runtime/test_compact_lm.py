@@ -8,7 +8,7 @@ from torch.nn import functional
 
 import engine.runtime.compact_lm as compact_lm
 from engine.drafts.self_draft import SelfDraft
-from engine.model.quantize import INT4_GROUP, Int4Linear, Int8Linear, quantized_copy
+from engine.model.quantize import INT4_GROUP, KERNEL_ALIGNMENT, Int4Linear, Int8Linear, int4_pack_rows, quantized_copy
 from engine.model.tiny import tiny_llama
 from engine.runtime.compact_lm import CompactLM, lm_for
 from engine.runtime.small_rows import PaddedLinear, mkl_packing_available
@@ -102,11 +102,12 @@ def test_int4_linear_is_within_half_a_step_of_each_weight_and_computes_its_dequa
     torch.testing.assert_close(quantized(x[None]).float()[0], quantized(x).float())  # any leading shape
 
 
-@pytest.mark.parametrize("sizes", [(64, 16, 32), (64, 32, 16)])  # packed anew / packed copies side by side
-def test_fused_int4_layers_equal_the_separate_ones(sizes):
+@pytest.mark.parametrize("blocks", [(1, 0.25, 0.5), (1, 2, 0.25), (1, 0.5, 0.25)])  # anew / side by side / anew
+def test_fused_int4_layers_equal_the_separate_ones(blocks):
+    """Part sizes in blocks of the kernel's packed layout on this CPU (32 rows on AVX2, 64 on AVX-512)."""
     generator = torch.Generator().manual_seed(3)
     parts = []
-    for rows in sizes:
+    for rows in (int(share * int4_pack_rows()) for share in blocks):
         linear = torch.nn.Linear(64, rows, bias=False)
         linear.weight.data = torch.randn(rows, 64, generator=generator)
         parts.append(Int4Linear.from_linear(linear))
@@ -224,3 +225,28 @@ def test_a_decoder_packs_the_targets_buckets_it_will_use_before_it_decodes(tiny_
     target = tiny_llama(seed=12)
     speculative = Decoder(target, TreeLM(tiny_models[1]), "rrs", (3, 2))  # 3 to 10 rows: buckets 4, 8 and 16
     assert set(speculative.target.weights.head.packed) == {4, 8, 16}
+
+
+def test_the_int4_kernels_block_is_the_smallest_that_packs_apart_as_together():
+    block = int4_pack_rows()
+    for rows, same in ((block, True), (block // 2, False)):
+        levels = torch.randint(0, 16, (2 * rows, INT4_GROUP), generator=torch.Generator().manual_seed(5),
+                               dtype=torch.int32)
+        apart = torch.cat([torch._convert_weight_to_int4pack_for_cpu(half, 1) for half in levels.split(rows)])
+        assert torch.equal(apart, torch._convert_weight_to_int4pack_for_cpu(levels, 1)) is same
+
+
+def test_integer_layers_hold_aligned_weights_even_when_given_views_8_bytes_past_a_boundary():
+    """The int8 kernel's AVX-512 path crashes on weights so placed (tensors read from a safetensors file)."""
+    storage = torch.zeros(64 * 64 + KERNEL_ALIGNMENT, dtype=torch.int8)
+    offset = (8 - storage.data_ptr()) % KERNEL_ALIGNMENT
+    weights = storage[offset: offset + 64 * 64].view(64, 64)
+    assert weights.data_ptr() % KERNEL_ALIGNMENT == 8
+    scales = torch.ones(65, dtype=torch.bfloat16)[1:]
+    layer = Int8Linear(weights, scales)
+    assert layer.weight_int8.data_ptr() % KERNEL_ALIGNMENT == 0 and layer.scales.data_ptr() % KERNEL_ALIGNMENT == 0
+    assert torch.equal(layer.weight_int8, weights)
+    scales_and_zeros = torch.ones(2 * 64 * 2 + 4, dtype=torch.bfloat16)[4:].view(2, 64, 2)  # 8 bytes in
+    int4 = Int4Linear(weights.to(torch.uint8) % 16, scales_and_zeros)
+    assert scales_and_zeros.data_ptr() % KERNEL_ALIGNMENT == 8
+    assert int4.scales_and_zeros.data_ptr() % KERNEL_ALIGNMENT == 0
