@@ -247,10 +247,10 @@ def _verify_costs(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_chi
 
 
 def calibration_key(model, draft_name: str, verifier: str, sampling: Sampling, threads: int) -> str:
-    """Cache key: target (name, size and how it is computed), draft, verifier, sampling settings, thread count,
+    """Cache key: target (name, size, how it is computed, its head), draft, verifier, sampling settings, thread count,
     device."""
     identity = {"target": getattr(model.config, "_name_or_path", ""), "vocab": model.config.vocab_size,
-                "compute": target_compute_of(model),
+                "compute": target_compute_of(model), "head": getattr(model, "native_head", "float32"),
                 "layers": model.config.num_hidden_layers, "dtype": str(model.dtype), "device": str(model.device),
                 "draft": draft_name, "verifier": verifier, "sampling": asdict(sampling), "threads": threads,
                 "format": FORMAT}

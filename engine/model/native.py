@@ -12,9 +12,22 @@ with ``s`` and ``z`` (and the activations fed to the kernel) in **bfloat16**, th
 float32 path of the same kernel keeps ``d`` and ``m`` exact but is 5-15x slower on this CPU (924 vs 168 us
 for one 1536 x 576 row; docs/draft.md). The network around the products stays float32 (the residual
 stream, RMSNorm, rotary positions, attention and the KV cache); each product's input is rounded to bfloat16
-and its bfloat16 output added to the float32 residual. The tied embedding / head (Q8_0 in this file) is
-the float32 dequantized table (``d q``, exact in float32), so the head's product runs in float32 on MKL
-(`engine.runtime.small_rows`).
+and its bfloat16 output added to the float32 residual. The embedding lookup is the float32 dequantized
+table (``d q``, exact in float32). The **head** (the tied table, Q8_0 in this file: blocks of 32 inputs,
+float16 ``d``, int8 ``q``) is computed one of two ways, chosen by the CPU (`native_head_for_this_cpu`):
+
+- ``q8_0`` (where torch runs its AVX-512 kernels): the file's blocks through the same int4 kernel, each
+  int8 level split into two 4-bit ones, ``q = 16 h + l`` (``h = q >> 4`` in -8..7, ``l = q & 15``), the
+  input fed twice, ``[x, x]``, against ``[l | h + 8]`` with (s, z) = (d, 8 d) on the first copy and
+  (16 d, 0) on the second: ``(l - 8) d + 8 d + (h + 8 - 8) 16 d = d q`` exactly, ``d`` in bfloat16. Its
+  logits come out in bfloat16. One row of the 49152 x 576 head: 3.4 ms against 6.2 ms for float32 on
+  MKL-packed weights (Intel Xeon, AVX-512 BF16 / VNNI, one thread); a one-row forward 25.4 vs 29.4 ms.
+- ``float32`` (elsewhere): the float32 table on MKL-packed weights (`engine.runtime.small_rows`); on the
+  AVX2-only EPYC the two-plane int4 head was slower (17 vs 14 ms a row).
+
+The ``q8_0`` head moves p by a total variation of 0.010 per token on average (max 0.026, 150 positions of
+sampled text) from the float32 head's p, about as far again as the Q4_1 layers move it from the float32
+target's (docs/draft.md); the decode then runs on a p of the CPU's choice, stated by `describe_native`.
 
 **p is defined as that computation**: the verifiers make every emitted token follow it exactly. It is not
 the float32 p; docs/draft.md gives the measured TV between the two per token. A node's p can depend on the
@@ -24,7 +37,8 @@ in speculative decoding and the one-row forward in ``ar``.
 
 The layers read from the file are cached (``native-q4_1-v1.safetensors`` beside the dequantized checkpoint,
 `engine.model.gguf.checkpoint_dir`: levels and bfloat16 scales / zeros per layer, with the format version and
-the source file's fingerprint in its metadata, `engine.model.tensor_cache`): reading the GGUF's header alone
+the source file's fingerprint in its metadata, `engine.model.tensor_cache`; a Q8_0 head's levels and
+scales too): reading the GGUF's header alone
 takes seconds (its 49,152 tokenizer strings). A cache file that cannot be read or does not match is named on
 one line on stderr, discarded and rebuilt (a tqdm bar shows the build).
 
@@ -60,10 +74,16 @@ LINEAR_TYPES = ("Q4_1",)
 TABLE_TYPES = ("Q8_0", "F16", "F32")
 NORM_TYPES = ("F32",)
 NATIVE = "native"
-CACHE_FORMAT = "native-q4_1-v1"
+CACHE_FORMAT = "native-q4_1-v2"
 """Name and version of the cached layers; a change to what they hold must change it."""
 Q4_1_BLOCK_BYTES = 20
 """A Q4_1 block: float16 d, float16 m, then 16 bytes of levels (element j low nibble, element 16 + j high)."""
+Q8_0_BLOCK_BYTES = 34
+"""A Q8_0 block: float16 d, then 32 int8 levels."""
+HEADS = ("q8_0", "float32")
+"""How the native target's head is computed (module docstring)."""
+HEAD_TENSORS = ("output.weight", "token_embd.weight")
+"""Where a GGUF keeps the head: its own tensor, else the tied embedding."""
 
 
 def _supported(name: str) -> tuple[str, tuple[str, ...]]:
@@ -109,6 +129,58 @@ class Q4_1Linear(Int4Linear):
         return super().forward(x).to(x.dtype)
 
 
+class Q8_0Linear(Int4Linear):
+    """A Q8_0 table of the file as a linear layer through the int4 kernel, ``y = x_bf16 @ (d q)^T`` with
+    ``d`` in bfloat16 (the two 4-bit planes of the module docstring); the output takes the input's dtype.
+
+    Holds levels uint8 [out, 2 in] (``[l | h + 8]``) and scales / zeros [2 in / 32, out, 2]; ``in_features``
+    is the table's width, half the kernel's."""
+
+    def __init__(self, levels: torch.Tensor, scales_and_zeros: torch.Tensor,
+                 packed: torch.Tensor | None = None) -> None:
+        super().__init__(levels, scales_and_zeros, packed)
+        self.in_features = levels.shape[1] // 2
+
+    @classmethod
+    def from_levels(cls, q: torch.Tensor, d: torch.Tensor) -> Q8_0Linear:
+        """From the file's levels ``q`` (int8 [out, in]) and block scales ``d`` (float [out, in / 32])."""
+        levels = torch.cat([q & 0x0F, (q >> 4) + (INT4_LEVELS + 1) // 2], dim=1).to(torch.uint8)  # int8 shift
+        scale = d.to(torch.bfloat16)
+        low = torch.stack([scale, (INT4_LEVELS + 1) // 2 * scale], dim=-1)  # (d, 8 d): (l - 8) d + 8 d = l d
+        high = torch.stack([16 * scale, torch.zeros_like(scale)], dim=-1)  # (16 d, 0): (h + 8 - 8) 16 d
+        return cls(levels.contiguous(), torch.cat([low, high], dim=1).transpose(0, 1).contiguous())
+
+    @staticmethod
+    def split_blocks(blocks: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """The file's raw Q8_0 rows, uint8 [out, in / 32 * 34], as (q int8 [out, in], d float32 [out, in / 32])."""
+        out_features, row_bytes = blocks.shape
+        if row_bytes % Q8_0_BLOCK_BYTES:
+            raise ValueError(f"Q8_0Linear: a row of {row_bytes} bytes is not a whole number of {Q8_0_BLOCK_BYTES}-"
+                             "byte Q8_0 blocks")
+        groups = blocks.reshape(out_features, row_bytes // Q8_0_BLOCK_BYTES, Q8_0_BLOCK_BYTES)
+        d = np.ascontiguousarray(groups[..., 0:2]).view(np.float16)[..., 0].astype(np.float32)
+        q = np.ascontiguousarray(groups[..., 2:]).view(np.int8).reshape(out_features, -1)
+        return torch.from_numpy(q), torch.from_numpy(d)
+
+    def _product(self, rows: torch.Tensor) -> torch.Tensor:
+        return super()._product(torch.cat([rows, rows], dim=-1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x).to(x.dtype)
+
+
+def native_head_for_this_cpu() -> str:
+    """``q8_0`` where torch runs its AVX-512 kernels (the two-plane int4 head is faster there), else
+    ``float32`` (module docstring)."""
+    return "q8_0" if torch.backends.cpu.get_cpu_capability().startswith("AVX512") else "float32"
+
+
+def describe_native(model: torch.nn.Module) -> str:
+    """One line for a report: the native target's head and the CPU kernels torch picked."""
+    return (f"native target: Q4_1 layers through the int4 kernel, head {getattr(model, 'native_head', 'float32')}; "
+            f"torch CPU kernels {torch.backends.cpu.get_cpu_capability()}")
+
+
 def _rows(reader_tensor, config) -> np.ndarray:
     """The tensor's raw blocks as rows (uint8 [out, bytes]), q/k rows permuted back to transformers' order."""
     from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor  # here: built once, then cached
@@ -118,9 +190,10 @@ def _rows(reader_tensor, config) -> np.ndarray:
     return np.asarray(processor.process(np.asarray(reader_tensor.data), reader_tensor.name).weights)
 
 
-def read_layers(gguf_path: Path, config) -> dict[tuple[int, str], Q4_1Linear]:
-    """Every decoder linear layer of the file, by (layer index, GGUF name), with a progress bar; ValueError
-    for a tensor type the native target does not take (`check_native_types`)."""
+def read_layers(gguf_path: Path, config) -> tuple[dict[tuple[int, str], Q4_1Linear], dict[str, torch.Tensor]]:
+    """Every decoder linear layer of the file, by (layer index, GGUF name), and its head's Q8_0 levels and
+    scales (``{"q": int8 [vocab, hidden], "d": float32 [vocab, hidden / 32]}``; empty for another type),
+    with a progress bar; ValueError for a tensor type the native target does not take (`check_native_types`)."""
     from gguf import GGUFReader  # here: the layers are read once, then cached (`cached_layers`)
 
     with tqdm(total=2, desc=f"native target: reading {gguf_path.name}", unit="step", disable=None) as bar:
@@ -128,45 +201,58 @@ def read_layers(gguf_path: Path, config) -> dict[tuple[int, str], Q4_1Linear]:
         check_native_types(reader, gguf_path)
         bar.update()
         tensors = [t for t in reader.tensors if t.name.startswith("blk.") and t.name.split(".")[2] in LINEAR_LAYERS]
-        bar.total = 1 + len(tensors)
+        bar.total = 2 + len(tensors)
         layers = {}
         for tensor in tensors:
             parts = tensor.name.split(".")
             layers[int(parts[1]), parts[2]] = Q4_1Linear.from_blocks(_rows(tensor, config))
             bar.update()
-    return layers
+        by_name = {tensor.name: tensor for tensor in reader.tensors}
+        table = next(by_name[name] for name in HEAD_TENSORS if name in by_name)
+        head = {}
+        if table.tensor_type.name == "Q8_0":
+            head["q"], head["d"] = Q8_0Linear.split_blocks(np.asarray(table.data))
+        bar.update()
+    return layers, head
 
 
-def cached_layers(gguf_path: Path, config) -> dict[tuple[int, str], Q4_1Linear]:
+def cached_layers(gguf_path: Path, config) -> tuple[dict[tuple[int, str], Q4_1Linear], dict[str, torch.Tensor]]:
     """`read_layers`, through the cache file of the module docstring (`engine.model.tensor_cache`)."""
 
     def build() -> dict[str, torch.Tensor]:
-        flat = {}
-        for (index, name), linear in read_layers(gguf_path, config).items():
+        layers, head = read_layers(gguf_path, config)
+        flat = {f"head.{name}": tensor for name, tensor in head.items()}
+        for (index, name), linear in layers.items():
             flat[f"{index}.{name}.levels"] = linear.levels
             flat[f"{index}.{name}.scales_and_zeros"] = linear.scales_and_zeros
         return flat
 
     flat = cached_tensors(checkpoint_dir(gguf_path) / f"{CACHE_FORMAT}.safetensors", CACHE_FORMAT, gguf_path, build,
                           "native target's layers")
-    return {(int(key.split(".")[0]), key.split(".")[1]):
-            Q4_1Linear(flat[key], flat[key.replace(".levels", ".scales_and_zeros")])
-            for key in flat if key.endswith(".levels")}
+    layers = {(int(key.split(".")[0]), key.split(".")[1]):
+              Q4_1Linear(flat[key], flat[key.replace(".levels", ".scales_and_zeros")])
+              for key in flat if key.endswith(".levels")}
+    return layers, {key.removeprefix("head."): flat[key] for key in flat if key.startswith("head.")}
 
 
-def native_model(float_model: PreTrainedModel, gguf_path: str | Path) -> PreTrainedModel:
+def native_model(float_model: PreTrainedModel, gguf_path: str | Path, head: str | None = None) -> PreTrainedModel:
     """The native target built from ``gguf_path`` around ``float_model`` (the float32 target made from the
-    same file: its embedding / head, norms and rotary tensors are shared, not copied; its decoder linear
-    layers are replaced by `Q4_1Linear` layers read from the file's blocks). Eval mode, no grads.
+    same file: its embedding, norms and rotary tensors are shared, not copied; its decoder linear layers are
+    replaced by `Q4_1Linear` layers read from the file's blocks). ``head``: ``q8_0`` (a `Q8_0Linear` of the
+    file's head blocks; a head of another type stays float32) or ``float32`` (the shared table); default
+    `native_head_for_this_cpu`. Eval mode, no grads; ``native_head`` says which head it got.
 
-    Raises ValueError for a tensor type the native target does not take (`check_native_types`) or a file
-    whose layers do not match ``float_model``'s shapes.
+    Raises ValueError for a tensor type the native target does not take (`check_native_types`), an unknown
+    ``head``, or a file whose layers do not match ``float_model``'s shapes.
     """
+    head = native_head_for_this_cpu() if head is None else head
+    if head not in HEADS:
+        raise ValueError(f"native head: expected one of {', '.join(HEADS)}, got {head!r}")
     path = Path(gguf_path)
     shared = {id(t): t for t in [*float_model.parameters(), *float_model.buffers()]}
     native = copy.deepcopy(float_model, memo=shared)
     layers = native.model.layers
-    read = cached_layers(path, native.config)
+    read, head_blocks = cached_layers(path, native.config)
     wanted = {(index, name) for index in range(len(layers)) for name in LINEAR_LAYERS}
     if set(read) != wanted:
         raise ValueError(f"target-compute native: {path.name} holds decoder linear layers {len(read)} of the "
@@ -179,6 +265,13 @@ def native_model(float_model: PreTrainedModel, gguf_path: str | Path) -> PreTrai
             raise ValueError(f"target-compute native: {path.name}: blk.{index}.{name} is {linear.out_features} x "
                              f"{linear.in_features}, the model's layer {expected[0]} x {expected[1]}")
         setattr(owner, attribute, linear)
+    native.native_head = "float32"
+    if head == "q8_0" and head_blocks:
+        if tuple(head_blocks["q"].shape) != tuple(native.lm_head.weight.shape):
+            raise ValueError(f"target-compute native: {path.name}: the head is {tuple(head_blocks['q'].shape)}, "
+                             f"the model's {tuple(native.lm_head.weight.shape)}")
+        native.lm_head = Q8_0Linear.from_levels(head_blocks["q"], head_blocks["d"])
+        native.native_head = "q8_0"
     native.target_compute = NATIVE
     return native.eval().requires_grad_(False)
 

@@ -61,11 +61,13 @@ def run(args: argparse.Namespace) -> int:
 
     from engine.bench.bench_engine import bench_engine, best_peer, engine_row_name, load_prompts
     from engine.bench.llama_peer import LLAMA, make_llama_peers
+    from engine.bench.machine import cpu_description
     from engine.decode.decoding import AUTOREGRESSIVE
     from engine.decode.processing import Sampling
     from engine.drafts.registry import DEFAULT_DRAFT, resolve_draft_name
     from engine.model.gguf import target_gguf_path
     from engine.model.models import check_target_compute, fastest_target_compute, load_target, with_compute
+    from engine.model.native import describe_native
     from resispec.cli.table import format_table
     from resispec.verifiers import VERIFIERS
 
@@ -112,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
                 "threads": args.threads, "target_compute": computes, "native_ar_over_float32_ar": native_over_float,
                 "peer": peer.name if peer else None,
                 "best_engine": best.name if best else None, "engine_over_peer": versus_peer,
-                "llama_cpp_skipped": skipped, "best_engine_over_llama_cpp": over_llama(best) if best else None}
+                "llama_cpp_skipped": skipped, "best_engine_over_llama_cpp": over_llama(best) if best else None,
+                "cpu": cpu_description(), "native": describe_native(targets["native"]) if "native" in targets else None}
     if args.json:
         print(strict_json({**settings, "rows": [{**row.to_dict(), "over_llama_cpp": over_llama(row)}
                                                 for row in rows]}))
@@ -131,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"\ndraft {drafts}, tree {args.tree if args.tree == 'auto' else ','.join(map(str, args.tree))}, "
           f"{len(prompts)} held-out prompts x {args.max_new_tokens} new tokens, T = {args.temperature}, "
           f"{args.threads} thread(s); all from one run; load average {os.getloadavg()[0]:.1f}.")
+    if "native" in targets:
+        print(describe_native(targets["native"]) + f"; CPU: {cpu_description()}.")
     if native_over_float is not None:
         print(f"ar on the native target / ar on the float32 target: {native_over_float:.2f}x")
     if versus_peer is not None:

@@ -18,7 +18,15 @@ from engine.drafts.layer_skip import LayerSkipDraft
 from engine.drafts.ngram import NGramDraft
 from engine.model.gguf import checkpoint_dir
 from engine.model.models import check_target_compute, with_compute
-from engine.model.native import CACHE_FORMAT, Q4_1Linear, native_model, target_compute_of
+from engine.model.native import (
+    CACHE_FORMAT,
+    Q4_1Linear,
+    Q8_0Linear,
+    describe_native,
+    native_head_for_this_cpu,
+    native_model,
+    target_compute_of,
+)
 from engine.runtime.compact_lm import CompactLM
 from engine.runtime.tree_lm import TreeLM
 from tests.engine.model.test_models import requires_target_wheel
@@ -103,11 +111,14 @@ def test_shares_the_float_models_tables_and_marks_itself(float_and_native):
     assert calibration_key(native, "int4", "rrs", sampling, 1) != calibration_key(model, "int4", "rrs", sampling, 1)
 
 
-def test_a_nodes_p_does_not_depend_on_the_row_count(float_and_native):
-    """A chain of 12 nodes after 300 tokens in one forward gives each node the logits of one-row forwards up to
-    the float32 head's last bits (its MKL buckets); batched attention instead differs by ~1e-2 in the hidden
+@pytest.mark.parametrize("head, tolerance", [("float32", 1e-5), ("q8_0", 0.0)])
+def test_a_nodes_p_does_not_depend_on_the_row_count(float_and_native, tiny_file, head, tolerance):
+    """A chain of 12 nodes after 300 tokens in one forward gives each node the logits of one-row forwards:
+    the same bits with the Q8_0 head (every product is the int4 kernel's, row by row), up to the float32
+    head's last bits (its MKL buckets) otherwise; batched attention instead differs by ~1e-2 in the hidden
     state here (bfloat16 product inputs turn its last-bit differences into whole bfloat16 steps)."""
-    _, native = float_and_native
+    native = native_model(float_and_native[0], tiny_file, head=head)
+    assert native.native_head == head
     generator = torch.Generator().manual_seed(0)
     prompt = torch.randint(0, 64, (300,), generator=generator)
     tokens = torch.randint(0, 64, (12,), generator=generator)
@@ -119,7 +130,7 @@ def test_a_nodes_p_does_not_depend_on_the_row_count(float_and_native):
     for token in tokens:
         rows.append(one.grow(token[None], torch.tensor([-1]))[0])
         one.commit(token[None])
-    assert torch.allclose(chain, torch.stack(rows), rtol=0, atol=1e-5)
+    assert torch.allclose(chain, torch.stack(rows), rtol=0, atol=tolerance)
 
 
 def test_greedy_speculative_equals_greedy_autoregressive_on_the_native_target(float_and_native):
@@ -134,12 +145,14 @@ def test_greedy_speculative_equals_greedy_autoregressive_on_the_native_target(fl
         assert decoded == plain, (verifier, type(draft).__name__)
 
 
-def test_the_trained_draft_loads_on_the_native_target_with_the_float_targets_q(float_and_native, tmp_path):
+def test_the_trained_draft_loads_on_the_native_target_with_the_float_targets_q(float_and_native, tiny_file, tmp_path):
     """Its own layers are float weights loaded from the file, its embedding and head the target's shared tables:
-    on the native target q is the one it has on the float32 target."""
+    with the float32 head, on the native target q is the one it has on the float32 target; with the Q8_0 head it
+    shares that head (its q then rounds its logits as p does)."""
     from engine.drafts.trained import DraftLayers, TrainedDraft, save_draft
 
-    model, native = float_and_native
+    model = float_and_native[0]
+    native = native_model(model, tiny_file, head="float32")
     path = tmp_path / "draft.safetensors"
     config = model.config
     save_draft(DraftLayers(model, (1, 0)), dict(model_type=config.model_type, hidden_size=config.hidden_size,
@@ -148,6 +161,8 @@ def test_the_trained_draft_loads_on_the_native_target_with_the_float_targets_q(f
     on_float, on_native = (TrainedDraft(target, path) for target in (model, native))
     logits = [draft.model(sequence[None]).logits for draft in (on_float, on_native)]
     torch.testing.assert_close(logits[1], logits[0], rtol=0, atol=0)
+    q8_0 = native_model(model, tiny_file, head="q8_0")
+    assert TrainedDraft(q8_0, path).model.lm_head is q8_0.lm_head
 
 
 def test_unsupported_quantization_type_is_named_on_one_line(tmp_path):
@@ -208,3 +223,36 @@ def test_the_real_native_target_holds_the_files_blocks(real_target):
             weight = getattr(getattr(model.model.layers[index], block), name).weight
             bound = 2.0 ** -8 * (levels.abs() * s.abs() + z.abs()) + 1e-7
             assert bool(((levels * s + z - weight).abs() <= bound).all()), (index, name)
+
+
+def test_the_q8_0_head_computes_the_files_levels_with_bfloat16_scales(tiny_file):
+    """y = x_bf16 (bf16(d) q)^T from the file's own Q8_0 blocks (gguf's dequantization is d q): equal up to the
+    kernel's bfloat16 output rounding, for 1 and 5 rows, each row the same bits as alone."""
+    tensor = next(t for t in GGUFReader(tiny_file).tensors if t.name == "token_embd.weight")
+    blocks = np.asarray(tensor.data)
+    q, d = Q8_0Linear.split_blocks(blocks)
+    weight = dequantize(blocks, GGMLQuantizationType.Q8_0).astype(np.float64)
+    np.testing.assert_array_equal(q.double().numpy() * d.double().numpy().repeat(32, axis=1), weight)
+    head = Q8_0Linear.from_levels(q, d)
+    assert (head.in_features, head.out_features) == (weight.shape[1], weight.shape[0])
+    reference_weight = q.double().numpy() * _bf16(d.numpy()).repeat(32, axis=1)
+    x = np.random.default_rng(7).standard_normal((5, weight.shape[1])).astype(np.float32)
+    got = head(torch.from_numpy(x))
+    assert got.dtype == torch.float32
+    expected = _bf16(x) @ reference_weight.T
+    bound = BF16_STEP * np.abs(expected) + 1e-5 * (np.abs(_bf16(x)) @ np.abs(reference_weight.T))
+    assert np.all(np.abs(got.double().numpy() - expected) <= bound), np.max(np.abs(got.double().numpy() - expected))
+    assert torch.equal(torch.cat([head(torch.from_numpy(x[i: i + 1])) for i in range(5)]), got)
+
+
+def test_the_head_is_chosen_by_the_cpu_or_by_name_and_keys_the_calibration(float_and_native, tiny_file):
+    model, native = float_and_native
+    assert native.native_head == native_head_for_this_cpu()
+    q8_0, float32 = (native_model(model, tiny_file, head=head) for head in ("q8_0", "float32"))
+    assert isinstance(q8_0.lm_head, Q8_0Linear) and q8_0.model.embed_tokens.weight is model.model.embed_tokens.weight
+    assert float32.lm_head.weight is model.lm_head.weight
+    assert "head q8_0" in describe_native(q8_0) and "head float32" in describe_native(float32)
+    sampling = Sampling()
+    assert calibration_key(q8_0, "ngram", "rrs", sampling, 1) != calibration_key(float32, "ngram", "rrs", sampling, 1)
+    with pytest.raises(ValueError, match="native head: expected one of q8_0, float32"):
+        native_model(model, tiny_file, head="int8")

@@ -250,3 +250,19 @@ def test_integer_layers_hold_aligned_weights_even_when_given_views_8_bytes_past_
     int4 = Int4Linear(weights.to(torch.uint8) % 16, scales_and_zeros)
     assert scales_and_zeros.data_ptr() % KERNEL_ALIGNMENT == 8
     assert int4.scales_and_zeros.data_ptr() % KERNEL_ALIGNMENT == 0
+
+
+def test_row_by_row_attention_on_a_slice_equals_it_on_the_gathered_entries_bit_for_bit():
+    generator = torch.Generator().manual_seed(6)
+    keys, values = torch.randn(3, 1024, 64, generator=generator), torch.randn(3, 1024, 64, generator=generator)
+    queries = torch.randn(9, 2, 64, generator=generator)
+    for count in (*range(1, 40), 63, 64, 65, 127, 128, 129, 300, 511, 512, 513, 1000):
+        sliced = compact_lm.attend_row_by_row(queries, keys, values, [count, count])
+        gathered = compact_lm.attend_row_by_row(queries, keys, values, [torch.arange(count)] * 2)
+        assert torch.equal(sliced, gathered), count
+
+
+def test_entries_seen_slices_prefixes_and_gathers_the_rest():
+    allowed = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 0, 1]], dtype=torch.bool)
+    seen = compact_lm.entries_seen(allowed)
+    assert seen[:2] == [3, 4] and seen[2].tolist() == [0, 1, 2, 4]
