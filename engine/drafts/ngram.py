@@ -105,10 +105,13 @@ class NGramDraft(TreeCacheLM):
     def _reset_cache(self) -> None:
         self._tokens: list[int] = []
 
-    def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor,
+             first_logits: int = 0) -> torch.Tensor:
         self._tokens += input_ids.tolist()
         entries = np.asarray(self._tokens)
-        rows = [self.q_logits(entries[row.cpu().numpy()]) for row in allowed]
+        rows = [self.q_logits(entries[row.cpu().numpy()]) for row in allowed[first_logits:]]
+        if not rows:
+            return torch.empty(0, self.model.config.vocab_size, device=self.model.device)
         return torch.stack(rows).to(self.model.device)
 
     def _keep_entries(self, prefix_len: int, keep: list[int]) -> None:

@@ -269,7 +269,8 @@ class CompactLM(TreeCacheLM):
         self._length = prefix_len + len(keep)
 
     @torch.inference_mode()  # lighter per-op dispatch than no_grad (no view or version tracking)
-    def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor,
+             first_logits: int = 0) -> torch.Tensor:
         rows, start = len(input_ids), self._length
         end = start + rows
         self._reserve(end)
@@ -294,4 +295,4 @@ class CompactLM(TreeCacheLM):
             gate, up = layer.gate_up(rms_norm(h, layer.norm_post)).chunk(2, dim=-1)
             h = h + layer.down(functional.silu(gate) * up)
         self._length = end
-        return w.head(rms_norm(h, w.final_norm))
+        return w.head(rms_norm(h[first_logits:], w.final_norm))  # a prefill's rows need no head

@@ -40,9 +40,11 @@ class TreeCacheLM:
     def _reset_cache(self) -> None:
         raise NotImplementedError
 
-    def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-        """Logits float [n, V] of ``input_ids`` (long [n]) at ``positions`` (long [n]); ``allowed`` bool
-        [n, cached + n]: which cached or new entries each new token attends to."""
+    def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor,
+             first_logits: int = 0) -> torch.Tensor:
+        """Logits float [n - first_logits, V] of ``input_ids`` (long [n]) at ``positions`` (long [n]), for
+        the rows from ``first_logits`` on (the rows before it are only cached: a prompt's prefill, pending
+        tokens); ``allowed`` bool [n, cached + n]: which cached or new entries each new token attends to."""
         raise NotImplementedError
 
     def _keep_entries(self, prefix_len: int, keep: list[int]) -> None:
@@ -143,10 +145,10 @@ class TreeCacheLM:
             context + torch.tensor(node_depths(parents)[num_nodes - num_new :], dtype=torch.long),
         ])
         logits = self._run(torch.cat([pending, tokens]), positions.to(self.model.device),
-                           allowed.to(self.model.device))
+                           allowed.to(self.model.device), first_logits=num_pending)
         self.prefix_len += num_pending
         self._pending = pending[:0]
-        return logits[num_pending:]
+        return logits
 
 
 class TreeLM(TreeCacheLM):
@@ -162,10 +164,11 @@ class TreeLM(TreeCacheLM):
 
         self._cache = DynamicCache(config=self.model.config)
 
-    def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    def _run(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor,
+             first_logits: int = 0) -> torch.Tensor:
         out = self.model(input_ids=input_ids[None], position_ids=positions[None],
                          attention_mask=additive_mask(allowed, self.model.dtype), cache=self._cache, use_cache=True)
-        return out.logits[0]
+        return out.logits[0, first_logits:]
 
     def _keep_entries(self, prefix_len: int, keep: list[int]) -> None:
         keep_entries(self._cache, prefix_len, keep)
