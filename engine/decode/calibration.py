@@ -45,8 +45,8 @@ from engine.decode.processing import Sampling, draft_probs, target_probs
 from engine.decode.timing import median_seconds
 from engine.decode.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree, survival_correlation
 from engine.drafts.base import Draft
+from engine.model.compute import target_compute_of
 from engine.model.gguf import cache_root
-from engine.model.native import target_compute_of
 from engine.runtime.compact_lm import lm_for
 from resispec import get_verifier
 from resispec.formats.atomic import atomic_write_text

@@ -20,7 +20,7 @@ from engine.drafts.ngram import DEFAULT_MAX_N, DEFAULT_MIN_N, NGramDraft
 from engine.drafts.self_draft import SelfDraft, default_self_draft_scheme
 from engine.drafts.trained import TrainedDraft
 from engine.model.checkpoints import load_draft_model
-from engine.model.native import target_compute_of
+from engine.model.compute import target_compute_of
 from engine.model.quantize import SCHEMES
 from engine.runtime.compact_lm import lm_for
 

@@ -58,6 +58,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from engine.model.compute import NATIVE
 from engine.model.gguf import checkpoint_dir
 from engine.model.quantize import INT4_LEVELS, Int4Linear
 from engine.model.tensor_cache import cached_tensors
@@ -73,7 +74,6 @@ LINEAR_LAYERS = {"attn_q": ("self_attn", "q_proj"), "attn_k": ("self_attn", "k_p
 LINEAR_TYPES = ("Q4_1",)
 TABLE_TYPES = ("Q8_0", "F16", "F32")
 NORM_TYPES = ("F32",)
-NATIVE = "native"
 CACHE_FORMAT = "native-q4_1-v2"
 """Name and version of the cached layers; a change to what they hold must change it."""
 Q4_1_BLOCK_BYTES = 20
@@ -274,8 +274,3 @@ def native_model(float_model: PreTrainedModel, gguf_path: str | Path, head: str 
         native.native_head = "q8_0"
     native.target_compute = NATIVE
     return native.eval().requires_grad_(False)
-
-
-def target_compute_of(model: torch.nn.Module) -> str:
-    """``native`` for a model `native_model` built, ``float32`` (whatever its dtype) otherwise."""
-    return getattr(model, "target_compute", "float32")

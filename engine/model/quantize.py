@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from engine.model.compute import target_compute_of
 from engine.model.gguf import cache_root
 from engine.model.tensor_cache import cached_tensors
 
@@ -241,8 +242,6 @@ def _products(target: PreTrainedModel, scheme: str, build) -> dict[str, torch.Te
     source = folder / "model.safetensors"
     if not (folder.is_absolute() and source.is_file() and folder.resolve().parent == cache_root().resolve()):
         return build()
-    from engine.model.native import target_compute_of  # engine.model.native builds on this module
-
     compute = target_compute_of(target)
     return cached_tensors(folder / f"self-draft-{scheme}-{compute}.safetensors", QUANTIZED_CACHE_FORMAT, source,
                           build, f"the {scheme} self-draft of the {compute} target")

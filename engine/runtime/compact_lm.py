@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from engine.model.native import NATIVE, target_compute_of
+from engine.model.compute import NATIVE, target_compute_of
 from engine.model.quantize import Int4Linear, Int8Linear
 from engine.runtime.small_rows import PaddedLinear, mkl_packing_available
 from engine.runtime.tree_lm import TreeCacheLM, TreeLM

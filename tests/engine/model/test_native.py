@@ -16,6 +16,7 @@ from engine.decode.decoding import Decoder
 from engine.decode.processing import Sampling
 from engine.drafts.layer_skip import LayerSkipDraft
 from engine.drafts.ngram import NGramDraft
+from engine.model.compute import target_compute_of
 from engine.model.gguf import checkpoint_dir
 from engine.model.models import check_target_compute, with_compute
 from engine.model.native import (
@@ -25,7 +26,6 @@ from engine.model.native import (
     describe_native,
     native_head_for_this_cpu,
     native_model,
-    target_compute_of,
 )
 from engine.runtime.compact_lm import CompactLM
 from engine.runtime.tree_lm import TreeLM
