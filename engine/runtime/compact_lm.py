@@ -92,11 +92,17 @@ def rms_norm(h: torch.Tensor, norm: tuple[torch.Tensor, float]) -> torch.Tensor:
     return functional.rms_norm(h, weight.shape, weight, eps)
 
 
-def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding ``x cos + rotate_half(x) sin`` (x [heads, n, d], cos/sin [n, d])."""
-    half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * cos + rotated * sin
+def signed_sin(sin: torch.Tensor) -> torch.Tensor:
+    """``[-sin_1 | sin_2]`` of sin [n, d] (halves of d), so that ``rotate_half(x) sin = roll(x, d / 2) signed``:
+    ``rotate_half(x) = [-x_2 | x_1]``, and ``-x_2 sin_1 = x_2 (-sin_1)`` exactly."""
+    half = sin.shape[-1] // 2
+    return torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding ``x cos + rotate_half(x) sin`` (x [heads, n, d], cos / `signed_sin` [n, d]): the same
+    bits as the textbook form, in 4 operations instead of 7 (it runs twice a layer per forward)."""
+    return x * cos + x.roll(x.shape[-1] // 2, dims=-1) * sin_signed
 
 
 def attend_row_by_row(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
@@ -119,7 +125,7 @@ def attend_row_by_row(queries: torch.Tensor, keys: torch.Tensor, values: torch.T
         out.append(functional.scaled_dot_product_attention(
             queries[None, :, row: row + 1], row_keys, row_values, scale=queries.shape[-1] ** -0.5,
             enable_gqa=True)[0])
-    return torch.cat(out, dim=1)
+    return out[0] if len(out) == 1 else torch.cat(out, dim=1)
 
 
 def entries_seen(allowed: torch.Tensor) -> list[int | torch.Tensor]:
@@ -280,6 +286,7 @@ class CompactLM(TreeCacheLM):
         heads, kv_heads, dim = w.num_heads, w.num_kv_heads, w.head_dim
         h = w.embed[input_ids]
         cos, sin = (t[0] for t in w.rotary(h[None], positions[None]))
+        sin = signed_sin(sin)
         for index, layer in enumerate(w.layers):
             qkv = layer.qkv(rms_norm(h, layer.norm_in)).view(rows, heads + 2 * kv_heads, dim).transpose(0, 1)
             qk = rotate(qkv[: heads + kv_heads], cos, sin)  # queries and keys rotated together

@@ -266,3 +266,11 @@ def test_entries_seen_slices_prefixes_and_gathers_the_rest():
     allowed = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 0, 1]], dtype=torch.bool)
     seen = compact_lm.entries_seen(allowed)
     assert seen[:2] == [3, 4] and seen[2].tolist() == [0, 1, 2, 4]
+
+
+def test_rotate_with_the_signed_sine_is_the_textbook_rotary_bit_for_bit():
+    generator = torch.Generator().manual_seed(8)
+    x, angles = torch.randn(5, 7, 64, generator=generator), torch.randn(7, 32, generator=generator) * 9
+    cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+    textbook = x * cos + torch.cat((-x[..., 32:], x[..., :32]), dim=-1) * sin
+    assert torch.equal(compact_lm.rotate(x, cos, compact_lm.signed_sin(sin)), textbook)
