@@ -162,8 +162,8 @@ class Q8_0Linear(Int4Linear):
         q = np.ascontiguousarray(groups[..., 2:]).view(np.int8).reshape(out_features, -1)
         return torch.from_numpy(q), torch.from_numpy(d)
 
-    def _product(self, rows: torch.Tensor) -> torch.Tensor:
-        return super()._product(torch.cat([rows, rows], dim=-1))
+    def product_rows(self, rows: torch.Tensor) -> torch.Tensor:
+        return super().product_rows(torch.cat([rows, rows], dim=-1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return super().forward(x).to(x.dtype)

@@ -77,19 +77,20 @@ def aligned(tensor: torch.Tensor) -> torch.Tensor:
 
 
 class _KernelLinear(nn.Module):
-    """A linear layer computed by a bfloat16 [rows, in] -> [rows, out] kernel call (`_product`), for
+    """A linear layer computed by a bfloat16 [rows, in] -> [rows, out] kernel call (`product_rows`), for
     inputs of any leading shape and dtype (the engine passes 2-D rows: no reshape)."""
 
     out_features: int
 
-    def _product(self, rows: torch.Tensor) -> torch.Tensor:
+    def product_rows(self, rows: torch.Tensor) -> torch.Tensor:
+        """The kernel call: bfloat16 [rows, in] -> bfloat16 [rows, out]."""
         raise NotImplementedError
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.ndim == 2:  # the engine's rows: no reshape (two dispatches a product, 240 a token of the target)
-            return self._product(x if x.dtype == torch.bfloat16 else x.to(torch.bfloat16))
+            return self.product_rows(x if x.dtype == torch.bfloat16 else x.to(torch.bfloat16))
         shape = x.shape
-        return self._product(x.reshape(-1, shape[-1]).to(torch.bfloat16)).reshape(*shape[:-1], self.out_features)
+        return self.product_rows(x.reshape(-1, shape[-1]).to(torch.bfloat16)).reshape(*shape[:-1], self.out_features)
 
 
 class Int8Linear(_KernelLinear):
@@ -117,7 +118,7 @@ class Int8Linear(_KernelLinear):
         """One layer computing the outputs of ``parts`` side by side (fused q/k/v or gate/up)."""
         return cls(torch.cat([p.weight_int8 for p in parts]), torch.cat([p.scales for p in parts]))
 
-    def _product(self, rows: torch.Tensor) -> torch.Tensor:
+    def product_rows(self, rows: torch.Tensor) -> torch.Tensor:
         return torch.ops.aten._weight_int8pack_mm(rows, self.weight_int8, self.scales)
 
 
@@ -172,7 +173,7 @@ class Int4Linear(_KernelLinear):
         return cls(torch.cat([p.levels for p in parts]), torch.cat([p.scales_and_zeros for p in parts], dim=1),
                    torch.cat([p.packed for p in parts]) if whole_blocks else None)
 
-    def _product(self, rows: torch.Tensor) -> torch.Tensor:
+    def product_rows(self, rows: torch.Tensor) -> torch.Tensor:
         return torch._weight_int4pack_mm_for_cpu(rows, self.packed, INT4_GROUP, self.scales_and_zeros)
 
 
