@@ -35,7 +35,7 @@ row count of the forward that computes it (kernels block differently for 1 and k
 the sums differ); the p of a node is therefore the one its *verifying* forward computes, the tree forward
 in speculative decoding and the one-row forward in ``ar``.
 
-The layers read from the file are cached (``native-q4_1-v1.safetensors`` beside the dequantized checkpoint,
+The layers read from the file are cached (``native-q4_1-v2.safetensors`` beside the dequantized checkpoint,
 `engine.model.gguf.checkpoint_dir`: levels and bfloat16 scales / zeros per layer, with the format version and
 the source file's fingerprint in its metadata, `engine.model.tensor_cache`; a Q8_0 head's levels and
 scales too): reading the GGUF's header alone
