@@ -94,8 +94,8 @@ def sort_by_ratio(ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     For V < 2^18: a non-negative float64's bit pattern orders like the float, so the pattern with
     its 18 low mantissa bits replaced by the token id is a uint64 key whose plain sort (much faster
     than an argsort) orders the tokens by ratio to within 2^-34 relative. The exact order is then
-    checked, and the rare near-ties it got wrong are re-sorted locally (stably, so equal ratios keep
-    their token-id order). Larger vocabularies use a stable argsort.
+    checked, and where near-ties came out wrong the tokens are re-sorted exactly (`_resort_runs`; equal
+    ratios keep their token-id order). Larger vocabularies use a stable argsort.
     """
     if ratio.size >= 1 << _INDEX_BITS:
         order = np.argsort(ratio, kind="stable")
@@ -107,29 +107,32 @@ def sort_by_ratio(ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     key &= _INDEX_MASK
     order = key.view(np.int64)
     ordered = np.take(ratio, order)
-    wrong = np.flatnonzero(ordered[1:] < ordered[:-1])
-    if wrong.size:
-        _resort_buckets(order, ordered, wrong)
+    if np.any(ordered[1:] < ordered[:-1]):
+        _resort_runs(ratio, order, ordered)
     return order, ordered
 
 
-def _resort_buckets(order: np.ndarray, ordered: np.ndarray, wrong: np.ndarray) -> None:
-    """Exactly re-sort, in place, every run of ratios sharing a truncated key that holds a wrong pair.
+def _resort_runs(ratio: np.ndarray, order: np.ndarray, ordered: np.ndarray) -> None:
+    """Exactly re-sort, in place, tokens that the truncated key left out of order.
 
-    The truncated keys are sorted, so the runs are found by binary search; all of them are re-sorted
-    in one stable lexsort by (run, ratio), which keeps exact ties in token-id order. Rounding can
-    scatter exact ties over thousands of runs (e.g. ratios ``1 + 1/(1 - q)`` for tiny q); this stays
-    one vectorised pass over the affected tokens.
+    ``ordered`` is sorted by truncated key, so each token's *run* (its key's rank among the distinct
+    keys, at most V < 2^18) is a running count of key changes. Within a run every ratio has the same high
+    bits, so the exact order is ``(run, dropped low _INDEX_BITS bits, token id)``, packed into one
+    uint64 (at most 18 + 18 + 18 bits) and put in order by one plain sort: exact ratio order, exact ties
+    in token-id order. Rounding can scatter exact ties over thousands of runs (ratios ``1 + 1/(1 - q)``
+    for tiny q; softmaxes of bfloat16 logits, whose differences lie on a grid: ~14,500 wrong pairs of
+    49,152 in the engine's rows: ``sort_by_ratio`` 3.1 ms with a stable lexsort run by run, 1.5 ms this way).
     """
     bucket = ordered.view(np.uint64) >> np.uint64(_INDEX_BITS)
-    keys = np.unique(bucket[wrong])
-    starts, stops = bucket.searchsorted(keys, side="left"), bucket.searchsorted(keys, side="right")
-    lengths = stops - starts
-    run = np.repeat(np.arange(keys.size), lengths)
-    positions = np.arange(lengths.sum()) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    local = positions[np.lexsort((ordered[positions], run))]
-    order[positions] = order[local]
-    ordered[positions] = ordered[local]
+    packed = np.zeros(ordered.size, dtype=np.uint64)
+    np.cumsum(bucket[1:] != bucket[:-1], dtype=np.uint64, out=packed[1:])
+    packed <<= np.uint64(2 * _INDEX_BITS)
+    packed |= (ordered.view(np.uint64) & _INDEX_MASK) << np.uint64(_INDEX_BITS)
+    packed |= order.view(np.uint64)
+    packed.sort()
+    packed &= _INDEX_MASK
+    order[:] = packed.view(np.int64)
+    np.take(ratio, order, out=ordered, mode="clip")  # "clip": no buffered copy (ids are valid)
 
 
 def prefix_sums(p: np.ndarray, q: np.ndarray, order: np.ndarray) -> np.ndarray:

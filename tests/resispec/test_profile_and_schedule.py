@@ -103,6 +103,22 @@ def test_sort_by_ratio_with_rounding_scattered_ties():
     np.testing.assert_array_equal(order, np.argsort(ratio, kind="stable"))
 
 
+def test_sort_by_ratio_of_softmaxes_of_bfloat16_logits():
+    """Logits on a bfloat16-like grid (the engine's Q8_0 head): thousands of mathematically equal ratios that
+    rounding sets apart in their last bits, so most of the row needs the exact re-sort."""
+    rng = np.random.default_rng(5)
+    logits_p = np.round(rng.normal(size=49152) * 192) / 64
+    logits_q = logits_p + np.round(rng.normal(size=49152) * 32) / 64
+    p, q = (np.exp(x - x.max()) / np.exp(x - x.max()).sum() for x in (logits_p, logits_q))
+    ratio = p / q
+    key_order = np.sort((ratio.view(np.uint64) >> np.uint64(18)) << np.uint64(18) | np.arange(49152, dtype=np.uint64))
+    ordered_by_key = ratio[(key_order & np.uint64((1 << 18) - 1)).astype(np.int64)]
+    assert np.count_nonzero(ordered_by_key[1:] < ordered_by_key[:-1]) > 1000  # the case the re-sort is for
+    order, ordered = sort_by_ratio(ratio)
+    np.testing.assert_array_equal(order, np.argsort(ratio, kind="stable"))
+    np.testing.assert_array_equal(ordered, ratio[order])
+
+
 def test_schedule_when_the_tight_root_underflows():
     """q puts 2.67e-186 on a p = 0 token: the tight z (~7e-372) is not a double. The schedule falls
     back to fewer effective steps instead of collapsing to T = 0 (found by the simulator's tests)."""
