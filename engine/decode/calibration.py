@@ -45,7 +45,7 @@ from engine.decode.processing import Sampling, draft_probs, target_probs
 from engine.decode.timing import median_seconds
 from engine.decode.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree, survival_correlation
 from engine.drafts.base import Draft
-from engine.model.compute import target_compute_of
+from engine.model.compute import native_head_of, target_compute_of
 from engine.model.gguf import cache_root
 from engine.runtime.compact_lm import lm_for
 from resispec import get_verifier
@@ -250,7 +250,7 @@ def calibration_key(model, draft_name: str, verifier: str, sampling: Sampling, t
     """Cache key: target (name, size, how it is computed, its head), draft, verifier, sampling settings, thread count,
     device."""
     identity = {"target": getattr(model.config, "_name_or_path", ""), "vocab": model.config.vocab_size,
-                "compute": target_compute_of(model), "head": getattr(model, "native_head", "float32"),
+                "compute": target_compute_of(model), "head": native_head_of(model),
                 "layers": model.config.num_hidden_layers, "dtype": str(model.dtype), "device": str(model.device),
                 "draft": draft_name, "verifier": verifier, "sampling": asdict(sampling), "threads": threads,
                 "format": FORMAT}

@@ -1,4 +1,4 @@
-"""How a target's p is computed, as a model records it: the one fact that the native target
+"""How a target's p is computed, as a model records it (its compute and its head): the facts that the native target
 (`engine.model.native`), the quantized self-drafts (`engine.model.quantize`) and the runtime read."""
 
 from __future__ import annotations
@@ -12,3 +12,9 @@ NATIVE = "native"
 def target_compute_of(model: nn.Module) -> str:
     """``native`` for a model `engine.model.native.native_model` built, ``float32`` (whatever its dtype) otherwise."""
     return getattr(model, "target_compute", "float32")
+
+
+def native_head_of(model: nn.Module) -> str:
+    """How ``model``'s head is computed: ``q8_0`` for a native target built with the file's Q8_0 head,
+    ``float32`` otherwise (`engine.model.native.native_model` sets it)."""
+    return getattr(model, "native_head", "float32")

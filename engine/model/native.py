@@ -30,10 +30,11 @@ sampled text) from the float32 head's p, about as far again as the Q4_1 layers m
 target's (docs/draft.md); the decode then runs on a p of the CPU's choice, stated by `describe_native`.
 
 **p is defined as that computation**: the verifiers make every emitted token follow it exactly. It is not
-the float32 p; docs/draft.md gives the measured TV between the two per token. A node's p can depend on the
-row count of the forward that computes it (kernels block differently for 1 and k rows, so the last bits of
-the sums differ); the p of a node is therefore the one its *verifying* forward computes, the tree forward
-in speculative decoding and the one-row forward in ``ar``.
+the float32 p; docs/draft.md gives the measured TV between the two per token. With the float32 head a
+node's p can depend on the row count of the forward that computes it (MKL blocks differently for 1 and k
+rows, so the last bits of the sums differ; with the ``q8_0`` head it does not: tested); the p of a node is
+therefore the one its *verifying* forward computes, the tree forward in speculative decoding and the
+one-row forward in ``ar``.
 
 The layers read from the file are cached (``native-q4_1-v2.safetensors`` beside the dequantized checkpoint,
 `engine.model.gguf.checkpoint_dir`: levels and bfloat16 scales / zeros per layer, with the format version and
@@ -58,7 +59,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from engine.model.compute import NATIVE
+from engine.model.compute import NATIVE, native_head_of
 from engine.model.gguf import checkpoint_dir
 from engine.model.quantize import INT4_LEVELS, Int4Linear
 from engine.model.tensor_cache import cached_tensors
@@ -106,7 +107,15 @@ def check_native_types(reader: GGUFReader, path: Path) -> None:
                 f"{'/'.join(NORM_TYPES)} for norms (or use --target-compute float32)")
 
 
-class Q4_1Linear(Int4Linear):
+class FileBlocksLinear(Int4Linear):
+    """A layer of the file's own blocks through the int4 kernel, its output in the input's dtype (float32
+    into the float32 residual stream and logits)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x).to(x.dtype)
+
+
+class Q4_1Linear(FileBlocksLinear):
     """A Q4_1 layer of the file through the int4 kernel: ``y = x_bf16 @ W^T``, ``W_oi = d L_oi + m`` per block
     (module docstring); the output takes the input's dtype (float32 into the float32 residual stream)."""
 
@@ -125,11 +134,8 @@ class Q4_1Linear(Int4Linear):
         scales_and_zeros = torch.stack([d, m + (INT4_LEVELS + 1) // 2 * d], dim=-1).transpose(0, 1)  # z = m + 8 d
         return cls(levels.contiguous(), scales_and_zeros.contiguous().to(torch.bfloat16))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return super().forward(x).to(x.dtype)
 
-
-class Q8_0Linear(Int4Linear):
+class Q8_0Linear(FileBlocksLinear):
     """A Q8_0 table of the file as a linear layer through the int4 kernel, ``y = x_bf16 @ (d q)^T`` with
     ``d`` in bfloat16 (the two 4-bit planes of the module docstring); the output takes the input's dtype.
 
@@ -165,9 +171,6 @@ class Q8_0Linear(Int4Linear):
     def product_rows(self, rows: torch.Tensor) -> torch.Tensor:
         return super().product_rows(torch.cat([rows, rows], dim=-1))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return super().forward(x).to(x.dtype)
-
 
 def native_head_for_this_cpu() -> str:
     """``q8_0`` where torch runs its AVX-512 kernels (the two-plane int4 head is faster there), else
@@ -177,7 +180,7 @@ def native_head_for_this_cpu() -> str:
 
 def describe_native(model: torch.nn.Module) -> str:
     """One line for a report: the native target's head and the CPU kernels torch picked."""
-    return (f"native target: Q4_1 layers through the int4 kernel, head {getattr(model, 'native_head', 'float32')}; "
+    return (f"native target: Q4_1 layers through the int4 kernel, head {native_head_of(model)}; "
             f"torch CPU kernels {torch.backends.cpu.get_cpu_capability()}")
 
 
