@@ -4,6 +4,8 @@ one row vs many rows, greedy speculative = greedy autoregressive, and the unsupp
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -256,3 +258,22 @@ def test_the_head_is_chosen_by_the_cpu_or_by_name_and_keys_the_calibration(float
     assert calibration_key(q8_0, "ngram", "rrs", sampling, 1) != calibration_key(float32, "ngram", "rrs", sampling, 1)
     with pytest.raises(ValueError, match="native head: expected one of q8_0, float32"):
         native_model(model, tiny_file, head="int8")
+
+
+def test_the_native_forward_runs_the_row_kernels_and_follows_the_torch_forward(float_and_native):
+    """The native target's forward runs `engine.model.row_glue` between its products (the float32 target does
+    not); its logits stay within bfloat16 rounding of the same layers in torch operations (a 6-node tree after
+    40 tokens: the same bits on this tiny model)."""
+    float_model, native = float_and_native
+    glued = CompactLM(native)
+    in_torch = CompactLM(native)
+    in_torch.weights = copy.copy(glued.weights)
+    in_torch.weights.glued = False
+    assert glued.weights.glued and not CompactLM(float_model).weights.glued
+    generator = torch.Generator().manual_seed(5)
+    prompt, tokens = torch.randint(0, 64, (40,), generator=generator), torch.randint(0, 64, (6,), generator=generator)
+    logits = []
+    for lm in (glued, in_torch):
+        lm.prefill(prompt)
+        logits.append(lm.grow(tokens, torch.tensor([-1, 0, 0, 1, 1, 2])))
+    assert torch.allclose(*logits, rtol=0, atol=0.05)  # the same here; logits spread ~2, max ~6

@@ -1,0 +1,104 @@
+"""`engine.model.row_glue`'s kernels compiled ahead of time, loaded without importing numba.
+
+numba's JIT costs every process ~0.7 s before its first kernel call (its import, which imports
+``scipy.linalg``, and its registries; all under the GIL, so a loader thread does not hide it), which would
+take a warm ``generate`` past 3 s. So the first use compiles the kernels once into an extension module with
+``numba.pycc`` (~8 s, one line on stderr first) and caches it in ``<cache root>/kernels/`` (`engine.model.gguf.
+cache_root`), named by a fingerprint of the kernels' source, numba, NumPy, Python and the machine; later
+processes import that file in milliseconds. The compiled functions are the same numba code as the JIT ones,
+without fast-math, so they give the same bits. Where the ahead-of-time build fails (no C compiler, say) the
+reason is said on one line and the JIT functions are used, at that start-up cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import sys
+import sysconfig
+import tempfile
+import warnings
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import torch
+
+from engine.model.gguf import cache_root
+
+SOURCE = Path(__file__).with_name("row_glue.py")
+
+
+def bits(tensor: torch.Tensor) -> np.ndarray:
+    """A bfloat16 tensor's storage as int16 (shared, not copied), what the kernels take."""
+    return tensor.view(torch.int16).numpy()
+
+
+def module_name() -> str:
+    """The compiled module's name: ``row_glue_`` and a fingerprint of everything its machine code depends on."""
+    parts = [SOURCE.read_bytes(), importlib.metadata.version("numba").encode(), np.__version__.encode(),
+             sys.version.encode(), platform.machine().encode()]
+    return "row_glue_" + hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+
+
+@cache
+def row_kernels() -> ModuleType:
+    """The kernels for this process: `load_row_kernels` from ``<cache root>/kernels``, once."""
+    return load_row_kernels(cache_root() / "kernels")
+
+
+def load_row_kernels(folder: Path) -> ModuleType:
+    """The kernels (`engine.model.row_glue`'s functions by name): the compiled module cached in ``folder``, built
+    there first if missing (a file that does not load is named, replaced and rebuilt); the JIT module where
+    building fails (module doc)."""
+    name = module_name()
+    path = folder / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+    if path.exists():
+        try:
+            return _load(name, path)
+        except ImportError as error:
+            print(f"row kernels: the cached {path} does not load ({error}); rebuilding it", file=sys.stderr)
+            path.unlink(missing_ok=True)
+    print(f"Compiling the native forward's row kernels once (numba, ~8 s) into {folder}", file=sys.stderr,
+          flush=True)
+    try:
+        _build(name, path)
+        return _load(name, path)
+    except Exception as error:  # any build failure leaves the JIT kernels, which compute the same
+        print(f"row kernels: could not compile them ahead of time ({type(error).__name__}: {error}); using numba's "
+              "JIT, the same arithmetic, ~0.7 s more at each start", file=sys.stderr)
+        from engine.model import row_glue  # here: imports numba (module doc)
+
+        return row_glue
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no extension module at {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _build(name: str, path: Path) -> None:
+    """Compile the kernels of `engine.model.row_glue.SIGNATURES` into the extension module ``path``, written
+    whole or not at all (built in a temporary folder beside it, then moved)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba.pycc's pending deprecation: it still builds on numba 0.60-0.68
+        from numba.pycc import CC  # here: only when building (module doc)
+    from engine.model import row_glue  # here: imports numba (module doc)
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=path.parent) as folder:
+        compiler = CC(name)
+        compiler.output_dir = folder
+        compiler.verbose = False
+        for function, signature in row_glue.SIGNATURES.items():
+            compiler.export(function, signature)(getattr(row_glue, function).py_func)
+        compiler.compile()
+        os.replace(next(Path(folder).glob(f"{name}*")), path)
