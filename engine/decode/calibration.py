@@ -61,7 +61,7 @@ DRAFT_COST_POINTS = COST_POINTS[: bisect_left(COST_POINTS, (MAX_NODES - 1) // 2)
 """The draft's cost is needed only up to (MAX_NODES - 1) // 2 = 15 rows: the leaves are never fed, and every
 fed level has at least as many nodes below it, so ``1 + 2 w <= MAX_NODES`` for the widest fed level w."""
 CALIBRATION_PROMPT_COUNT = 4
-FORMAT = 5  # 5: verification costs measured on the NumPy-view CPU path (engine.verifiers.base)
+FORMAT = 6  # 6: forwards of integer-kernel models timed with the compiled row kernels (engine.model.row_glue)
 
 
 @dataclass
