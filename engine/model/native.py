@@ -52,6 +52,7 @@ transformers' own ``LlamaTensorProcessor`` (a permutation of whole output rows, 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -168,8 +169,9 @@ class Q8_0Linear(FileBlocksLinear):
         q = np.ascontiguousarray(groups[..., 2:]).view(np.int8).reshape(out_features, -1)
         return torch.from_numpy(q), torch.from_numpy(d)
 
-    def product_rows(self, rows: torch.Tensor) -> torch.Tensor:
-        return super().product_rows(torch.cat([rows, rows], dim=-1))
+    def bound_product(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        planes = super().bound_product()
+        return lambda rows: planes(torch.cat([rows, rows], dim=-1))
 
 
 def native_head_for_this_cpu() -> str:

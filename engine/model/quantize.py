@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,6 +85,11 @@ class _KernelLinear(nn.Module):
 
     def product_rows(self, rows: torch.Tensor) -> torch.Tensor:
         """The kernel call: bfloat16 [rows, in] -> bfloat16 [rows, out]."""
+        return self.bound_product()(rows)
+
+    def bound_product(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """`product_rows` with this layer's tensors bound: no module attribute lookups in the call (about
+        1.3 us each, two a product, 240 a token of the target)."""
         raise NotImplementedError
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -118,8 +124,9 @@ class Int8Linear(_KernelLinear):
         """One layer computing the outputs of ``parts`` side by side (fused q/k/v or gate/up)."""
         return cls(torch.cat([p.weight_int8 for p in parts]), torch.cat([p.scales for p in parts]))
 
-    def product_rows(self, rows: torch.Tensor) -> torch.Tensor:
-        return torch.ops.aten._weight_int8pack_mm(rows, self.weight_int8, self.scales)
+    def bound_product(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        weight, scales = self.weight_int8, self.scales
+        return lambda rows: torch.ops.aten._weight_int8pack_mm(rows, weight, scales)
 
 
 class Int4Linear(_KernelLinear):
@@ -173,8 +180,9 @@ class Int4Linear(_KernelLinear):
         return cls(torch.cat([p.levels for p in parts]), torch.cat([p.scales_and_zeros for p in parts], dim=1),
                    torch.cat([p.packed for p in parts]) if whole_blocks else None)
 
-    def product_rows(self, rows: torch.Tensor) -> torch.Tensor:
-        return torch._weight_int4pack_mm_for_cpu(rows, self.packed, INT4_GROUP, self.scales_and_zeros)
+    def bound_product(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        packed, scales_and_zeros = self.packed, self.scales_and_zeros
+        return lambda rows: torch._weight_int4pack_mm_for_cpu(rows, packed, INT4_GROUP, scales_and_zeros)
 
 
 def integer_kernels_run_on(device: torch.device | str) -> bool:

@@ -49,18 +49,14 @@ Projection = Callable[[torch.Tensor], torch.Tensor]
 INITIAL_CAPACITY = 512
 
 
-def fused_projection(parts: list[nn.Module], pad_small_rows: bool) -> Projection:
-    """One product computing the outputs of the linear layers ``parts`` side by side. Integer layers are
-    called at their kernel (`kernel_rows`); the native target's Q8_0 head, a layout of its own, through its
-    module (float32 logits)."""
+def fused_projection(parts: list[nn.Module], pad_small_rows: bool, bf16: Projection | None = None) -> Projection:
+    """One product computing the outputs of the linear layers ``parts`` side by side, on float rows. Integer
+    layers: their `bf16_projection` ``bf16`` after a cast; the native target's Q8_0 head, a layout of its own,
+    through its module (float32 logits)."""
     if len(parts) == 1 and isinstance(parts[0], Q8_0Linear):
         return parts[0]
-    for quantized in (Int8Linear, Int4Linear):
-        if all(isinstance(part, quantized) for part in parts):
-            return kernel_rows(parts[0] if len(parts) == 1 else quantized.concatenate(parts))
-    if all(isinstance(part, (Int8Linear, Int4Linear)) for part in parts):  # mixed (int4 fell back to int8)
-        products = [kernel_rows(part) for part in parts]
-        return lambda x: torch.cat([product(x) for product in products], dim=-1)
+    if bf16 is not None:
+        return lambda x: bf16(x.to(torch.bfloat16))
     if not all(isinstance(part, nn.Linear) and part.bias is None for part in parts):
         raise TypeError(f"CompactLM: expected bias-free nn.Linear or Int8Linear layers, got {parts}")
     weight = torch.cat([part.weight.detach() for part in parts])
@@ -69,11 +65,18 @@ def fused_projection(parts: list[nn.Module], pad_small_rows: bool) -> Projection
     return lambda x: functional.linear(x, weight)
 
 
-def kernel_rows(layer: Int8Linear | Int4Linear) -> Projection:
-    """``x`` (float [rows, in]) -> ``layer``'s product (bfloat16 [rows, out]), calling its kernel directly:
-    no ``nn.Module`` call (hooks, dispatch: about 8 us, 120 calls a token of the target)."""
-    product = layer.product_rows
-    return lambda x: product(x.to(torch.bfloat16))
+def bf16_projection(parts: list[nn.Module]) -> Projection | None:
+    """bfloat16 [rows, in] -> the integer layers ``parts``' outputs side by side (bfloat16 [rows, out]): one
+    kernel call on their concatenation, or one each where int4 fell back to int8 for some; their kernels called
+    directly (`bound_product`: no ``nn.Module`` call or attribute lookup, 120 products a token of the target).
+    None unless every part is an integer layer."""
+    for quantized in (Int8Linear, Int4Linear):
+        if all(isinstance(part, quantized) for part in parts):
+            return (parts[0] if len(parts) == 1 else quantized.concatenate(parts)).bound_product()
+    if not takes_bf16_rows(parts):
+        return None
+    products = [part.bound_product() for part in parts]  # mixed
+    return lambda x: torch.cat([product(x) for product in products], dim=-1)
 
 
 def is_compact_compatible(model: nn.Module) -> bool:
@@ -101,14 +104,15 @@ class _Layer:
 
     def __init__(self, layer: nn.Module, pad_small_rows: bool) -> None:
         attention, mlp = layer.self_attn, layer.mlp
-        self.qkv = fused_projection([attention.q_proj, attention.k_proj, attention.v_proj], pad_small_rows)
-        self.o = fused_projection([attention.o_proj], pad_small_rows)
-        self.gate_up = fused_projection([mlp.gate_proj, mlp.up_proj], pad_small_rows)
-        self.down = fused_projection([mlp.down_proj], pad_small_rows)
+        groups = ([attention.q_proj, attention.k_proj, attention.v_proj], [attention.o_proj],
+                  [mlp.gate_proj, mlp.up_proj], [mlp.down_proj])
+        bf16 = [bf16_projection(parts) for parts in groups]
+        self.qkv, self.o, self.gate_up, self.down = (fused_projection(parts, pad_small_rows, product)
+                                                     for parts, product in zip(groups, bf16))
+        self.bf16_products = None if None in bf16 else tuple(bf16)
+        """(qkv, o, gate_up, down) on bfloat16 rows where every product is an integer kernel, else None."""
         self.norm_in = (layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon)
         self.norm_post = (layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon)
-        self.bf16_rows = takes_bf16_rows([attention.q_proj, attention.k_proj, attention.v_proj, attention.o_proj,
-                                          mlp.gate_proj, mlp.up_proj, mlp.down_proj])
         self.norm_in_array, self.norm_post_array = float32_array(self.norm_in), float32_array(self.norm_post)
 
 
@@ -180,15 +184,15 @@ class _Weights:
         self.embed = model.model.embed_tokens.weight
         self.layers = [_Layer(layer, pad_small_rows) for layer in model.model.layers]
         self.final_norm = (model.model.norm.weight, model.model.norm.variance_epsilon)
-        self.head = fused_projection([model.get_output_embeddings()], pad_small_rows)
-        self.rotary = model.model.rotary_emb
         head = model.get_output_embeddings()
-        self.head_bf16 = head.product_rows if takes_bf16_rows([head]) else None
+        self.head_bf16 = bf16_projection([head])
         """The head's product on bfloat16 rows (bfloat16 logits) where it is an integer kernel, else None."""
+        self.head = fused_projection([head], pad_small_rows, self.head_bf16)
+        self.rotary = model.model.rotary_emb
         self.final_norm_array = float32_array(self.final_norm)
         self.glued = (self.embed.dtype == torch.float32 and self.embed.device.type == "cpu"
                       and self.final_norm_array is not None
-                      and all(layer.bf16_rows and layer.norm_in_array and layer.norm_post_array
+                      and all(layer.bf16_products and layer.norm_in_array and layer.norm_post_array
                               for layer in self.layers))
         """Whether the forward runs `engine.model.row_glue` between its products: every decoder product an
         integer kernel (bfloat16 rows), the embedding, norms and cache float32 on the CPU."""
@@ -380,16 +384,17 @@ class CompactLM(TreeCacheLM):
         queries_rows = queries.numpy()
         delta = torch.zeros(rows, h.shape[1], dtype=torch.bfloat16)  # the residual added before the next norm
         for index, layer in enumerate(w.layers):
+            qkv, o, gate_up, down = layer.bf16_products
             kernels.add_norm_rows(h_rows, bits(delta), *layer.norm_in_array, x_bits)
-            kernels.rotate_store_rows(bits(layer.qkv(x)), cos_rows, sin_rows, w.num_heads, queries_rows,
+            kernels.rotate_store_rows(bits(qkv(x)), cos_rows, sin_rows, w.num_heads, queries_rows,
                                       keys[index], values[index], start)
             attended = torch.empty(rows, w.num_heads * w.head_dim, dtype=torch.bfloat16)
             kernels.heads_to_rows(attend(index, queries).numpy(), bits(attended))
-            kernels.add_norm_rows(h_rows, bits(layer.o(attended)), *layer.norm_post_array, x_bits)
-            gate_up = layer.gate_up(x)
-            hidden = torch.empty(rows, gate_up.shape[1] // 2, dtype=torch.bfloat16)
-            kernels.swiglu_rows(bits(gate_up), bits(hidden))
-            delta = layer.down(hidden)
+            kernels.add_norm_rows(h_rows, bits(o(attended)), *layer.norm_post_array, x_bits)
+            both = gate_up(x)
+            hidden = torch.empty(rows, both.shape[1] // 2, dtype=torch.bfloat16)
+            kernels.swiglu_rows(bits(both), bits(hidden))
+            delta = down(hidden)
         last = slice(first_logits, None)
         if w.head_bf16 is not None:
             kernels.add_norm_rows(h_rows[last], bits(delta)[last], *w.final_norm_array, x_bits[last])

@@ -124,7 +124,7 @@ def test_a_mixed_int4_int8_fusion_computes_the_parts_side_by_side():
         linear.weight.data = torch.randn(linear.weight.shape, generator=generator)
     parts = [Int4Linear.from_linear(wide), Int8Linear.from_linear(narrow)]
     x = torch.randn(3, 64, generator=generator).to(torch.bfloat16)
-    fused = compact_lm.fused_projection(parts, pad_small_rows=True)
+    fused = compact_lm.bf16_projection(parts)
     torch.testing.assert_close(fused(x), torch.cat([part(x) for part in parts], dim=-1))
 
 
