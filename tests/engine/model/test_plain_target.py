@@ -25,6 +25,7 @@ from engine.model import gguf
 from engine.model.chat_tokenizer import ChatTokenizer, tokenizer_problem
 from engine.model.models import load_target, with_compute
 from engine.model.plain_llama import PlainLlama, PlainRotary, plain_problem
+from engine.model.row_kernels import load_row_kernels
 from engine.model.tiny import tiny_llama
 from engine.runtime.tree_lm import TreeLM
 from tests.engine.model.test_checkpoints import word_tokenizer
@@ -193,7 +194,8 @@ def test_a_transformers_free_target_decodes_todays_tokens(real_target, compute, 
 
 HEAVY = ("transformers", "scipy", "numba", "sympy", "matplotlib")
 """What a warm ``generate`` never imports: transformers (the plain target needs none), and what would only add
-to its start-up (SciPy alone took 0.4-1.0 s to import)."""
+to its start-up (SciPy alone took 0.4-1.0 s to import; numba ~0.7 s with what it imports: the native forward's
+kernels load compiled, `engine.model.row_kernels`)."""
 
 WARM_GENERATE = f"HEAVY = {HEAVY!r}\n" + """
 import sys
@@ -212,6 +214,7 @@ def test_a_warm_generate_imports_no_transformers_and_nothing_that_only_slows_its
     for compute in ("float32", "native"):  # warm every cache the command reads (built here, with transformers)
         generate(*load_target(compute=compute, transformers_free=True),
                  GenerationRequest(prompt="Hi.", branching=(1, 1), max_new_tokens=1, threads=1))
+    load_row_kernels(gguf.cache_root() / "kernels")  # this process may hold kernels built in another test's cache
     path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     run = subprocess.run([sys.executable, "-c", WARM_GENERATE], cwd=REPO, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": path}, timeout=600)
