@@ -181,6 +181,7 @@ class _Weights:
         self.num_heads = config.num_attention_heads
         self.num_kv_heads = config.num_key_value_heads
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        self.intermediate_size = config.intermediate_size
         self.embed = model.model.embed_tokens.weight
         self.layers = [_Layer(layer, pad_small_rows) for layer in model.model.layers]
         self.final_norm = (model.model.norm.weight, model.model.norm.variance_epsilon)
@@ -332,7 +333,10 @@ class CompactLM(TreeCacheLM):
         self._reserve(end)
         w = self.weights
         mask = None if bool(allowed.all()) else allowed[None, None]
-        seen = entries_seen(allowed) if w.row_exact and not self._prefilling else None
+        # row by row where the rows' attention could differ from a batched call's; one row seeing every entry
+        # (`ar`) makes the very call `attend_row_by_row` would make
+        one_full_row = rows == 1 and mask is None
+        seen = entries_seen(allowed) if w.row_exact and not self._prefilling and not one_full_row else None
         h = w.embed[input_ids]
         cos, sin = (t[0] for t in w.rotary(h[None], positions[None]))
         sin = signed_sin(sin)
@@ -382,18 +386,19 @@ class CompactLM(TreeCacheLM):
         x_bits = bits(x)
         queries = torch.empty(w.num_heads, rows, w.head_dim)
         queries_rows = queries.numpy()
+        attended = torch.empty(rows, w.num_heads * w.head_dim, dtype=torch.bfloat16)  # W_o's input
+        attended_bits = bits(attended)
+        hidden = torch.empty(rows, w.intermediate_size, dtype=torch.bfloat16)  # W_down's input
+        hidden_bits = bits(hidden)
         delta = torch.zeros(rows, h.shape[1], dtype=torch.bfloat16)  # the residual added before the next norm
         for index, layer in enumerate(w.layers):
             qkv, o, gate_up, down = layer.bf16_products
             kernels.add_norm_rows(h_rows, bits(delta), *layer.norm_in_array, x_bits)
             kernels.rotate_store_rows(bits(qkv(x)), cos_rows, sin_rows, w.num_heads, queries_rows,
                                       keys[index], values[index], start)
-            attended = torch.empty(rows, w.num_heads * w.head_dim, dtype=torch.bfloat16)
-            kernels.heads_to_rows(attend(index, queries).numpy(), bits(attended))
+            kernels.heads_to_rows(attend(index, queries).numpy(), attended_bits)
             kernels.add_norm_rows(h_rows, bits(o(attended)), *layer.norm_post_array, x_bits)
-            both = gate_up(x)
-            hidden = torch.empty(rows, both.shape[1] // 2, dtype=torch.bfloat16)
-            kernels.swiglu_rows(bits(both), bits(hidden))
+            kernels.swiglu_rows(bits(gate_up(x)), hidden_bits)
             delta = down(hidden)
         last = slice(first_logits, None)
         if w.head_bf16 is not None:
