@@ -341,21 +341,20 @@ class CompactLM(TreeCacheLM):
         cos, sin = (t[0] for t in w.rotary(h[None], positions[None]))
         sin = signed_sin(sin)
         run = self._glued_layers if w.glued else self._torch_layers
-        logits = run(h, cos, sin, start, lambda index, queries: self._attend(index, queries, end, mask, seen),
-                     first_logits)
+        keys, values = self._keys[:, None, :, :end], self._values[:, None, :, :end]  # sliced once a forward
+        scale = w.head_dim ** -0.5
+
+        def attend(index: int, queries: torch.Tensor) -> torch.Tensor:
+            """Attention of ``queries`` (float [1, heads, rows, d]) on layer ``index``'s cache entries up to
+            ``end`` (batched under ``mask``, or row by row over ``seen``: `attend_row_by_row`) -> the same shape."""
+            if seen is not None:
+                return attend_row_by_row(queries[0], self._keys[index], self._values[index], seen)[None]
+            return functional.scaled_dot_product_attention(queries, keys[index], values[index], attn_mask=mask,
+                                                           scale=scale, enable_gqa=True)
+
+        logits = run(h, cos, sin, start, attend, first_logits)
         self._length = end
         return logits
-
-    def _attend(self, index: int, queries: torch.Tensor, end: int, mask: torch.Tensor | None,
-                seen: list[int | torch.Tensor] | None) -> torch.Tensor:
-        """Attention of ``queries`` (float [heads, rows, d]) on layer ``index``'s cache entries up to ``end``
-        (batched under ``mask``, or row by row over ``seen``: `attend_row_by_row`) -> [heads, rows, d]."""
-        keys, values = self._keys[index], self._values[index]
-        if seen is not None:
-            return attend_row_by_row(queries, keys, values, seen)
-        return functional.scaled_dot_product_attention(
-            queries[None], keys[None, :, :end], values[None, :, :end], attn_mask=mask,
-            scale=queries.shape[-1] ** -0.5, enable_gqa=True)[0]
 
     def _torch_layers(self, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, start: int,
                       attend: Callable[[int, torch.Tensor], torch.Tensor], first_logits: int) -> torch.Tensor:
@@ -369,7 +368,7 @@ class CompactLM(TreeCacheLM):
             qk = rotate(qkv[: heads + kv_heads], cos, sin)  # queries and keys rotated together
             self._keys[index, :, start:end] = qk[heads:]
             self._values[index, :, start:end] = qkv[heads + kv_heads:]
-            h = h + layer.o(attend(index, qk[:heads]).transpose(0, 1).reshape(rows, -1))
+            h = h + layer.o(attend(index, qk[None, :heads])[0].transpose(0, 1).reshape(rows, -1))
             gate, up = layer.gate_up(rms_norm(h, layer.norm_post)).chunk(2, dim=-1)
             h = h + layer.down(functional.silu(gate) * up)
         return w.head(rms_norm(h[first_logits:], w.final_norm))
@@ -384,8 +383,8 @@ class CompactLM(TreeCacheLM):
         keys, values = self._keys.numpy(), self._values.numpy()
         x = torch.empty(rows, h.shape[1], dtype=torch.bfloat16)
         x_bits = bits(x)
-        queries = torch.empty(w.num_heads, rows, w.head_dim)
-        queries_rows = queries.numpy()
+        queries = torch.empty(1, w.num_heads, rows, w.head_dim)
+        queries_rows = queries.numpy()[0]
         attended = torch.empty(rows, w.num_heads * w.head_dim, dtype=torch.bfloat16)  # W_o's input
         attended_bits = bits(attended)
         hidden = torch.empty(rows, w.intermediate_size, dtype=torch.bfloat16)  # W_down's input
@@ -396,7 +395,7 @@ class CompactLM(TreeCacheLM):
             kernels.add_norm_rows(h_rows, bits(delta), *layer.norm_in_array, x_bits)
             kernels.rotate_store_rows(bits(qkv(x)), cos_rows, sin_rows, w.num_heads, queries_rows,
                                       keys[index], values[index], start)
-            kernels.heads_to_rows(attend(index, queries).numpy(), attended_bits)
+            kernels.heads_to_rows(attend(index, queries).numpy()[0], attended_bits)
             kernels.add_norm_rows(h_rows, bits(o(attended)), *layer.norm_post_array, x_bits)
             kernels.swiglu_rows(bits(gate_up(x)), hidden_bits)
             delta = down(hidden)
