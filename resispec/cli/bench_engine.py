@@ -44,11 +44,11 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--assistant-tokens", type=integer_in(1, MAX_ASSISTANT_TOKENS, "assistant tokens"), nargs="*",
                         default=[4, 6, 8],
                         help="transformers assisted generation with these constant numbers of assistant tokens "
-                             "(the best is the peer); none: skip transformers")
+                             "(the best is the peer); the option with no value skips them")
     parser.add_argument("--llama-cpp", nargs="*", choices=("plain", "lookup"), default=["plain", "lookup"],
                         help="llama.cpp on the same GGUF, threads, prompts and untruncated sampling: plain and/or "
                              "with its prompt-lookup draft (needs the extra 'peer': llama-cpp-python; skipped with "
-                             "one line without it); none: skip llama.cpp")
+                             "one line without it); the option with no value skips llama.cpp")
     parser.add_argument("--seed", type=nonneg_seed, default=0)
     parser.add_argument("--device", type=device, default="cpu")
     parser.add_argument("--threads", type=positive_int, default=1)
