@@ -1,15 +1,15 @@
 """`engine.model.row_glue`'s kernels compiled ahead of time, loaded without importing numba.
 
-numba's JIT costs every process ~0.7 s before its first kernel call (its import, which imports
-``scipy.linalg``, and its registries; all under the GIL, so a loader thread does not hide it), which would
-take a warm ``generate`` past 3 s. So the first use compiles the kernels once into an extension module with
-``numba.pycc`` (~8 s, one line on stderr first) and caches it in ``<cache root>/kernels/`` (`engine.model.gguf.
-cache_root`), named by a fingerprint of the kernels' source, numba, NumPy, Python and the machine; later
-processes import that file in milliseconds. The compiled functions are the same numba code as the JIT ones,
-without fast-math, so they give the same bits; pycc compiles for the architecture's generic CPU model, so a
-cache folder shared by machines of different ISA extensions (x86-64 with and without AVX-512) serves them
-all, at no cost here (the loops are scalar or memory-bound: 1.02 vs 1.01 us for a one-row RMSNorm). Where the ahead-of-time build fails (no C compiler, say) the
-reason is said on one line and the JIT functions are used, at that start-up cost.
+numba's JIT costs every process ~0.7 s before its first kernel call (its import, which imports ``scipy.linalg``,
+and its registries; all under the GIL, so a loader thread does not hide it), which would take a warm ``generate``
+past 3 s. So the first use compiles the kernels once into an extension module with ``numba.pycc`` (~8 s, one line
+on stderr first) and caches it in ``<cache root>/kernels/`` (`engine.model.gguf.cache_root`), named by a
+fingerprint of the kernels' source, numba, NumPy, Python and the machine; later processes import that file in
+milliseconds. The compiled functions are the same numba code as the JIT ones, without fast-math, so they give the
+same bits; pycc compiles for the architecture's generic CPU model, so a cache folder shared by machines of
+different ISA extensions (x86-64 with and without AVX-512) serves them all, at no cost here (the loops are scalar
+or memory-bound: 1.02 vs 1.01 us for a one-row RMSNorm). Where the ahead-of-time build fails (no C compiler, say)
+the reason is said on one line and the JIT functions are used, at that start-up cost.
 """
 
 from __future__ import annotations
@@ -63,16 +63,16 @@ def load_row_kernels(folder: Path) -> ModuleType:
         try:
             return _load(name, path)
         except ImportError as error:
-            print(f"row kernels: the cached {path} does not load ({error}); rebuilding it", file=sys.stderr)
+            print(f"resispec: the cached row kernels {path} do not load ({error}); rebuilding them", file=sys.stderr)
             path.unlink(missing_ok=True)
-    print(f"Compiling the native forward's row kernels once (numba, ~8 s) into {folder}", file=sys.stderr,
+    print(f"resispec: compiling the native forward's row kernels (once, ~8 s; cached in {path})", file=sys.stderr,
           flush=True)
     try:
         _build(name, path)
         return _load(name, path)
     except Exception as error:  # any build failure leaves the JIT kernels, which compute the same
-        print(f"row kernels: could not compile them ahead of time ({type(error).__name__}: {error}); using numba's "
-              "JIT, the same arithmetic, ~0.7 s more at each start", file=sys.stderr)
+        print(f"resispec: could not compile the row kernels ahead of time ({type(error).__name__}: {error}); using "
+              "numba's JIT, the same arithmetic, ~0.7 s more at each start", file=sys.stderr)
         from engine.model import row_glue  # here: imports numba (module doc)
 
         return row_glue

@@ -112,12 +112,12 @@ def test_the_compiled_kernels_are_the_jit_kernels_bit_for_bit(compiled):
 def test_the_compiled_module_is_reused_and_a_corrupt_one_is_named_and_rebuilt(compiled, tmp_path, capsys):
     folder, kernels = compiled
     assert load_row_kernels(folder).__file__ == kernels.__file__
-    assert "Compiling" not in capsys.readouterr().err
+    assert "compiling" not in capsys.readouterr().err
     corrupt = tmp_path / next(folder.glob("row_glue_*")).name  # another folder: the loaded file stays mapped
     corrupt.write_bytes(b"not an extension module")
     rebuilt = load_row_kernels(tmp_path)
     err = capsys.readouterr().err
-    assert "does not load" in err and "rebuilding" in err
+    assert "do not load" in err and "rebuilding" in err
     assert rebuilt is not row_glue and corrupt.stat().st_size > 1000
 
 
@@ -127,4 +127,4 @@ def test_a_failed_build_says_so_and_falls_back_to_the_jit_kernels(tmp_path, monk
 
     monkeypatch.setattr(row_kernels, "_build", no_compiler)
     assert load_row_kernels(tmp_path) is row_glue
-    assert "could not compile them ahead of time (RuntimeError: no C compiler)" in capsys.readouterr().err
+    assert "could not compile the row kernels ahead of time (RuntimeError: no C compiler)" in capsys.readouterr().err
