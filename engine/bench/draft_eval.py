@@ -49,10 +49,14 @@ def draft_pairs(
         if len(keep) == 0:
             continue
         chain, parents = tokens[prompt_len - 1 :], torch.arange(-1, len(tokens) - prompt_len)
-        q_logits = lm_grow(draft, tokens[:prompt_len], chain, parents)[:-1]
         keep = torch.as_tensor(keep)
-        p_logits = (target.lm_head(hidden[keep]) if p_model is None
-                    else lm_grow(lm_for(p_model), tokens[:prompt_len], chain, parents)[:-1][keep])
+        if p_model is None:
+            p_logits, states = target.lm_head(hidden[keep]), hidden
+        else:
+            native = lm_for(p_model)
+            p_logits = lm_grow(native, tokens[:prompt_len], chain, parents)[:-1][keep]
+            states = native.last_features
+        q_logits = lm_grow(draft, tokens[:prompt_len], chain, parents, states)[:-1]
         ps.append(torch.softmax(p_logits.double(), -1))
         qs.append(torch.softmax(q_logits[keep].double(), -1))
         flags += [drafts_at(draft, tokens[: prompt_len + int(t)].tolist()) for t in keep]

@@ -161,8 +161,9 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
             sequence = sample_continuation(target, prompt, new_tokens, sampling, generator)
             chain = sequence[len(prompt) - 1:]
             parents = torch.arange(-1, len(chain) - 1)
-            p, q = ((to_probs(lm_grow(lm, prompt, chain, parents).float(), sampling)[:-1].numpy())
-                    for lm, to_probs in ((target, target_probs), (draft, draft_probs)))
+            p = target_probs(lm_grow(target, prompt, chain, parents).float(), sampling)[:-1].numpy()
+            q_logits = lm_grow(draft, prompt, chain, parents, getattr(target, "last_features", None))
+            q = draft_probs(q_logits.float(), sampling)[:-1].numpy()
             drafting = [drafts_at(draft, sequence[: len(prompt) + t].tolist()) for t in range(len(chain) - 1)]
             for start, stop in _runs(drafting):  # rounds the draft declines are one-token rounds: not measured
                 p_rows.append(p[start:stop])
@@ -190,9 +191,17 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
                        verify_seconds)
 
 
-def lm_grow(lm, prompt: torch.Tensor, chain: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
-    """``lm``'s logits along ``chain`` (long [n], the prompt's last token first) after prefilling ``prompt``."""
+def lm_grow(lm, prompt: torch.Tensor, chain: torch.Tensor, parents: torch.Tensor,
+            states: torch.Tensor | None = None) -> torch.Tensor:
+    """``lm``'s logits along ``chain`` (long [n], the prompt's last token first) after prefilling ``prompt``.
+    A draft that reads the target's states (``observe``: the feature draft) is teacher-forced on ``states``,
+    the target's final-norm states along the chain (float [>= n - 1, H])."""
     lm.prefill(prompt)
+    observe = getattr(lm, "observe", None)
+    if observe is not None:
+        if states is None:
+            raise ValueError(f"{type(lm).__name__} reads the target's states: score the target along the chain first")
+        observe(states[: len(chain) - 1])
     return lm.grow(chain, parents)
 
 

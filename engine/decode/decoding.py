@@ -11,6 +11,10 @@ One speculative round (node 0 = the last emitted token):
    leaf emits one token drawn from p at the leaf;
 4. both models keep the accepted path's KV entries (``commit``); the last emitted token is the next root.
 
+A draft with an ``observe(states)`` method (the feature draft, `engine.drafts.feature_draft`) gets the target's
+final-norm states at the accepted path's rows after each round, before its ``commit``: functions of the
+accepted tokens, so its q stays a function of the context.
+
 A draft with a ``proposes(context)`` method (the n-gram draft, `engine.drafts.ngram`) may decline a round:
 where it returns false for the context (prompt and emitted tokens, the root last) the round is a one-token
 round, one token sampled from p at the root. The choice is a function of the context only, made before any
@@ -171,6 +175,7 @@ class Decoder:
             else:
                 tokens = self._autoregressive_step(root)
                 if self.speculative:  # a one-token round: the draft only learns the root
+                    self._observe(torch.tensor([0]))
                     self.draft.commit(torch.tensor([root]))
             tokens = tokens[: max_new_tokens - emitted]
             if eos_id in tokens:
@@ -187,6 +192,13 @@ class Decoder:
                 return
             root = tokens[-1]
             context += tokens
+
+    def _observe(self, rows: torch.Tensor) -> None:
+        """Hand a draft that reads the target's states (an ``observe`` method: `engine.drafts.feature_draft`)
+        those of the last target forward's ``rows`` (long [m]: the accepted path, root first)."""
+        observe = getattr(self.draft, "observe", None)
+        if observe is not None:
+            observe(self.target.last_features[rows])
 
     def _emit(self, p: torch.Tensor, token: int) -> None:
         """Record the randomized PIT of ``token`` against ``p`` (V,) when auditing."""
@@ -229,7 +241,9 @@ class Decoder:
                                    draft_probs(drafted.q_logits, self.sampling), position)
         self.stats.verify_seconds += time.perf_counter() - clock
         token_list = drafted.tokens.tolist()
-        accepted = torch.tensor([token_list[n] for n in tree.path(node)])
+        path = tree.path(node)
+        accepted = torch.tensor([token_list[n] for n in path])
+        self._observe(drafted.row[path])
         self.target.commit(accepted)
         self.draft.commit(accepted)
         self.stats.parity_checked = self.node_verifier.parity.checked + (

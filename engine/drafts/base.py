@@ -18,7 +18,8 @@ class Draft(Protocol):
     target) is started with ``prefill_from(target, input_ids)`` on the target's prompt cache instead. A draft
     with a ``proposes(context) -> bool`` method (the n-gram draft) declines the rounds where it returns false
     for the context (prompt and emitted tokens, the root last): they are one-token rounds
-    (`engine.decode.decoding.drafts_at`).
+    (`engine.decode.decoding.drafts_at`). A draft with an ``observe(states)`` method (the feature draft) is
+    handed the target's final-norm states at the accepted positions before each ``commit``.
     """
 
     vocab_size: int

@@ -1,5 +1,6 @@
 """Drafts by name, for the CLI and benchmarks: ``default`` (``int4`` on CPU, ``bf16`` elsewhere), ``int4``,
 ``int8`` and ``bf16`` (quantized self-drafts, `SelfDraft`), ``trained`` (the distilled draft, `TrainedDraft`),
+``feature`` (an EAGLE-style head on the target's states, `FeatureDraft`),
 ``early-exit`` (``early-exit-L`` picks the depth L), ``ngram`` (prompt lookup, no model: `NGramDraft`;
 ``ngram-N`` matches suffixes of at least N tokens), ``layer-skip`` (the target's own layers, some skipped:
 `LayerSkipDraft`; ``layer-skip:0,3,7,...`` names the kept layers), or the path of a local causal LM on the
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from engine.drafts.base import Draft
 from engine.drafts.early_exit import DEFAULT_EARLY_EXIT_LAYERS, EarlyExitDraft
+from engine.drafts.feature_draft import FeatureDraft
 from engine.drafts.layer_skip import DEFAULT_LAYERS, LayerSkipDraft
 from engine.drafts.ngram import DEFAULT_MAX_N, DEFAULT_MIN_N, NGramDraft
 from engine.drafts.self_draft import SelfDraft, default_self_draft_scheme
@@ -28,8 +30,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 DEFAULT_DRAFT = "default"
-DRAFT_NAMES = ("default", "int4", "int8", "bf16", "trained", "early-exit", "early-exit-L", "ngram", "ngram-N",
-               "layer-skip", "layer-skip:LIST")
+DRAFT_NAMES = ("default", "int4", "int8", "bf16", "trained", "feature", "early-exit", "early-exit-L", "ngram",
+               "ngram-N", "layer-skip", "layer-skip:LIST")
 """Every draft name ``make_draft`` knows; a trailing ``-L`` / ``-N`` stands for a positive integer (a depth, a
 suffix length), ``LIST`` for comma-separated layer indices (``0,2,5``). Any existing path is a draft too (a
 local checkpoint)."""
@@ -58,10 +60,11 @@ def check_draft_name(name: str) -> str:
 
 def reads_only_target_weights(name: str) -> bool:
     """Whether the draft ``name`` (checked by ``check_draft_name``) reads nothing of the target but its weights
-    (the quantized self-drafts, n-gram, layer-skip), so that a `engine.model.plain_llama.PlainLlama` target
-    serves it; the trained, early-exit and checkpoint drafts build transformers models around the target's."""
+    (the quantized self-drafts, n-gram, layer-skip, feature), so that a `engine.model.plain_llama.PlainLlama`
+    target serves it; the trained, early-exit and checkpoint drafts build transformers models around the
+    target's."""
     name = check_draft_name(name)
-    return (name in (DEFAULT_DRAFT, *SCHEMES) or NGRAM_NAME.fullmatch(name) is not None
+    return (name in (DEFAULT_DRAFT, "feature", *SCHEMES) or NGRAM_NAME.fullmatch(name) is not None
             or name.startswith("layer-skip"))
 
 
@@ -82,6 +85,8 @@ def make_draft(name: str, target: PreTrainedModel) -> Draft:
         return SelfDraft(target, name)
     if name == "trained":
         return TrainedDraft(target)
+    if name == "feature":
+        return FeatureDraft(target)
     match = re.fullmatch(r"early-exit(?:-(\d+))?", name)
     if match:
         layers = int(match.group(1) or DEFAULT_EARLY_EXIT_LAYERS)

@@ -58,13 +58,17 @@ class DraftLayers(nn.Module):
         return decoder_view(target, self.layers, self.norm)
 
 
-def save_draft(own: DraftLayers, meta: dict, path: Path) -> None:
-    """Write `own`'s weights as float16 safetensors at `path` (metadata: `meta` as JSON, under "draft")."""
-    tensors = {name: t.detach().to(torch.float16).contiguous() for name, t in own.state_dict().items()}
+def save_draft(own: nn.Module, meta: dict, path: Path) -> None:
+    """Write `own`'s weights (a draft's own module: `DraftLayers`, the feature draft's `FeatureHead`) as float16
+    safetensors at `path` (metadata: `meta` as JSON, under "draft"); integer buffers keep their type."""
+    tensors = {name: (t.detach().to(torch.float16) if t.is_floating_point() else t.detach()).contiguous()
+               for name, t in own.state_dict().items()}
     if not all(torch.isfinite(t).all() for t in tensors.values()):
         raise ValueError("draft weights overflow float16")
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, path, metadata={"draft": json.dumps(meta)})
+    staging = path.with_suffix(".tmp")
+    save_file(tensors, staging, metadata={"draft": json.dumps(meta)})
+    staging.replace(path)  # never half-written
 
 
 def read_draft_meta(path: Path) -> dict:

@@ -251,6 +251,9 @@ class CompactLM(TreeCacheLM):
                 product.prepare(fewest, most)
 
     _prefilling = False
+    last_features: torch.Tensor | None = None
+    """The final-norm states of the last forward's rows that got logits (float32 or bfloat16 [rows, hidden]: the
+    head's input, so ``logits = head(last_features)``); the feature draft reads them (`engine.drafts.feature_draft`)."""
     source: nn.Module | None = None
     """The target this model is a self-draft of (it may start on that target's prompt cache), or None."""
     source_layers: list[int] | None = None
@@ -371,7 +374,8 @@ class CompactLM(TreeCacheLM):
             h = h + layer.o(attend(index, qk[None, :heads])[0].transpose(0, 1).reshape(rows, -1))
             gate, up = layer.gate_up(rms_norm(h, layer.norm_post)).chunk(2, dim=-1)
             h = h + layer.down(functional.silu(gate) * up)
-        return w.head(rms_norm(h[first_logits:], w.final_norm))
+        self.last_features = rms_norm(h[first_logits:], w.final_norm)
+        return w.head(self.last_features)
 
     def _glued_layers(self, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, start: int,
                       attend: Callable[[int, torch.Tensor], torch.Tensor], first_logits: int) -> torch.Tensor:
@@ -402,7 +406,9 @@ class CompactLM(TreeCacheLM):
         last = slice(first_logits, None)
         if w.head_bf16 is not None:
             kernels.add_norm_rows(h_rows[last], bits(delta)[last], *w.final_norm_array, x_bits[last])
+            self.last_features = x[last]
             return w.head_bf16(x[last]).float()
         normed = torch.empty_like(h[last])
         kernels.add_norm_rows_f32(h_rows[last], bits(delta)[last], *w.final_norm_array, normed.numpy())
+        self.last_features = normed
         return w.head(normed)

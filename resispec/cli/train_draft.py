@@ -1,7 +1,9 @@
-"""``resispec train-draft``: distil the engine's default draft from SmolLM2-135M, end to end.
+"""``resispec train-draft``: distil the engine's trained draft (or, with ``--draft feature``, its feature draft)
+from SmolLM2-135M, end to end.
 
 The pipeline of ``engine.train.train_draft``: the target continues the training prompts, the draft's own
 layers learn KL(p || q), the held-out overlap, the curve and the weights are written (each step resumable).
+``--draft feature`` trains the EAGLE-style head on the same text instead (``engine.train.train_feature_draft``).
 ``--preset tiny`` runs the same pipeline on tiny random models in seconds. Progress goes to stdout and
 ``<run folder>/train.log``; the last line is the results as one strict JSON object.
 """
@@ -20,6 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--preset", default="smollm2", help="smollm2 (the shipped draft) or tiny (a smoke run)")
     parser.add_argument("--work", type=output_dir, default=None, metavar="DIR",
                         help="data and checkpoints (default: out/ in the repository)")
+    parser.add_argument("--draft", choices=("trained", "feature"), default="trained",
+                        help="trained (3 layers of its own on tokens) or feature (one layer on the target's states)")
     parser.add_argument("--steps", type=positive_int, default=None, help="override the preset's optimizer steps")
     parser.add_argument("--threads", type=positive_int, default=1,
                         help="torch threads (default 1: on a shared, oversubscribed CPU two threads stall each other)")
@@ -35,6 +39,12 @@ def run(args: argparse.Namespace) -> int:
     if args.preset not in PRESETS:
         raise ValueError(f"--preset: expected one of {', '.join(sorted(PRESETS))}, got {args.preset!r}")
     torch.set_num_threads(args.threads)
-    results = train_draft(args.preset, args.work or REPO / "out", args.steps)
+    work = args.work or REPO / "out"
+    if args.draft == "feature":
+        from engine.train.train_feature_draft import run_feature_preset
+
+        results = run_feature_preset(args.preset, work, args.steps)
+    else:
+        results = train_draft(args.preset, work, args.steps)
     print(strict_json(results).replace("\n", " "))
     return 0

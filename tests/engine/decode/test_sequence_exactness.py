@@ -21,10 +21,13 @@ import pytest
 import torch
 
 from engine.decode.batch import BatchDecoder
+from engine.decode.decoding import Decoder
 from engine.decode.processing import Sampling
+from engine.drafts.feature_draft import FeatureDraft, FeatureHead
 from engine.drafts.layer_skip import LayerSkipDraft
 from engine.drafts.ngram import NGramDraft
 from engine.drafts.self_draft import SelfDraft
+from engine.drafts.trained import save_draft
 from engine.model.tiny import tiny_llama
 from engine.runtime.tree_lm import TreeCacheLM, TreeLM
 from resispec import VERIFIERS
@@ -137,3 +140,23 @@ def test_the_ngram_and_layer_skip_drafts_reproduce_the_target_law(models, target
     q = NGramDraft(VOCAB, max_n=3, min_n=1) if draft == "ngram" else LayerSkipDraft(target, [1])
     chi = merged_chi_square(sequence_counts(models, verifier, 7, branching, q=q), target_law)
     assert chi.pvalue >= LEVEL, (verifier, branching, draft, chi)
+
+
+@pytest.mark.parametrize("verifier, branching", [
+    ("rrs", (3, 2)),  # depth 2: the draft's own predicted state stands in for the target's
+    ("resispec_wor", (2, 2)),
+])
+def test_the_feature_draft_reproduces_the_target_law(models, target_law, verifier, branching, tmp_path):
+    """The feature draft reads the target's states between rounds (`Decoder` hands them over; the batch decoder
+    does not), so these generations run one at a time through `Decoder`, one decoder for all."""
+    target, _ = models
+    head = FeatureHead(target, torch.tensor([0, 1, 2, 4, 5, 7]), init_layer=1)
+    config = target.config
+    path = tmp_path / "feature.safetensors"
+    save_draft(head, dict(model_type=config.model_type, hidden_size=config.hidden_size,
+                          vocab_size=config.vocab_size), path)
+    decoder = Decoder(target, FeatureDraft(target, path), verifier, branching, Sampling(1.0), seed=9)
+    tokens = np.array([list(decoder.generate(PROMPT, LENGTH)) for _ in range(SAMPLES)])
+    counts = np.bincount(np.ravel_multi_index(tokens.T, (VOCAB,) * LENGTH), minlength=VOCAB**LENGTH)
+    chi = merged_chi_square(counts, target_law)
+    assert chi.pvalue >= LEVEL, (verifier, branching, chi)

@@ -16,8 +16,10 @@ from transformers import AutoModelForCausalLM
 from engine.decode.calibration import calibration_key
 from engine.decode.decoding import Decoder
 from engine.decode.processing import Sampling
+from engine.drafts.feature_draft import FeatureDraft, FeatureHead
 from engine.drafts.layer_skip import LayerSkipDraft
 from engine.drafts.ngram import NGramDraft
+from engine.drafts.trained import save_draft
 from engine.model.compute import target_compute_of
 from engine.model.gguf import checkpoint_dir
 from engine.model.models import check_target_compute, with_compute
@@ -135,14 +137,29 @@ def test_a_nodes_p_does_not_depend_on_the_row_count(float_and_native, tiny_file,
     assert torch.allclose(chain, torch.stack(rows), rtol=0, atol=tolerance)
 
 
-def test_greedy_speculative_equals_greedy_autoregressive_on_the_native_target(float_and_native):
+def feature_draft(native, folder) -> FeatureDraft:
+    """An untrained feature draft of ``native`` (it reads the glued forward's bfloat16 states)."""
+    config = native.config
+    path = folder / "feature.safetensors"
+    save_draft(FeatureHead(native, torch.arange(0, config.vocab_size, 2), init_layer=None).apply(_normal), dict(
+        model_type=config.model_type, hidden_size=config.hidden_size, vocab_size=config.vocab_size), path)
+    return FeatureDraft(native, path)
+
+
+def _normal(module: torch.nn.Module) -> None:
+    for parameter in module.parameters(recurse=False):
+        torch.nn.init.normal_(parameter, std=0.1, generator=torch.Generator().manual_seed(0))
+
+
+def test_greedy_speculative_equals_greedy_autoregressive_on_the_native_target(float_and_native, tmp_path):
     model, native = float_and_native
     greedy = Sampling(temperature=0.0)
     prompt = torch.tensor([1, 5, 9, 3])
     plain = list(Decoder(native, None, "ar", sampling=greedy).generate(prompt, 24))
     for verifier, draft, branching in (("sps", TreeLM(model), (1, 1, 1)), ("rrs", CompactLM(model), (2, 2)),
                                        ("rrs", NGramDraft(native.config.vocab_size, 3, 1), (2, 1)),
-                                       ("sps", LayerSkipDraft(native, [1]), (1, 1, 1))):
+                                       ("sps", LayerSkipDraft(native, [1]), (1, 1, 1)),
+                                       ("rrs", feature_draft(native, tmp_path), (2, 2))):
         decoded = list(Decoder(native, draft, verifier, branching, greedy).generate(prompt, 24))
         assert decoded == plain, (verifier, type(draft).__name__)
 
