@@ -61,7 +61,8 @@ DRAFT_COST_POINTS = COST_POINTS[: bisect_left(COST_POINTS, (MAX_NODES - 1) // 2)
 """The draft's cost is needed only up to (MAX_NODES - 1) // 2 = 15 rows: the leaves are never fed, and every
 fed level has at least as many nodes below it, so ``1 + 2 w <= MAX_NODES`` for the widest fed level w."""
 CALIBRATION_PROMPT_COUNT = 4
-FORMAT = 6  # 6: forwards of integer-kernel models timed with the compiled row kernels (engine.model.row_glue)
+FORMAT = 7  # 6: forwards of integer-kernel models timed with the compiled row kernels (engine.model.row_glue);
+# 7: a draft's forward timed as one level of n rows below a grown root (the feature draft needs its parents first)
 
 
 @dataclass
@@ -135,18 +136,26 @@ def _truncated_acceptance(rule, p_rows: np.ndarray, q_rows: np.ndarray, k: int) 
                      f"on {ACCEPTANCE_SUPPORTS[-1]} tokens")
 
 
-def measure_costs(lm, prompt: torch.Tensor, points: Sequence[int], repeats: int) -> dict[int, float]:
-    """Median seconds of one forward over n chained nodes on top of ``prompt``'s cache, per n in ``points``."""
+def measure_costs(lm, prompt: torch.Tensor, points: Sequence[int], repeats: int,
+                  level: bool = False) -> dict[int, float]:
+    """Median seconds of one forward over n nodes on top of ``prompt``'s cache, per n in ``points``: a chain of
+    n nodes from the root (the target's tree forward), or with ``level`` n children of a root grown untimed
+    before (a draft's forward of one level of the tree: the feature draft feeds a row its parent's prediction,
+    so a parent is grown before its children, as `engine.decode.expand.expand_tree` grows them)."""
     lm.prefill(prompt)
     root = torch.tensor([int(prompt[-1])])
     lm.grow(root, torch.tensor([-1]))
     lm.commit(root)
 
     def forward(n: int):
-        lm.grow(torch.full((n,), int(prompt[-1])), torch.arange(-1, n - 1))
+        if level:
+            lm.grow(torch.full((n,), int(prompt[-1])), torch.zeros(n, dtype=torch.long))
+        else:
+            lm.grow(torch.full((n,), int(prompt[-1])), torch.arange(-1, n - 1))
         lm.commit(root)
 
-    return {n: median_seconds(lambda: forward(n), repeats) for n in points}
+    grow_root = (lambda: lm.grow(root, torch.tensor([-1]))) if level else None
+    return {n: median_seconds(lambda: forward(n), repeats, setup=grow_root) for n in points}
 
 
 def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: Sequence[torch.Tensor],
@@ -183,7 +192,7 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
         for name, lm, points in (("target", target, COST_POINTS), ("draft", draft, DRAFT_COST_POINTS)):
             bar.update()
             bar.set_postfix_str(f"timing {name} forwards")
-            costs[name] = measure_costs(lm, prompt, points, repeats)
+            costs[name] = measure_costs(lm, prompt, points, repeats, level=name == "draft")
         bar.update()
     target_seconds, draft_seconds = costs["target"], costs["draft"]
     round_seconds = verify_seconds[1]  # probability processing and bookkeeping: about one sps node (measured)

@@ -55,11 +55,15 @@ class ForwardTimes:
     draft_levels_s: dict[str, float]
 
 
-def median_seconds(run: Callable[[], object], repeats: int) -> float:
-    """Median wall time of `run()` over `repeats` calls, after one warm-up call."""
+def median_seconds(run: Callable[[], object], repeats: int, setup: Callable[[], object] | None = None) -> float:
+    """Median wall time of `run()` over `repeats` calls, after one warm-up call; ``setup()``, untimed, before
+    each call where given."""
+    setup = setup or (lambda: None)
+    setup()
     run()
     times = []
     for _ in range(repeats):
+        setup()
         start = time.perf_counter()
         run()
         times.append(time.perf_counter() - start)

@@ -102,16 +102,19 @@ class FeatureHead(nn.Module):
 
     @torch.no_grad()
     def _copy_layer(self, target: PreTrainedModel, index: int) -> None:
-        """The target's layer ``index`` as the draft's layer; ``W_in = [I | I]`` (e = E[x] + f at first)."""
+        """Start as the identity on the state: ``W_in = [0 | I]`` and the target's layer ``index`` with its two
+        output products zeroed, so that g_j = f_(j-1) (q = the previous position's p) before training; the
+        gradient reaches every weight after one step. (Measured on the held-out text, 25 steps at lr 1e-3:
+        depth-1 overlap 0.080 from this start, 0.020 from a plain copy of layer 29 with ``W_in = [I | I]``.)"""
         layer = target.model.layers[index]
         attention, mlp = layer.self_attn, layer.mlp
         w = self.weights
         w["qkv"].copy_(torch.cat([attention.q_proj.weight, attention.k_proj.weight, attention.v_proj.weight]))
-        w["o"].copy_(attention.o_proj.weight)
+        w["o"].zero_()
         w["gate_up"].copy_(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]))
-        w["down"].copy_(mlp.down_proj.weight)
+        w["down"].zero_()
         hidden = w["fc"].shape[0]
-        w["fc"].copy_(torch.cat([torch.eye(hidden), torch.eye(hidden)], dim=1))
+        w["fc"].copy_(torch.cat([torch.zeros(hidden, hidden), torch.eye(hidden)], dim=1))
         self.norm_in.copy_(layer.input_layernorm.weight)
         self.norm_post.copy_(layer.post_attention_layernorm.weight)
 
@@ -234,8 +237,11 @@ class FeatureDraft(TreeCacheLM):
         for row, position in enumerate(positions.tolist()):
             if position < observed:
                 features.append(self._features[position])
-            else:
+            elif parents[row - first_logits] < len(self._outputs):
                 features.append(self._outputs[parents[row - first_logits]])
+            else:
+                raise ValueError("feature draft: a node without an observed state is fed its parent's prediction, "
+                                 "so its parent must be grown in an earlier call (one tree level per grow)")
         pairs = torch.cat([self.embed[input_ids], torch.stack(features)], dim=1)
         cos, sin = (t[0] for t in self.rotary(pairs[None], positions[None]))
 

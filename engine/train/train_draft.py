@@ -97,17 +97,19 @@ def smollm2_setup() -> Setup:
 
 
 def load_data(
-    preset_name: str, work: Path, splits: Sequence[str], log: Callable[[str], None] = print
+    preset_name: str, work: Path, splits: Sequence[str], log: Callable[[str], None] = print,
+    generation: GenerationConfig | None = None,
 ) -> tuple[PreTrainedModel, dict[str, Sequences], str]:
     """The preset's target, its generated data for `splits` ('heldout', 'train'; generated into
-    ``work/draft_data`` where missing), and the model tag."""
+    ``work/draft_data`` where missing; by ``generation``, default the preset's), and the model tag."""
     preset = PRESETS[preset_name]
+    generation = generation or preset.generation
     target, train_prompts, heldout_prompts, tag, eos = tiny_setup() if preset_name == "tiny" else smollm2_setup()
     prompts = {"train": train_prompts, "heldout": heldout_prompts}
     data = {}
     for split in splits:
-        folder = data_folder(work / "draft_data", prompts[split], preset.generation, tag)
-        data[split] = generate_shards(target, prompts[split], preset.generation, folder, eos, log)
+        folder = data_folder(work / "draft_data", prompts[split], generation, tag)
+        data[split] = generate_shards(target, prompts[split], generation, folder, eos, log)
         log(f"data: {split}: {len(data[split].lengths)} sequences, {data[split].num_targets} target positions")
     return target, data, tag
 

@@ -132,6 +132,9 @@ def test_bad_input_is_named(target, weights, tmp_path):
         lm_grow(FeatureDraft(target, path), torch.tensor([3]), torch.tensor([3, 1]), torch.tensor([-1, 0]))
     draft = FeatureDraft(target, path)
     draft.prefill(torch.tensor([3]))
+    with pytest.raises(ValueError, match="its parent must be grown in an earlier call"):
+        draft.grow(torch.tensor([3, 1]), torch.tensor([-1, 0]))
+    draft.prefill(torch.tensor([3]))
     draft.observe(torch.zeros(3, target.config.hidden_size))
     with pytest.raises(ValueError, match="3 states observed past the cache for 1 accepted"):
         draft.commit(torch.tensor([3]))
