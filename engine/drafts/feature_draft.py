@@ -169,7 +169,7 @@ class FeatureDraft(TreeCacheLM):
 
     def __init__(self, target: PreTrainedModel, path: Path = FEATURE_WEIGHTS_PATH, int8: bool | None = None) -> None:
         if not is_compact_compatible(target):
-            raise TypeError(f"draft: the feature draft needs a Llama-family target CompactLM runs (it reads the "
+            raise ValueError(f"draft: the feature draft needs a Llama-family target CompactLM runs (it reads the "
                             f"target's states), got {type(target).__name__}")
         head, self.meta = load_feature_head(target, path)
         self.heads, self.kv_heads = head.heads, head.kv_heads

@@ -35,12 +35,12 @@ from tqdm import tqdm
 from transformers import PreTrainedModel
 
 from engine.drafts.feature_draft import FEATURE_WEIGHTS_PATH, PRODUCTS, FeatureHead, feature_layer
-from engine.drafts.trained import save_draft
+from engine.drafts.trained import read_draft_meta, save_draft
 from engine.runtime.compact_lm import signed_sin
 from engine.train.distill import learning_rate, step_sequences
 from engine.train.draft_data import Sequences
 from engine.train.train_draft import PRESETS as DATA_PRESETS
-from engine.train.train_draft import load_data
+from engine.train.train_draft import REPO, load_data
 
 
 @dataclass(frozen=True)
@@ -228,6 +228,38 @@ def run_feature_preset(preset: str, work: Path, steps: int | None = None) -> dic
     for seed in config.more_text:
         more = load_data(preset, work, ("train",), generation=replace(DATA_PRESETS[preset].generation, seed=seed))[1]
         data["train"] = Sequences.concat([data["train"], more["train"]])
-    export = (FEATURE_WEIGHTS_PATH if preset == "smollm2"
-              else work / "draft_train" / preset / "feature_draft.safetensors")
-    return train_feature_draft(target, data, config, tag, export)
+    folder = FEATURE_WEIGHTS_PATH.parent if preset == "smollm2" else work / "draft_train" / preset
+    results = train_feature_draft(target, data, config, tag, folder / FEATURE_WEIGHTS_PATH.name)
+    figures = REPO / "docs" / "figures" if preset == "smollm2" else folder
+    plot_curve(read_draft_meta(folder / FEATURE_WEIGHTS_PATH.name)["curve"], figures / "feature_draft_overlap.png")
+    return results
+
+
+def plot_curve(curve: list[dict], path: Path) -> None:
+    """Held-out overlap of a depth-1 and a depth-2 node against the training step (PNG at ``path``, the rows as
+    CSV beside it)."""
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.with_suffix(".csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(curve[0]))
+        writer.writeheader()
+        writer.writerows(curve)
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    steps = [row["step"] for row in curve]
+    axes.plot(steps, [row["heldout_depth1"] for row in curve], "o-", label="depth 1 (the target's own state)")
+    axes.plot(steps, [row["heldout_depth2"] for row in curve], "s--", label="depth 2 (the draft's predicted state)")
+    axes.set_xlabel("training step (6 target-sampled answers each)")
+    axes.set_ylabel(r"held-out overlap $\sum_x \min(p(x), q(x))$ at T = 1")
+    axes.set_title("Feature draft on SmolLM2-135M-Instruct's states")
+    axes.set_ylim(0, 1)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper left")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)

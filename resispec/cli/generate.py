@@ -35,9 +35,9 @@ parse_tree = tree_shape
 
 DRAFT_HELP = ("draft model: default (layer-skip for the native target, else int4 on CPU, bf16 elsewhere), int4 / "
               "int8 / bf16 (quantized copies of the target, built at load time), trained (the distilled 3-layer "
-              "draft), feature (an EAGLE-style layer on the target's own states), early-exit-L, ngram / ngram-N (prompt lookup, no model; one-token rounds where no suffix of "
-              "N tokens recurs), layer-skip / layer-skip:0,2,5,... (the target's own layers, some skipped), or a "
-              "checkpoint PATH")
+              "draft), feature (an EAGLE-style layer on the target's own states), early-exit-L, ngram / ngram-N "
+              "(prompt lookup, no model; one-token rounds where no suffix of N tokens recurs), layer-skip / "
+              "layer-skip:0,2,5,... (the target's own layers, some skipped), or a checkpoint PATH")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -126,7 +126,7 @@ def test_bad_input_is_named(target, weights, tmp_path):
     with pytest.raises(ValueError, match="distinct token ids"):
         FeatureHead(target, torch.tensor([0, 8]))
     not_llama = types.SimpleNamespace(config=types.SimpleNamespace(model_type="gpt2"))
-    with pytest.raises(TypeError, match="feature draft needs a Llama-family target"):
+    with pytest.raises(ValueError, match="feature draft needs a Llama-family target"):
         FeatureDraft(not_llama, path)
     with pytest.raises(ValueError, match="score the target along the chain first"):
         lm_grow(FeatureDraft(target, path), torch.tensor([3]), torch.tensor([3, 1]), torch.tensor([-1, 0]))

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
-from engine.drafts.feature_draft import FeatureDraft, FeatureHead
+from engine.drafts.feature_draft import PRODUCTS, FeatureDraft, FeatureHead
 from engine.model.tiny import tiny_llama
 from engine.train.draft_data import Sequences
 from engine.train.train_feature_draft import head_statistics, pair_batch, pass_losses
+from tests.engine.model.test_models import requires_target_wheel
 
 
 def toy_sequences(hidden: int) -> Sequences:
@@ -73,7 +75,51 @@ def test_training_script_smoke(tmp_path, capsys):
     results = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert 0 < results["depth1"] <= 1 and 0 < results["depth2"] <= 1 and results["train_positions"] > 0
     path = tmp_path / "draft_train" / "tiny" / "feature_draft.safetensors"
+    assert all((path.parent / f"feature_draft_overlap.{kind}").is_file() for kind in ("png", "csv"))
     from engine.train.train_draft import tiny_setup
 
     draft = FeatureDraft(tiny_setup()[0], path)
     assert len(draft.tokens) == results["head_tokens"]
+
+
+def test_committed_weights_are_small_and_hold_only_the_drafts_own_tensors():
+    from safetensors import safe_open
+
+    from engine.drafts.feature_draft import FEATURE_WEIGHTS_PATH
+    from engine.drafts.trained import read_draft_meta
+
+    assert FEATURE_WEIGHTS_PATH.stat().st_size <= 25 * 10**6
+    meta = read_draft_meta(FEATURE_WEIGHTS_PATH)
+    with safe_open(FEATURE_WEIGHTS_PATH, framework="pt") as handle:
+        names = set(handle.keys())
+        dtypes = {name: handle.get_slice(name).get_dtype() for name in names}
+    assert names == {"tokens", "norm_in", "norm_post", *(f"weights.{name}" for name in PRODUCTS)}
+    assert dtypes.pop("tokens") == "I64" and set(dtypes.values()) == {"F16"}
+    assert meta["model_type"] == "llama" and meta["vocab_size"] == 49152
+    assert meta["results"]["head_tokens"] == meta["config"]["head_tokens"]
+
+
+@pytest.mark.real_model
+@requires_target_wheel
+def test_the_committed_feature_draft_predicts_the_native_targets_next_token(real_target):
+    """Teacher-forced on the native target's own sampled text (held-out prompts), the one-candidate acceptance
+    sum min(p, q) is far above the untrained start (q = the previous position's p: about 0.09)."""
+    from engine.decode.calibration import lm_grow, sample_continuation
+    from engine.decode.processing import Sampling
+    from engine.model.models import with_compute
+    from engine.runtime.compact_lm import CompactLM
+    from engine.train.draft_data import encode_prompts, load_prompts
+
+    model, tokenizer = real_target
+    native = with_compute(model, "native")
+    target, draft = CompactLM(native), FeatureDraft(native)
+    heldout = [p for p in load_prompts() if p.split == "heldout"]
+    overlaps = []
+    for prompt in encode_prompts(tokenizer, heldout[:2]):
+        sequence = sample_continuation(target, prompt, 32, Sampling(1.0), torch.Generator().manual_seed(0))
+        chain = sequence[len(prompt) - 1:]
+        parents = torch.arange(-1, len(chain) - 1)
+        p = torch.softmax(lm_grow(target, prompt, chain, parents).float(), -1)[:-1]
+        q = torch.softmax(lm_grow(draft, prompt, chain, parents, target.last_features), -1)[:-1]
+        overlaps.append(torch.minimum(p, q).sum(-1))
+    assert float(torch.cat(overlaps).mean()) > 0.2, overlaps
