@@ -50,6 +50,9 @@ class BatchDecoder:
             if not isinstance(draft, TreeCacheLM):
                 raise ValueError(f"draft: a batch needs a TreeCacheLM draft (TreeLM or a self-draft), got "
                                  f"{type(draft).__name__}")
+            if hasattr(draft, "observe"):
+                raise ValueError(f"draft: {type(draft).__name__} reads one sequence's target states; a batch does "
+                                 "not hand them over (decode it with engine.decode.decoding.Decoder)")
             verification = verifier if isinstance(verifier, Verification) else Verification.of(verifier)
             self.tree = CandidateTree.from_branching(branching)
             verification.check_branching(self.tree.branching)

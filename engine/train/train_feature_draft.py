@@ -64,7 +64,7 @@ class FeatureTrainConfig:
 
 
 PRESETS = {
-    "smollm2": FeatureTrainConfig(head_tokens=16384, init_layer=29, steps=1500, sequences_per_step=6, lr=1e-3,
+    "smollm2": FeatureTrainConfig(head_tokens=16384, init_layer=29, steps=1200, sequences_per_step=6, lr=1e-3,
                                   warmup_steps=30, eval_every=100, seed=0, more_text=(1, 2)),
     "tiny": FeatureTrainConfig(head_tokens=40, init_layer=2, steps=4, sequences_per_step=2, lr=1e-2,
                                warmup_steps=1, eval_every=2, seed=0),

@@ -8,6 +8,7 @@ import types
 import pytest
 import torch
 
+from engine.decode.batch import BatchDecoder
 from engine.decode.calibration import lm_grow
 from engine.decode.decoding import Decoder
 from engine.decode.processing import Sampling
@@ -130,6 +131,8 @@ def test_bad_input_is_named(target, weights, tmp_path):
         FeatureDraft(not_llama, path)
     with pytest.raises(ValueError, match="score the target along the chain first"):
         lm_grow(FeatureDraft(target, path), torch.tensor([3]), torch.tensor([3, 1]), torch.tensor([-1, 0]))
+    with pytest.raises(ValueError, match="a batch does not hand them over"):
+        BatchDecoder(target, FeatureDraft(target, path), "rrs", (2,))
     draft = FeatureDraft(target, path)
     draft.prefill(torch.tensor([3]))
     with pytest.raises(ValueError, match="its parent must be grown in an earlier call"):

@@ -168,7 +168,7 @@ def test_the_trained_draft_loads_on_the_native_target_with_the_float_targets_q(f
     """Its own layers are float weights loaded from the file, its embedding and head the target's shared tables:
     with the float32 head, on the native target q is the one it has on the float32 target; with the Q8_0 head it
     shares that head (its q then rounds its logits as p does)."""
-    from engine.drafts.trained import DraftLayers, TrainedDraft, save_draft
+    from engine.drafts.trained import DraftLayers, TrainedDraft
 
     model = float_and_native[0]
     native = native_model(model, tiny_file, head="float32")
