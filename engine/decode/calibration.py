@@ -13,13 +13,17 @@ Once per (target, draft, verifier, sampling) and machine:
   choose the tree.
   Positions where the draft declines a round (``proposes``, `engine.decode.decoding.drafts_at`: the n-gram
   draft without a match) are left out: the loop makes them one-token rounds, whatever the tree, so A(k) and
-  the tree are those of the rounds that draft.
+  the tree are those of the rounds that draft. A draft that reads the target's states (the feature draft)
+  is scored with the target's own state at every position, i.e. as a depth-1 node; its deeper nodes, fed
+  its own predictions, accept less (docs/draft.md: 0.333 against 0.381 at depth 2), which A(k) does not
+  see, so its deeper trees are predicted optimistically.
 - **correlation** ``kappa_d``: consecutive positions are not independent, so the probability of
   accepting d positions in a row is measured too, from the one-candidate acceptances ``sum min(p, q)``
   along each continuation (`engine.decode.tree_search.survival_correlation`).
 - **verification cost** ``u(k)``: mean seconds of one node's verification with k candidates.
 - **costs**: median seconds of one target forward over n nodes (n = 1..32, sampled and interpolated)
-  and of one draft forward over w rows (w = 1..16: the widest level a tree of 32 nodes feeds the draft), on a
+  and of one draft forward over w rows, one level of w children below a grown root (w = 1..16: the widest
+  level a tree of 32 nodes feeds the draft), on a
   cache of the calibration prompt; the bookkeeping per round
   is taken as one one-candidate verification (``u(1)``, a rough measured constant).
 
