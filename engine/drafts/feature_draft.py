@@ -121,16 +121,18 @@ class FeatureHead(nn.Module):
     def norms(self) -> tuple[tuple[torch.Tensor, float], tuple[torch.Tensor, float]]:
         return (self.norm_in, self.eps), (self.norm_post, self.eps)
 
+    def products(self) -> list[Product]:
+        """The five linear maps of `PRODUCTS` as float32 products of these (trainable) weights."""
+        return [lambda x, weight=self.weights[name]: functional.linear(x, weight) for name in PRODUCTS]
+
     def forward(self, embedded: torch.Tensor, features: torch.Tensor, cos: torch.Tensor,
                 sin_signed: torch.Tensor) -> torch.Tensor:
         """Training: predicted states g float [B, n, H] of whole sequences of pairs (E[x_j] and f_(j-1), each
         float [B, n, H]), causal attention (padding at the end of a sequence only affects its own rows)."""
-        products = [lambda x, weight=self.weights[name]: functional.linear(x, weight) for name in PRODUCTS]
-
         def attend(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
             return functional.scaled_dot_product_attention(queries, keys, values, is_causal=True, enable_gqa=True)
 
-        return feature_layer(torch.cat([embedded, features], dim=-1), products, self.norms(), cos, sin_signed,
+        return feature_layer(torch.cat([embedded, features], dim=-1), self.products(), self.norms(), cos, sin_signed,
                              attend, self.heads, self.kv_heads)
 
 

@@ -27,29 +27,38 @@ from engine.train.draft_data import Sequences
 CURVE_FIELDS = ("step", "train_tokens", "heldout_overlap", "heldout_kl", "train_kl", "train_overlap", "elapsed_s")
 
 
-@dataclass(frozen=True)
-class TrainConfig:
-    """Distillation settings.
+@dataclass(frozen=True, kw_only=True)
+class Schedule:
+    """A training run's schedule, shared by the drafts' trainings (`learning_rate`, `step_sequences`).
 
     Attributes:
-        init_from: target layers copied into the draft's own layers, in order (their count is the depth).
         steps: optimizer steps; sequences_per_step: whole target-generated sequences per step.
         lr: peak AdamW learning rate, reached after `warmup_steps` (linear), then cosine decay to
             ``min_lr_ratio * lr`` at `steps`.
         eval_every: steps between held-out evaluations (also at step 0 and at the end).
         seed: seeds the order of sequences (a fresh permutation each epoch).
-        bf16: run the draft's forward and backward under bfloat16 autocast (the teacher stays float32).
     """
 
-    init_from: tuple[int, ...]
     steps: int
     sequences_per_step: int
     lr: float
     warmup_steps: int
     eval_every: int
     seed: int
-    bf16: bool
     min_lr_ratio: float = 0.1
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig(Schedule):
+    """Distillation settings: the `Schedule`, and
+
+    Attributes:
+        init_from: target layers copied into the draft's own layers, in order (their count is the depth).
+        bf16: run the draft's forward and backward under bfloat16 autocast (the teacher stays float32).
+    """
+
+    init_from: tuple[int, ...]
+    bf16: bool
 
 
 def kl_and_overlap(p_logits: torch.Tensor, q_logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -65,7 +74,7 @@ def kl_and_overlap(p_logits: torch.Tensor, q_logits: torch.Tensor) -> tuple[torc
     return kl, overlap
 
 
-def learning_rate(config: TrainConfig, step: int) -> float:
+def learning_rate(config: Schedule, step: int) -> float:
     """Linear warm-up over `warmup_steps`, then cosine from `lr` to ``min_lr_ratio * lr`` at `steps`."""
     if step < config.warmup_steps:
         return config.lr * (step + 1) / config.warmup_steps
@@ -74,7 +83,7 @@ def learning_rate(config: TrainConfig, step: int) -> float:
     return config.lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
-def step_sequences(config: TrainConfig, num_sequences: int, step: int) -> list[int]:
+def step_sequences(config: Schedule, num_sequences: int, step: int) -> list[int]:
     """The sequences of optimizer step `step`: epochs are seeded permutations (``seed``, epoch) cut into
     ``sequences_per_step`` blocks (a remainder is dropped), so the order depends on the step alone."""
     per_epoch = num_sequences // config.sequences_per_step

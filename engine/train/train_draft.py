@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import csv
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -134,33 +135,29 @@ def subset(data: Sequences, indices: Sequence[int]) -> Sequences:
     return Sequences.concat(parts)
 
 
-def write_curve(curve: list[dict], path: Path) -> None:
-    """The training curve as CSV (columns `CURVE_FIELDS`)."""
+def write_curve(curve: list[dict], path: Path, fields: Sequence[str] = CURVE_FIELDS) -> None:
+    """The training curve as CSV (columns ``fields``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CURVE_FIELDS)
+        writer = csv.DictWriter(handle, fieldnames=list(fields))
         writer.writeheader()
-        writer.writerows({k: row[k] for k in CURVE_FIELDS} for row in curve)
+        writer.writerows({k: row[k] for k in fields} for row in curve)
 
 
-def plot_curve(curve: list[dict], baselines: dict[int, float], path: Path) -> None:
-    """Overlap vs training tokens (held-out, and running train average), early-exit baselines as gray lines."""
+@contextmanager
+def overlap_figure(path: Path, xlabel: str, title: str) -> Iterator:
+    """The axes of a held-out overlap curve (y: ``sum_x min(p, q)`` at T = 1, 0 to 1) for the caller to draw
+    on; saved as a PNG at ``path`` when the block ends."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
-    tokens = [row["train_tokens"] for row in curve]
-    axes.plot(tokens, [row["heldout_overlap"] for row in curve], "o-", label="trained draft, held-out prompts")
-    axes.plot(tokens[1:], [row["train_overlap"] for row in curve[1:]], ".--", alpha=0.6,
-              label="trained draft, training batches (running mean)")
-    for (layers, overlap), style in zip(baselines.items(), (":", "-.", "--")):
-        axes.axhline(overlap, linestyle=style, color="gray",
-                     label=f"early exit after {layers} layers, held-out prompts")
-    axes.set_xlabel("training tokens (target-generated positions)")
+    yield axes
+    axes.set_xlabel(xlabel)
     axes.set_ylabel(r"mean overlap $\sum_x \min(p(x), q(x))$ at T = 1")
-    axes.set_title("Draft distilled from SmolLM2-135M-Instruct: overlap with the target")
+    axes.set_title(title)
     axes.set_ylim(0, 1)
     axes.grid(alpha=0.3)
     axes.legend(loc="upper left")
@@ -168,6 +165,19 @@ def plot_curve(curve: list[dict], baselines: dict[int, float], path: Path) -> No
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120)
     plt.close(figure)
+
+
+def plot_curve(curve: list[dict], baselines: dict[int, float], path: Path) -> None:
+    """Overlap vs training tokens (held-out, and running train average), early-exit baselines as gray lines."""
+    with overlap_figure(path, "training tokens (target-generated positions)",
+                        "Draft distilled from SmolLM2-135M-Instruct: overlap with the target") as axes:
+        tokens = [row["train_tokens"] for row in curve]
+        axes.plot(tokens, [row["heldout_overlap"] for row in curve], "o-", label="trained draft, held-out prompts")
+        axes.plot(tokens[1:], [row["train_overlap"] for row in curve[1:]], ".--", alpha=0.6,
+                  label="trained draft, training batches (running mean)")
+        for (layers, overlap), style in zip(baselines.items(), (":", "-.", "--")):
+            axes.axhline(overlap, linestyle=style, color="gray",
+                         label=f"early exit after {layers} layers, held-out prompts")
 
 
 def run(preset_name: str, work: Path, steps: int | None = None) -> dict:

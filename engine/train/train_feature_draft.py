@@ -34,30 +34,23 @@ from torch.nn import functional
 from tqdm import tqdm
 from transformers import PreTrainedModel
 
-from engine.drafts.feature_draft import FEATURE_WEIGHTS_PATH, PRODUCTS, FeatureHead, feature_layer
+from engine.drafts.feature_draft import FEATURE_WEIGHTS_PATH, FeatureHead, feature_layer
 from engine.drafts.trained import read_draft_meta, save_draft
 from engine.runtime.compact_lm import signed_sin
-from engine.train.distill import learning_rate, step_sequences
+from engine.train.distill import Schedule, learning_rate, step_sequences
 from engine.train.draft_data import Sequences
 from engine.train.train_draft import PRESETS as DATA_PRESETS
-from engine.train.train_draft import REPO, load_data
+from engine.train.train_draft import REPO, load_data, overlap_figure, write_curve
 
 
-@dataclass(frozen=True)
-class FeatureTrainConfig:
-    """The feature draft's training settings (module docstring); the schedule's fields as in
-    `engine.train.distill.TrainConfig` (`learning_rate`, `step_sequences` read them)."""
+@dataclass(frozen=True, kw_only=True)
+class FeatureTrainConfig(Schedule):
+    """The feature draft's training settings (module docstring): the `Schedule`, the size of S, the target
+    layer the draft's layer starts from, the weight of the state regression and more training text."""
 
     head_tokens: int
     init_layer: int
-    steps: int
-    sequences_per_step: int
-    lr: float
-    warmup_steps: int
-    eval_every: int
-    seed: int
     regression: float = 1.0
-    min_lr_ratio: float = 0.1
     more_text: tuple[int, ...] = ()
     """Seeds of further target-sampled training text, each as much as the preset's (its generation settings
     with that seed), added to the training split; the held-out split is the preset's."""
@@ -141,12 +134,10 @@ def pass_losses(model: FeatureHead, target: PreTrainedModel, batch: PairBatch,
             queries, torch.cat([first_keys["keys"], keys], dim=2), torch.cat([first_keys["values"], values], dim=2),
             attn_mask=allowed, enable_gqa=True)
 
-    products = [lambda x, w=model.weights[name]: functional.linear(x, w) for name in PRODUCTS]
+    products = model.products()
     losses, overlaps = [], []
     inputs = batch.inputs
-    for attend, valid in ((causal, batch.valid), (ahead, batch.valid.clone())):
-        if attend is ahead:
-            valid[:, 0] = False
+    for attend, valid in ((causal, batch.valid), (ahead, batch.valid & (positions > 0))):  # pass 2 from j = 1
         g = feature_layer(torch.cat([embedded, inputs], dim=-1), products, model.norms(), cos, sin, attend,
                           model.heads, model.kv_heads)
         log_q = torch.log_softmax(g @ head.T, dim=-1)
@@ -238,28 +229,10 @@ def run_feature_preset(preset: str, work: Path, steps: int | None = None) -> dic
 def plot_curve(curve: list[dict], path: Path) -> None:
     """Held-out overlap of a depth-1 and a depth-2 node against the training step (PNG at ``path``, the rows as
     CSV beside it)."""
-    import csv
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.with_suffix(".csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(curve[0]))
-        writer.writeheader()
-        writer.writerows(curve)
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    steps = [row["step"] for row in curve]
-    axes.plot(steps, [row["heldout_depth1"] for row in curve], "o-", label="depth 1 (the target's own state)")
-    axes.plot(steps, [row["heldout_depth2"] for row in curve], "s--", label="depth 2 (the draft's predicted state)")
-    axes.set_xlabel("training step (6 target-sampled answers each)")
-    axes.set_ylabel(r"held-out overlap $\sum_x \min(p(x), q(x))$ at T = 1")
-    axes.set_title("Feature draft on SmolLM2-135M-Instruct's states")
-    axes.set_ylim(0, 1)
-    axes.grid(alpha=0.3)
-    axes.legend(loc="upper left")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    write_curve(curve, path.with_suffix(".csv"), list(curve[0]))
+    with overlap_figure(path, "training step (6 target-sampled answers each)",
+                        "Feature draft on SmolLM2-135M-Instruct's states") as axes:
+        steps = [row["step"] for row in curve]
+        axes.plot(steps, [row["heldout_depth1"] for row in curve], "o-", label="depth 1 (the target's own state)")
+        axes.plot(steps, [row["heldout_depth2"] for row in curve], "s--",
+                  label="depth 2 (the draft's predicted state)")
