@@ -65,8 +65,9 @@ DRAFT_COST_POINTS = COST_POINTS[: bisect_left(COST_POINTS, (MAX_NODES - 1) // 2)
 """The draft's cost is needed only up to (MAX_NODES - 1) // 2 = 15 rows: the leaves are never fed, and every
 fed level has at least as many nodes below it, so ``1 + 2 w <= MAX_NODES`` for the widest fed level w."""
 CALIBRATION_PROMPT_COUNT = 4
-FORMAT = 7  # 6: forwards of integer-kernel models timed with the compiled row kernels (engine.model.row_glue);
-# 7: a draft's forward timed as one level of n rows below a grown root (the feature draft needs its parents first)
+FORMAT = 8  # 6: forwards of integer-kernel models timed with the compiled row kernels (engine.model.row_glue);
+# 7: a draft's forward timed as one level of n rows below a grown root (the feature draft needs its parents first);
+# 8: u(k) timed after one untimed verification (the first call's costs had doubled u(1) in one calibration)
 
 
 @dataclass
@@ -257,6 +258,8 @@ def _verify_costs(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_chi
     costs = {}
     for k in range(1, max_children + 1):  # one candidate: sps where the decoder decides it so
         node = NodeVerifier(get_verifier("sps") if k == 1 and rule.single_candidate_is_sps else rule)
+        warm = torch.from_numpy(p_rows[:1]), torch.from_numpy(q_rows[:1])
+        node.verify_batch(*warm, node.draft(warm[1], k, generator), rng)  # untimed: first-call costs are not a node's
         seconds = []
         for i in picks:
             p, q = torch.from_numpy(p_rows[i: i + 1]), torch.from_numpy(q_rows[i: i + 1])

@@ -145,6 +145,22 @@ def tree_shape(text: str) -> tuple[int, ...] | str:
     return text if text == "auto" else branching(text)
 
 
+def positive_number(text: str) -> float:
+    """A finite number > 0 (a ratio, a goal)."""
+    value = _number(text)
+    if value <= 0:
+        fail(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def nonnegative_number(text: str) -> float:
+    """A finite number >= 0 (a cost fraction)."""
+    value = _number(text)
+    if value < 0:
+        fail(f"expected a number >= 0, got {text!r}")
+    return value
+
+
 def positive_seconds(text: str) -> float:
     """A finite number of seconds > 0."""
     value = _number(text)
