@@ -3,7 +3,8 @@
 `--tree auto` (`engine.decode.tree_search`) predicts the tokens per second of a tree from the verifier's
 acceptance ``A(k)`` and the measured costs of a calibration (`engine.decode.calibration.Calibration`): the
 target's forward over n nodes ``t(n)``, the draft's over w rows ``c(w)``, one node's verification ``u(k)``
-and the bookkeeping per round ``v``. Here the costs stay the measured ones and the draft is hypothetical:
+and what real decoding adds per round ``v`` and per plain token ``v_plain``. Here the costs stay the measured
+ones and the draft is hypothetical:
 
 - its **cost** is a fraction ``f`` of the target's at equal rows, ``c(w) = f t(w)`` (f = 0: a free draft);
 - its **acceptance** is ``a`` at every node with one candidate, independent of depth and of the position
@@ -12,8 +13,8 @@ and the bookkeeping per round ``v``. Here the costs stay the measured ones and t
   candidates add, not a bound (a draft whose candidates repeat gains less, docs/draft.md).
 
 The attainable speedup is ``max_b E(b) / T(b)`` over the shapes `best_tree` searches, divided by plain
-decoding's ``1 / (t(1) + v)``. Since real text makes hard positions cluster (``kappa_d < 1`` on this model's
-text) and the feature draft's deeper nodes accept less than its first, a real draft of one-candidate
+decoding's ``1 / (t(1) + v_plain)``. Since real text makes hard positions cluster (``kappa_d < 1`` on this
+model's text) and the feature draft's deeper nodes accept less than its first, a real draft of one-candidate
 acceptance ``a`` does no better than this: for a chain it is a ceiling; for trees, a ceiling under the model.
 ``required_acceptance`` inverts it: the least ``a`` whose attainable speedup reaches a goal, or None where even
 ``a = 1`` falls short (then the target's multi-row forward and the per-round costs alone forbid the goal).
@@ -58,12 +59,13 @@ def median_costs(calibrations: Sequence[Calibration]) -> Calibration:
 
     return replace(calibrations[0], target_seconds=median([c.target_seconds for c in calibrations]),
                    verify_seconds=median([c.verify_seconds for c in calibrations]),
-                   round_seconds=float(np.median([c.round_seconds for c in calibrations])))
+                   round_seconds=float(np.median([c.round_seconds for c in calibrations])),
+                   plain_round_seconds=float(np.median([c.plain_round_seconds for c in calibrations])))
 
 
 def plain_seconds(calibration: Calibration) -> float:
-    """Seconds per token of plain decoding under the calibration's cost model: ``t(1) + v``."""
-    return calibration.target_cost(1) + calibration.round_seconds
+    """Seconds per token of plain decoding under the calibration's cost model: ``t(1) + v_plain``."""
+    return calibration.target_cost(1) + calibration.plain_round_seconds
 
 
 def attainable(calibration: Calibration, acceptance: float, draft_fraction: float, trees: bool = False) -> Headroom:
@@ -111,7 +113,7 @@ def measured_point(name: str, calibration: Calibration, costs: Calibration | Non
     this is the speedup of the rounds it drafts: its calibration measures those positions only."""
     if costs is not None:
         calibration = replace(calibration, target_seconds=costs.target_seconds, verify_seconds=costs.verify_seconds,
-                              round_seconds=costs.round_seconds)
+                              round_seconds=costs.round_seconds, plain_round_seconds=costs.plain_round_seconds)
     choice = calibration.choose()
     return MeasuredDraft(name, calibration.acceptance[0], calibration.draft_cost(1) / calibration.target_cost(1),
                          choice, choice.tokens_per_second * plain_seconds(calibration))

@@ -23,9 +23,15 @@ Once per (target, draft, verifier, sampling) and machine:
 - **verification cost** ``u(k)``: mean seconds of one node's verification with k candidates.
 - **costs**: median seconds of one target forward over n nodes (n = 1..32, sampled and interpolated)
   and of one draft forward over w rows, one level of w children below a grown root (w = 1..16: the widest
-  level a tree of 32 nodes feeds the draft), on a
-  cache of the calibration prompt; the bookkeeping per round
-  is taken as one one-candidate verification (``u(1)``, a rough measured constant).
+  level a tree of 32 nodes feeds the draft), on a cache of the calibration prompt.
+- **what the loop adds**: timed in isolation, forwards find their weights in cache, and they leave out the
+  probability processing, the drafting draws and the bookkeeping. So the calibration decodes the first
+  calibration prompt for real (`LOOP_TOKENS` tokens, `engine.decode.decoding.Decoder`, the prompt's prefill
+  not counted), plainly and with a chain of one, and charges the difference from the modelled cost: ``v_plain``
+  per plain token (measured seconds per token minus ``t(1)``) and ``v`` per round (measured seconds per round
+  minus ``c(1) + t(2) + u(1)``; one-token rounds of a draft that declines are charged as plain tokens), each at
+  least 0. Both are constants of the round, whatever its shape: the processing of the extra rows of a wider
+  tree (about 0.3 ms a row at V = 49,152) is left out.
 
 The result is cached as JSON under the resispec cache folder (`engine.model.gguf.cache_root`).
 """
@@ -44,7 +50,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from engine.decode.decoding import drafts_at
+from engine.decode.decoding import AUTOREGRESSIVE, Decoder, drafts_at
 from engine.decode.processing import Sampling, draft_probs, target_probs
 from engine.decode.timing import median_seconds
 from engine.decode.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree, survival_correlation
@@ -65,9 +71,12 @@ DRAFT_COST_POINTS = COST_POINTS[: bisect_left(COST_POINTS, (MAX_NODES - 1) // 2)
 """The draft's cost is needed only up to (MAX_NODES - 1) // 2 = 15 rows: the leaves are never fed, and every
 fed level has at least as many nodes below it, so ``1 + 2 w <= MAX_NODES`` for the widest fed level w."""
 CALIBRATION_PROMPT_COUNT = 4
-FORMAT = 8  # 6: forwards of integer-kernel models timed with the compiled row kernels (engine.model.row_glue);
+LOOP_TOKENS = 32
+"""Tokens decoded for real, plainly and with a chain of one, to measure what the loop adds (module docstring)."""
+FORMAT = 9  # 6: forwards of integer-kernel models timed with the compiled row kernels (engine.model.row_glue);
 # 7: a draft's forward timed as one level of n rows below a grown root (the feature draft needs its parents first);
-# 8: u(k) timed after one untimed verification (the first call's costs had doubled u(1) in one calibration)
+# 8: u(k) timed after one untimed verification (the first call's costs had doubled u(1) in one calibration);
+# 9: v and v_plain measured from real decoding (they were u(1): 0.8 ms against 3-10 ms a round measured)
 
 
 @dataclass
@@ -81,6 +90,8 @@ class Calibration:
     positions: int
     correlation: list[float]
     verify_seconds: dict[int, float]
+    plain_round_seconds: float
+    """``v_plain``: seconds per plain token besides its forward (``round_seconds``: ``v``, per round)."""
 
     def target_cost(self, nodes: int) -> float:
         return interpolate(self.target_seconds, nodes)
@@ -92,7 +103,8 @@ class Calibration:
         """The best tree (``chains_only``: chain); with ``plain``, ``()`` where plain decoding is predicted faster."""
         acceptance = self.acceptance[:1] if chains_only else self.acceptance
         return best_tree(acceptance, self.target_cost, self.draft_cost, self.round_seconds, max_nodes,
-                         correlation=self.correlation, verify_cost=self.verify_seconds.__getitem__, plain=plain)
+                         correlation=self.correlation, verify_cost=self.verify_seconds.__getitem__, plain=plain,
+                         plain_cost=self.plain_round_seconds)
 
 
 def interpolate(points: dict[int, float], x: int) -> float:
@@ -169,7 +181,7 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
     generator = torch.Generator().manual_seed(seed)
     target = lm_for(model)
     p_rows, q_rows = [], []
-    with tqdm(total=len(prompts) + 3, desc="calibrating --tree auto", unit="step", disable=None) as bar:
+    with tqdm(total=len(prompts) + 4, desc="calibrating --tree auto", unit="step", disable=None) as bar:
         for prompt in prompts:
             bar.set_postfix_str("sampling and scoring a calibration text")
             sequence = sample_continuation(target, prompt, new_tokens, sampling, generator)
@@ -199,10 +211,37 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
             bar.set_postfix_str(f"timing {name} forwards")
             costs[name] = measure_costs(lm, prompt, points, repeats, level=name == "draft")
         bar.update()
-    target_seconds, draft_seconds = costs["target"], costs["draft"]
-    round_seconds = verify_seconds[1]  # probability processing and bookkeeping: about one sps node (measured)
+        bar.set_postfix_str("decoding for real: what the loop adds")
+        target_seconds, draft_seconds = costs["target"], costs["draft"]
+        plain_round, round_seconds = loop_overheads(
+            model, draft, verifier, sampling, prompt,
+            modelled_plain=interpolate(target_seconds, 1),
+            modelled_round=interpolate(draft_seconds, 1) + interpolate(target_seconds, 2) + verify_seconds[1])
+        bar.update()
     return Calibration(acceptance, target_seconds, draft_seconds, round_seconds, len(p_all), correlation,
-                       verify_seconds)
+                       verify_seconds, plain_round)
+
+
+def loop_overheads(model, draft: Draft, verifier: str, sampling: Sampling, prompt: torch.Tensor,
+                   modelled_plain: float, modelled_round: float, tokens: int = LOOP_TOKENS,
+                   seed: int = 0) -> tuple[float, float]:
+    """``(v_plain, v)`` (module docstring): seconds per plain token and per round of a chain of one that real
+    decoding of ``prompt`` spends beyond ``modelled_plain`` (``t(1)``) and ``modelled_round`` (``c(1) + t(2) +
+    u(1)``), each at least 0. A draft that drafts no round of the text gets ``v = v_plain``."""
+    def decode(decoder: Decoder):
+        for _ in decoder.generate(prompt, tokens):
+            pass
+        stats = decoder.stats
+        return stats, stats.seconds - stats.prefill_seconds
+
+    stats, seconds = decode(Decoder(model, None, AUTOREGRESSIVE, sampling=sampling, seed=seed))
+    per_token = seconds / stats.target_forwards
+    stats, seconds = decode(Decoder(model, draft, verifier, branching=(1,), sampling=sampling, seed=seed))
+    rounds = stats.draft_forwards  # one draft level a round
+    if not rounds:
+        return max(per_token - modelled_plain, 0.0), max(per_token - modelled_plain, 0.0)
+    per_round = (seconds - (stats.target_forwards - rounds) * per_token) / rounds
+    return max(per_token - modelled_plain, 0.0), max(per_round - modelled_round, 0.0)
 
 
 def lm_grow(lm, prompt: torch.Tensor, chain: torch.Tensor, parents: torch.Tensor,
@@ -291,7 +330,8 @@ def _read_calibration(data: dict) -> Calibration:
                for name in ("target_seconds", "draft_seconds", "verify_seconds")}
     return Calibration([float(a) for a in data["acceptance"]], seconds["target_seconds"], seconds["draft_seconds"],
                        float(data["round_seconds"]), int(data["positions"]),
-                       [float(c) for c in data["correlation"]], seconds["verify_seconds"])
+                       [float(c) for c in data["correlation"]], seconds["verify_seconds"],
+                       float(data["plain_round_seconds"]))
 
 
 def cached_calibration(key: str, compute) -> tuple[Calibration, bool]:

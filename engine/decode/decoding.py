@@ -73,11 +73,13 @@ class DecodeStats:
     draft_seconds: float = 0.0
     target_seconds: float = 0.0
     verify_seconds: float = 0.0
+    prefill_seconds: float = 0.0
     tree: dict = field(default_factory=dict)
 
     @property
     def bookkeeping_seconds(self) -> float:
-        """Wall time outside the draft's and the target's forwards and verification (caches, hooks, loop)."""
+        """Wall time outside the draft's and the target's forwards and verification (caches, hooks, loop; the
+        prompt's prefill, ``prefill_seconds`` of it)."""
         return self.seconds - self.draft_seconds - self.target_seconds - self.verify_seconds
 
     @property
@@ -164,6 +166,7 @@ class Decoder:
             self.draft.prefill_from(self.target, prompt_ids)
         elif self.speculative:
             self.draft.prefill(prompt_ids)
+        self.stats.prefill_seconds = time.perf_counter() - start
         root = int(prompt_ids[-1])
         if self.log is not None:
             self.log.start_chain()
@@ -224,11 +227,16 @@ class Decoder:
         return [token]
 
     def _choose(self, q_logits: torch.Tensor, k: int) -> torch.Tensor:
-        return self.node_verifier.draft(draft_probs(q_logits, self.sampling), k, self.generator)
+        """A level's children from its processed q, kept (``_level_q``) for the verification: the very rows
+        the candidates were drawn from, processed once."""
+        q = draft_probs(q_logits, self.sampling)
+        self._level_q.append(q)
+        return self.node_verifier.draft(q, k, self.generator)
 
     def _speculative_round(self, root: int, position: int) -> list[int]:
         """One round; ``position`` is the number of tokens this generation emitted before it."""
         tree, clock = self.tree, time.perf_counter()
+        self._level_q: list[torch.Tensor] = []
         drafted = expand_tree(self.draft, tree, root, self._choose)
         self.stats.draft_forwards += tree.depth
         self.stats.draft_seconds += time.perf_counter() - clock
@@ -238,7 +246,7 @@ class Decoder:
         self.stats.target_seconds += time.perf_counter() - clock
         clock = time.perf_counter()
         node, emitted = self._walk(drafted, target_probs(p_rows, self.sampling)[drafted.row],
-                                   draft_probs(drafted.q_logits, self.sampling), position)
+                                   torch.cat(self._level_q), position)
         self.stats.verify_seconds += time.perf_counter() - clock
         token_list = drafted.tokens.tolist()
         path = tree.path(node)

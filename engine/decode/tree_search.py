@@ -16,15 +16,16 @@ It costs ``T(b) = sum_{d=0}^{D-1} c(w_d) + t(n) + sum_{d=1}^{D} u(b_d) + v``: th
 ``w_d = prod_{j <= d} b_j`` rows at level d (leaves are never fed), the target scores all
 ``n = 1 + sum_{d=1}^{D} w_d`` nodes in one forward, the walk verifies at most one node per level, with
 ``u(k)`` the measured seconds of one node's verification with k candidates (a plan-building verifier pays
-much more for k >= 2 than for one candidate), and ``v`` is the per-round bookkeeping. ``t`` and ``c`` are measured cost
+much more for k >= 2 than for one candidate), and ``v`` is what a real round adds beyond those (measured by the
+calibration: cold caches, processing, drawing, bookkeeping). ``t`` and ``c`` are measured cost
 curves (`engine.decode.calibration`). As in Sequoia (arXiv 2402.12374), the objective is tokens per second,
 ``E(b) / T(b)``; the shapes searched are all branching vectors with ``b_d <= max_children``, at most
 ``max_nodes`` nodes and ``max_depth`` levels, chains included. The value of a shape is a sum over levels
 of products of per-level factors, so the search runs depth-first over prefixes, carrying (R_d, w_d, n,
 cost so far), and scores every prefix as a tree of its own: ``O(#shapes)``, a few thousand at the
 defaults, exact within that family. With ``plain``, the empty shape competes too: plain decoding, one
-token per target forward of one row, ``E = 1`` and ``T = t(1) + v`` (the sampling and bookkeeping of a
-token cost about what one node's does), so the choice can be not to speculate where no tree pays. Row
+token per target forward of one row, ``E = 1`` and ``T = t(1) + v_plain`` (``v_plain``: the sampling and
+bookkeeping of a plain token; ``v`` where not given), so the choice can be not to speculate where no tree pays. Row
 sharing of equal i.i.d. siblings (`engine.decode.expand`) only lowers the real cost, so the estimate is
 conservative for i.i.d. drafting.
 """
@@ -87,7 +88,8 @@ def survival_correlation(acceptance_runs: Sequence[Sequence[float]], max_depth: 
 def best_tree(acceptance: Sequence[float], target_cost: Callable[[int], float], draft_cost: Callable[[int], float],
               round_cost: float = 0.0, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH,
               max_children: int = MAX_CHILDREN, correlation: Sequence[float] | None = None,
-              verify_cost: Callable[[int], float] | None = None, plain: bool = False) -> TreeChoice:
+              verify_cost: Callable[[int], float] | None = None, plain: bool = False,
+              plain_cost: float | None = None) -> TreeChoice:
     """The branching vector maximising ``E(b) / T(b)`` (module docstring); ``()`` (plain decoding) among them
     with ``plain``.
 
@@ -100,6 +102,7 @@ def best_tree(acceptance: Sequence[float], target_cost: Callable[[int], float], 
             None: independent positions.
         verify_cost: ``u(k)``, seconds of one node's verification with k candidates; None: 0.
         plain: whether plain decoding (``branching = ()``) competes.
+        plain_cost: seconds per plain token besides its forward (``v_plain``); None: ``round_cost``.
     """
     if not acceptance or any(not 0.0 <= a <= 1.0 for a in acceptance):
         raise ValueError(f"acceptance: expected values in [0, 1], got {list(acceptance)}")
@@ -111,7 +114,8 @@ def best_tree(acceptance: Sequence[float], target_cost: Callable[[int], float], 
     def visit(prefix: tuple[int, ...], reach: float, tokens: float, width: int, nodes: int, draft_seconds: float):
         nonlocal best
         if prefix or plain:  # the empty prefix: plain decoding, one row through the target, no draft
-            seconds = draft_seconds + target_cost(nodes) + round_cost
+            overhead = round_cost if prefix or plain_cost is None else plain_cost
+            seconds = draft_seconds + target_cost(nodes) + overhead
             choice = TreeChoice(prefix, tokens, seconds)
             if best is None or choice.tokens_per_second > best.tokens_per_second:
                 best = choice

@@ -1,6 +1,6 @@
 """``resispec bench headroom``: what acceptance a draft would need on this machine to reach a speedup goal.
 
-The target's measured forward costs at 1..32 nodes, the verification and the bookkeeping per round come from
+The target's measured forward costs at 1..32 nodes, the verification and what real decoding adds per round come from
 the `--tree auto` calibration of each draft named (cached; about a minute each the first time); the draft is
 then made hypothetical, of acceptance a and a cost fraction f of the target (`engine.bench.headroom`). It prints
 the cost model, the ceiling of a perfect draft, the least acceptance reaching ``--goal`` per cost fraction, and
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         print(strict_json({
             "target_compute": compute, "threads": args.threads, "verifier": args.verifier, "goal": args.goal,
             "cpu": cpu, "plain_seconds": plain_seconds(costs), "target_seconds": costs.target_seconds,
-            "round_seconds": costs.round_seconds, "verify_seconds": costs.verify_seconds,
+            "round_seconds": costs.round_seconds, "plain_round_seconds": costs.plain_round_seconds,
+            "verify_seconds": costs.verify_seconds,
             "ceilings": [{"draft_fraction": f, "chain": asdict(c[False]), "tree_model": asdict(c[True])}
                          for f, c in ceilings.items()],
             "required_acceptance": [{"draft_fraction": f, "chain": n[False], "tree_model": n[True]}
@@ -101,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(["nodes in the target's forward", *map(str, SHOWN_NODES)],
                        [["seconds / one node's", *(f"{costs.target_cost(n) / one:.2f}" for n in SHOWN_NODES)]]))
     print(f"one-node forward {1000 * one:.1f} ms; one node's verification u(1) "
-          f"{1000 * costs.verify_seconds[1]:.1f} ms; bookkeeping per round v {1000 * costs.round_seconds:.1f} ms; "
+          f"{1000 * costs.verify_seconds[1]:.1f} ms; what real decoding adds: per round v "
+          f"{1000 * costs.round_seconds:.1f} ms, per plain token v_plain {1000 * costs.plain_round_seconds:.1f} ms; "
           f"plain decoding {1 / plain_seconds(costs):.1f} tokens/s")
 
     def shape(choice) -> str:

@@ -12,10 +12,11 @@ from engine.decode.tree_search import MAX_DEPTH
 
 
 def costs(target: dict[int, float], verify: float = 0.0, bookkeeping: float = 0.0,
-          acceptance: list[float] | None = None, draft: float = 0.0) -> Calibration:
-    """A calibration with the given target cost curve, u(k) = ``verify`` for every k, v = ``bookkeeping``."""
+          acceptance: list[float] | None = None, draft: float = 0.0, plain: float = 0.0) -> Calibration:
+    """A calibration with the given target cost curve, u(k) = ``verify`` for every k, v = ``bookkeeping`` per
+    round and v_plain = ``plain`` per plain token."""
     return Calibration(acceptance or [0.5, 0.6, 0.7, 0.8], target, {1: draft, 16: draft}, bookkeeping, 100,
-                       [1.0] * MAX_DEPTH, {k: verify for k in range(1, 5)})
+                       [1.0] * MAX_DEPTH, {k: verify for k in range(1, 5)}, plain)
 
 
 FLAT = {1: 1.0, 32: 1.0}
@@ -58,15 +59,16 @@ def test_costs_raise_the_acceptance_a_goal_needs():
 
 
 def test_median_costs_take_each_figure_median_and_points_use_them():
-    first = costs({1: 1.0, 32: 10.0}, verify=0.1, bookkeeping=0.1, acceptance=[0.3], draft=0.2)
-    second = costs({1: 2.0, 32: 30.0}, verify=0.3, bookkeeping=0.3)
-    third = costs({1: 3.0, 32: 20.0}, verify=0.2, bookkeeping=0.2)
+    first = costs({1: 1.0, 32: 10.0}, verify=0.1, bookkeeping=0.1, acceptance=[0.3], draft=0.2, plain=0.5)
+    second = costs({1: 2.0, 32: 30.0}, verify=0.3, bookkeeping=0.3, plain=0.05)
+    third = costs({1: 3.0, 32: 20.0}, verify=0.2, bookkeeping=0.2, plain=0.1)
     median = median_costs([first, second, third])
     assert median.target_seconds == {1: 2.0, 32: 20.0} and median.round_seconds == 0.2
+    assert median.plain_round_seconds == 0.1
     assert median.verify_seconds == {k: 0.2 for k in range(1, 5)} and median.acceptance == [0.3]
     point = measured_point("first", first, median)
     assert point.acceptance == 0.3 and point.draft_fraction == pytest.approx(0.1)
-    plain = 2.0 + 0.2
+    plain = 2.0 + 0.1  # t(1) + v_plain, the medians
     assert point.speedup == pytest.approx(point.choice.tokens_per_second * plain)
     with pytest.raises(ValueError, match="no calibration"):
         median_costs([])

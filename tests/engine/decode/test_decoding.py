@@ -180,7 +180,7 @@ def test_an_auto_choice_of_plain_decoding_decodes_what_ar_decodes(real_target, m
 
     model, tokenizer = real_target
     calibration = Calibration([0.9, 0.95], {1: 0.04, 32: 0.05}, {1: 0.04, 16: 0.04}, 0.001, 8, [1.0] * 12,
-                              {1: 0.001, 2: 0.001})
+                              {1: 0.001, 2: 0.001}, 0.001)
     monkeypatch.setattr(generation, "choose_tree", lambda *args: (calibration.choose(), calibration, True))
     # a draft as dear as the target
     auto = generation.GenerationRequest(prompt="Name a color.", max_new_tokens=8, seed=4, audit=True, threads=1)

@@ -177,12 +177,14 @@ def test_the_search_never_asks_the_draft_for_more_rows_than_calibration_measures
 
 def _small_calibration() -> Calibration:
     return Calibration(acceptance=[0.5, 0.7], target_seconds={1: 0.01, 2: 0.012}, draft_seconds={1: 0.004},
-                       round_seconds=0.001, positions=4, correlation=[1.0, 0.9], verify_seconds={1: 0.001})
+                       round_seconds=0.001, positions=4, correlation=[1.0, 0.9], verify_seconds={1: 0.001},
+                       plain_round_seconds=0.0005)
 
 
 @pytest.mark.parametrize("damage, reason", [
     (lambda text: text[: len(text) // 2], "JSONDecodeError"),
     (lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "round_seconds"}), "KeyError"),
+    (lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "plain_round_seconds"}), "KeyError"),
     (lambda text: json.dumps({**json.loads(text), "positions": [4]}), "TypeError"),
     (lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "format"}), "KeyError"),
 ])
@@ -209,6 +211,23 @@ def test_calibration_measures_only_the_rounds_a_draft_does_not_decline(tmp_path,
     draft = NGramDraft(8, max_n=3, min_n=1)
     calibration = calibrate(p_model, draft, "rrs", Sampling(1.0), prompts, new_tokens=6, max_children=2, repeats=1)
     assert 0 < calibration.positions < 12
+    assert calibration.round_seconds >= 0 and calibration.plain_round_seconds >= 0  # what real decoding added
     with pytest.raises(ValueError, match="the draft drafts at none of the 2 calibration texts' positions"):
         calibrate(p_model, NGramDraft(8, max_n=20, min_n=20), "rrs", Sampling(1.0), prompts, new_tokens=6,
                   max_children=2, repeats=1)
+
+
+def test_plain_decoding_is_charged_its_own_overhead():
+    """T(plain) = t(1) + v_plain; a round's T takes v: a dear round overhead leaves plain decoding the choice,
+    a dear plain overhead hands it to the tree."""
+    def target(n: int) -> float:
+        return 0.010 + 0.002 * (n - 1)
+
+    def draft(rows: int) -> float:
+        return 0.001
+
+    cheap_plain = best_tree([0.6], target, draft, round_cost=0.004, plain=True, plain_cost=0.0)
+    assert cheap_plain.branching == () and cheap_plain.seconds_per_round == pytest.approx(0.010)
+    dear_plain = best_tree([0.6], target, draft, round_cost=0.004, plain=True, plain_cost=0.004)
+    assert dear_plain.branching and dear_plain.tokens_per_second > 1 / 0.014
+    assert best_tree([0.6], target, draft, round_cost=0.004, plain=True) == dear_plain  # v_plain defaults to v
