@@ -145,28 +145,26 @@ def tree_shape(text: str) -> tuple[int, ...] | str:
     return text if text == "auto" else branching(text)
 
 
-def positive_number(text: str) -> float:
-    """A finite number > 0 (a ratio, a goal)."""
-    value = _number(text)
-    if value <= 0:
-        fail(f"expected a number > 0, got {text!r}")
-    return value
+def number_above(low: float, inclusive: bool = False, what: str = "a number"):
+    """A type for finite numbers > ``low`` (>= ``low`` with ``inclusive``)."""
+    def parse(text: str) -> float:
+        value = _number(text)
+        if value < low or (value == low and not inclusive):
+            fail(f"expected {what} {'>=' if inclusive else '>'} {low:g}, got {text!r}")
+        return value
+
+    parse.__name__ = what
+    return parse
 
 
-def nonnegative_number(text: str) -> float:
-    """A finite number >= 0 (a cost fraction)."""
-    value = _number(text)
-    if value < 0:
-        fail(f"expected a number >= 0, got {text!r}")
-    return value
+positive_number = number_above(0.0, what="a number")
+"""A finite number > 0 (a ratio, a goal)."""
 
+nonnegative_number = number_above(0.0, inclusive=True, what="a number")
+"""A finite number >= 0 (a cost fraction)."""
 
-def positive_seconds(text: str) -> float:
-    """A finite number of seconds > 0."""
-    value = _number(text)
-    if value <= 0:
-        fail(f"expected a positive number of seconds, got {text!r}")
-    return value
+positive_seconds = number_above(0.0, what="a number of seconds")
+"""A finite number of seconds > 0."""
 
 
 def verifier_name(text: str) -> str:
