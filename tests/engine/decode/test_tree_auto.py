@@ -15,6 +15,7 @@ from engine.decode.calibration import (
     Calibration,
     cached_calibration,
     calibrate,
+    loop_overheads,
     measure_acceptance,
     truncated_pair,
 )
@@ -231,3 +232,16 @@ def test_plain_decoding_is_charged_its_own_overhead():
     dear_plain = best_tree([0.6], target, draft, round_cost=0.004, plain=True, plain_cost=0.004)
     assert dear_plain.branching and dear_plain.tokens_per_second > 1 / 0.014
     assert best_tree([0.6], target, draft, round_cost=0.004, plain=True) == dear_plain  # v_plain defaults to v
+
+
+def test_loop_overheads_are_what_real_decoding_spends_beyond_the_model():
+    """Charged nothing, the whole per-token and per-round time is overhead; charged more than it, none; a draft
+    that drafts no round has its rounds charged as plain tokens."""
+    p_model, q_model = tiny_pair(0)
+    prompt = torch.tensor([1, 2, 3])
+    plain, round_ = loop_overheads(p_model, TreeLM(q_model), "rrs", Sampling(1.0), prompt, 0.0, 0.0, tokens=8)
+    assert plain > 0 and round_ > 0
+    assert loop_overheads(p_model, TreeLM(q_model), "rrs", Sampling(1.0), prompt, 10.0, 10.0, tokens=8) == (0, 0)
+    silent = NGramDraft(8, max_n=20, min_n=20)  # no suffix of 20 tokens recurs: every round is one token
+    plain, round_ = loop_overheads(p_model, silent, "rrs", Sampling(1.0), prompt, 0.0, 0.0, tokens=8)
+    assert round_ == plain > 0
