@@ -71,7 +71,7 @@ DRAFT_COST_POINTS = COST_POINTS[: bisect_left(COST_POINTS, (MAX_NODES - 1) // 2)
 """The draft's cost is needed only up to (MAX_NODES - 1) // 2 = 15 rows: the leaves are never fed, and every
 fed level has at least as many nodes below it, so ``1 + 2 w <= MAX_NODES`` for the widest fed level w."""
 CALIBRATION_PROMPT_COUNT = 4
-LOOP_TOKENS = 32
+LOOP_TOKENS = 64
 """Tokens decoded for real, plainly and with a chain of one, to measure what the loop adds (module docstring)."""
 FORMAT = 9  # 6: forwards of integer-kernel models timed with the compiled row kernels (engine.model.row_glue);
 # 7: a draft's forward timed as one level of n rows below a grown root (the feature draft needs its parents first);
