@@ -151,6 +151,7 @@ class Decoder:
         self.audit = audit
         self.log = log
         self.stats = DecodeStats()
+        self._level_q: list[torch.Tensor] = []  # this round's processed q, level by level (`_choose`)
         # outside the timed loop: a tree forward feeds its distinct paths, from depth + 1 rows to every node
         self.target.prepare(*((self.tree.depth + 1, self.tree.num_nodes) if self.speculative else (1, 1)))
 
@@ -236,7 +237,7 @@ class Decoder:
     def _speculative_round(self, root: int, position: int) -> list[int]:
         """One round; ``position`` is the number of tokens this generation emitted before it."""
         tree, clock = self.tree, time.perf_counter()
-        self._level_q: list[torch.Tensor] = []
+        self._level_q = []
         drafted = expand_tree(self.draft, tree, root, self._choose)
         self.stats.draft_forwards += tree.depth
         self.stats.draft_seconds += time.perf_counter() - clock
