@@ -236,12 +236,13 @@ def loop_overheads(model, draft: Draft, verifier: str, sampling: Sampling, promp
 
     stats, seconds = decode(Decoder(model, None, AUTOREGRESSIVE, sampling=sampling, seed=seed))
     per_token = seconds / stats.target_forwards
+    plain = max(per_token - modelled_plain, 0.0)
     stats, seconds = decode(Decoder(model, draft, verifier, branching=(1,), sampling=sampling, seed=seed))
     rounds = stats.draft_forwards  # one draft level a round
     if not rounds:
-        return max(per_token - modelled_plain, 0.0), max(per_token - modelled_plain, 0.0)
+        return plain, plain
     per_round = (seconds - (stats.target_forwards - rounds) * per_token) / rounds
-    return max(per_token - modelled_plain, 0.0), max(per_round - modelled_round, 0.0)
+    return plain, max(per_round - modelled_round, 0.0)
 
 
 def lm_grow(lm, prompt: torch.Tensor, chain: torch.Tensor, parents: torch.Tensor,

@@ -21,6 +21,7 @@ from torch import nn
 
 from engine.drafts.early_exit import decoder_view
 from engine.runtime.tree_lm import TreeLM
+from resispec.formats.atomic import atomic_path
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -66,9 +67,8 @@ def save_draft(own: nn.Module, meta: dict, path: Path) -> None:
     if not all(torch.isfinite(t).all() for t in tensors.values()):
         raise ValueError("draft weights overflow float16")
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_suffix(".tmp")
-    save_file(tensors, staging, metadata={"draft": json.dumps(meta)})
-    staging.replace(path)  # never half-written
+    with atomic_path(path) as staging:  # never half-written
+        save_file(tensors, staging, metadata={"draft": json.dumps(meta)})
 
 
 def read_draft_meta(path: Path) -> dict:

@@ -32,6 +32,7 @@ from engine.train.draft_data import (
     generate_shards,
     load_prompts,
 )
+from resispec.formats.atomic import atomic_path
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -163,7 +164,8 @@ def overlap_figure(path: Path, xlabel: str, title: str) -> Iterator:
     axes.legend(loc="upper left")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
+    with atomic_path(path) as staged:
+        figure.savefig(staged, dpi=120)
     plt.close(figure)
 
 
