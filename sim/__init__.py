@@ -2,7 +2,7 @@
 
 Notebook use::
 
-    from sim import run_compare, run_drift, parse_source, step_stats
+    from resispec.sim import run_compare, run_drift, parse_source, step_stats
     result = run_compare(["llm:sigma=1,V=256", "logged:sample"], ["rrs", "rrs_wor", "resispec"], [2, 4, 8])
     result.records()          # mean acceptance, every optimum and the ratios, per source/verifier/k
     result.tree_records()     # accepted tokens per target forward for the tree shape
@@ -17,12 +17,12 @@ verifier), ``steps``, ``optima``, ``tree``, ``explorer`` (``run_drift``, ``run_c
 """
 
 from resispec.formats.pairs import LoggedPairs, logged_pairs, read_logged, write_logged
-from sim.batch import PairBatch
-from sim.explorer import CompareResult, DriftResult, Settings, run_compare, run_drift
-from sim.kernels import SUPPORTED, MonteCarlo, step_stats
-from sim.optima import WorSettings, optima
-from sim.sources import FAMILIES, parse_source
-from sim.steps import StepStats
+from resispec.sim.batch import PairBatch
+from resispec.sim.explorer import CompareResult, DriftResult, Settings, run_compare, run_drift
+from resispec.sim.kernels import SUPPORTED, MonteCarlo, step_stats
+from resispec.sim.optima import WorSettings, optima
+from resispec.sim.sources import FAMILIES, parse_source
+from resispec.sim.steps import StepStats
 
 __all__ = [
     "FAMILIES", "SUPPORTED", "CompareResult", "DriftResult", "LoggedPairs", "MonteCarlo", "PairBatch", "Settings",

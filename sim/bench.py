@@ -1,6 +1,6 @@
 """Throughput of the simulator's batched kernels: many pairs through a verifier vs one softmax.
 
-Pairs are LLM-like (``sim.sources.LLMLike``: ``p = softmax(3 z)``, ``q = softmax(3 z + eps)``),
+Pairs are LLM-like (``resispec.sim.sources.LLMLike``: ``p = softmax(3 z)``, ``q = softmax(3 z + eps)``),
 generated in chunks of ``chunk`` rows (not timed). For each chunk and verifier, the kernel
 (validation of the rows included) and ``scipy.special.softmax`` over the chunk's target logits are
 timed alternately ``repeats`` times (``resispec.benchmarks.timing.median_ratio``); the medians are
@@ -17,9 +17,9 @@ import numpy as np
 
 from resispec.benchmarks.timing import median_ratio
 from resispec.benchmarks.verify_speed import LOGIT_SCALE
-from sim.batch import PairBatch
-from sim.kernels import check_verifiers, step_stats
-from sim.sources import LLMLike
+from resispec.sim.batch import PairBatch
+from resispec.sim.kernels import check_verifiers, step_stats
+from resispec.sim.sources import LLMLike
 
 DEFAULT_PAIRS = 10_000
 DEFAULT_VOCAB = 32_768

@@ -2,7 +2,7 @@
 
 ``run_drift`` and ``run_compare`` sample each source's pairs once (seeded), run every verifier's
 batched kernel at every k needed, compute the optima, and return results that turn into JSON
-records, CSV rows and plots (``sim.report``). Randomness: a source's pairs depend only on its spec,
+records, CSV rows and plots (``resispec.sim.report``). Randomness: a source's pairs depend only on its spec,
 ``pairs`` and ``seed``; each verifier's Monte Carlo stream only on ``seed`` and its name, so adding
 a verifier to a run does not change another's numbers. Verifiers whose rule does not depend on k
 run once at the largest k; smaller k are its first steps (the same draws).
@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from resispec.formats.stats import Estimate, ratio_estimate
+from resispec.sim.batch import PairBatch
+from resispec.sim.kernels import SUPPORTED, MonteCarlo, check_verifiers, step_stats
+from resispec.sim.optima import Optima, WorSettings, optima
+from resispec.sim.sources import parse_source
+from resispec.sim.steps import StepStats
+from resispec.sim.tree import analytic_tokens, replay_tokens, tree_nodes
 from resispec.validation import as_count
 from resispec.verifiers import VERIFIERS
-from sim.batch import PairBatch
-from sim.kernels import SUPPORTED, MonteCarlo, check_verifiers, step_stats
-from sim.optima import Optima, WorSettings, optima
-from sim.sources import parse_source
-from sim.steps import StepStats
-from sim.tree import analytic_tokens, replay_tokens, tree_nodes
 
 DEFAULT_SOURCES = ("logged:sample",)
 DEFAULT_VERIFIERS = ("rrs", "rrs_wor", "spectr", "resispec", "pooled", "resispec_wor", "pooled_wor", "resispec_paper")

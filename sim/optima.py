@@ -32,9 +32,9 @@ import numpy as np
 from resispec.bounds import optimal_acceptance, optimal_acceptance_lp
 from resispec.bounds_wor import sequential_optimum_wor_lp, wor_prefix_bound
 from resispec.drafting import DRAFTING_SCHEMES
+from resispec.sim.batch import PairBatch
 from resispec.validation import as_count
 from resispec.verifiers.resispec_wor.plan import latest_first_plan
-from sim.batch import PairBatch
 
 WOR_METHODS = {"lp": "transport LP (exact)", "prefix": "ratio-prefix bound (upper bound)"}
 SEQUENTIAL_WOR_METHODS = {"lp": "sequential WOR LP", "closed": "latest-first plan (k <= 2)",

@@ -16,9 +16,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from resispec.sim.explorer import CompareResult, DriftResult, Evaluation  # noqa: E402
+from resispec.sim.sources import readable_spec  # noqa: E402
 from resispec.verifiers import VERIFIERS  # noqa: E402
-from sim.explorer import CompareResult, DriftResult, Evaluation  # noqa: E402
-from sim.sources import readable_spec  # noqa: E402
 
 LEGEND_COLUMN_INCHES = 2.8
 """Width of one column of a shared legend."""

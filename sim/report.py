@@ -8,7 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from resispec.formats.atomic import atomic_path
-from sim.explorer import CompareResult, DriftResult
+from resispec.sim.explorer import CompareResult, DriftResult
 
 
 def write_csv(path: Path, records: list[dict]) -> Path:
@@ -59,7 +59,7 @@ def write_all(out: Path, writers: dict[str, tuple[str, Writer]]) -> dict[str, Pa
 
 def write_drift(result: DriftResult, out: Path) -> dict[str, Path]:
     """``drift.csv`` (per step), ``drift_summary.csv`` (acceptance and optima), and the plots."""
-    from sim.plots import plot_drift, plot_gaps
+    from resispec.sim.plots import plot_drift, plot_gaps
 
     summary = [{key: value for key, value in record.items() if key != "curve"} for record in result.records()]
     return write_all(out, {
@@ -73,7 +73,7 @@ def write_drift(result: DriftResult, out: Path) -> dict[str, Path]:
 
 def write_compare(result: CompareResult, out: Path) -> dict[str, Path]:
     """``compare.csv`` (per source, verifier and k), ``tree.csv``, and the plots."""
-    from sim.plots import plot_acceptance_vs_k, plot_gaps
+    from resispec.sim.plots import plot_acceptance_vs_k, plot_gaps
 
     return write_all(out, {
         "compare_csv": ("compare.csv", lambda path: write_csv(path, result.records())),

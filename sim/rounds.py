@@ -51,7 +51,7 @@ class LoggedRound:
 def log_kind(pairs: LoggedPairs) -> str:
     """``"chain"`` when every round is a chain, else the log's drafting rule (``"iid"`` / ``"wor"``)."""
     if not pairs.rounds:
-        raise ValueError("log: no round fields (round, parent, token); write one with engine.bench.round_replay --log")
+        raise ValueError("log: no round fields (round, parent, token); write one with resispec replay --log")
     parents = pairs.rounds["parent"]
     first = root_rows(pairs.rounds["round"])
     child = parents >= 0
@@ -63,7 +63,7 @@ def logged_rounds(pairs: LoggedPairs, tail: str = "merge") -> Iterator[LoggedRou
     """The log's rounds in order. Dense rows keep the vocabulary; a sparse round's columns are the union
     of its rows' kept ids, then the tail bucket(s). Rows are renormalised (float64)."""
     if not pairs.rounds:
-        raise ValueError("log: no round fields (round, parent, token); write one with engine.bench.round_replay --log")
+        raise ValueError("log: no round fields (round, parent, token); write one with resispec replay --log")
     p_all, q_all = pairs.tailed("q", tail)
     parents, tokens = pairs.rounds["parent"], pairs.rounds["token"]
     drafted = has_children(pairs.rounds["round"], parents)

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from resispec.formats.atomic import atomic_path  # noqa: E402
-from sim.rounds import Summary  # noqa: E402
+from resispec.sim.rounds import Summary  # noqa: E402
 
 
 def write_rounds_csv(path: Path, accepted: dict[str, np.ndarray]) -> Path:

@@ -36,7 +36,7 @@ import numpy as np
 
 from resispec.formats.pairs import TAIL_MODES, read_logged
 from resispec.limits import MAX_VOCAB, check_limit
-from sim.batch import SAMPLE_PATH, PairBatch
+from resispec.sim.batch import SAMPLE_PATH, PairBatch
 
 SYNTHETIC_CHAIN = 16
 """Positions per chain of synthetic pairs (the tree replay walks along chains)."""

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from resispec.formats.stats import Z95, Estimate
+from resispec.sim.batch import PairBatch
 from resispec.validation import as_count
-from sim.batch import PairBatch
 
 BLOCKS = 8
 """Clusters for the interval of a replay over a single chain."""

@@ -66,7 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def ray_session():
     """One local Ray instance (2 CPUs) for the whole test session; ray.init takes seconds."""
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'resispec[scale]')")
-    from sim.serving.runner_ray import start
+    from resispec.sim.serving.runner_ray import start
 
     started = start(num_cpus=2)
     yield ray

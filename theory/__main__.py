@@ -1,7 +1,7 @@
-"""``python -m theory``: see ``theory.report.main``."""
+"""``python -m resispec.theory``: see ``resispec.theory.report.main``."""
 
 import sys
 
-from theory.report import main
+from resispec.theory.report import main
 
 sys.exit(main())

@@ -1,6 +1,6 @@
 """Three arithmetic backends for writing a verifier rule once.
 
-A rule (see ``theory.sequential``) computes with ``+ - * /`` and asks its backend for ``min``, ``max``
+A rule (see ``resispec.theory.sequential``) computes with ``+ - * /`` and asks its backend for ``min``, ``max``
 and ``is_zero``.  With ``Exact`` the numbers are ``Fraction``s; with ``Region`` they are SymPy
 expressions in the free coordinates of ``p`` and ``q``, and every ``min``/``max`` is resolved to the
 argument that wins at a witness point.  Both record the sequence of winners (the *signature*); on the

@@ -1,5 +1,5 @@
 """Block verification of a drafted chain (arXiv 2403.10444): exact, and optimal among all exact
-verifiers of the chain. Rule and notation: ``resispec/sequence/block.py``; exact laws: ``theory.rounds``.
+verifiers of the chain. Rule and notation: ``resispec/sequence/block.py``; exact laws: ``resispec.theory.rounds``.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from fractions import Fraction
 
 import sympy as sp
 
-from theory.registry import Outcome, Theorem, tally
-from theory.rounds import block_chain_law, block_plan
-from theory.symbolic import by_cases, display_eq, vanishes
-from theory.tree import Model
+from resispec.theory.registry import Outcome, Theorem, tally
+from resispec.theory.rounds import block_chain_law, block_plan
+from resispec.theory.symbolic import by_cases, display_eq, vanishes
+from resispec.theory.tree import Model
 
 P, Q, W = sp.symbols("p q w", positive=True)
 D = sp.Symbol("d", nonnegative=True)
@@ -75,7 +75,7 @@ which is the flow condition with `A(x_<=i) = Q(x_<=i) w_i`; and node i is alive 
   {"holds" if stop_ok else "FAILS"}; case analysis in both signs of `w p - q` of the identities
   {", ".join(identities)}: {"all hold" if not failed else "FAILED: " + ", ".join(failed)}.
 - Exact rationals: {len(CHAINS)} seeded pairs of autoregressive models (`V` in 2..4, chains of 1..3
-  drafts), every drafted chain enumerated with block verification's closed form (`theory.rounds`):
+  drafts), every drafted chain enumerated with block verification's closed form (`resispec.theory.rounds`):
   the law of the emitted sequence continued by the target equals the target's law; {tally(bad)}.
 - Negative control: accepting node i with the bare weight `w_i` and emitting `norm((p - q)+)` (no
   `h_i` correction, no weighted residual) differs from the target on {caught} of {len(CHAINS)} pairs.

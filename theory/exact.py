@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from theory.arith import normalise
+from resispec.theory.arith import normalise
 
 Law = tuple[Fraction, ...]
 

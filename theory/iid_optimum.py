@@ -16,14 +16,14 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import linprog
 
-from theory.arith import Exact
-from theory.exact import Instance, Law, instances
-from theory.registry import HAND, Outcome, Theorem, tally
-from theory.resispec import ResiSpec
-from theory.schedule import schedule
-from theory.sequential import emit
-from theory.sps import SPSChain
-from theory.symbolic import display_eq, latex_block
+from resispec.theory.arith import Exact
+from resispec.theory.exact import Instance, Law, instances
+from resispec.theory.registry import HAND, Outcome, Theorem, tally
+from resispec.theory.resispec import ResiSpec
+from resispec.theory.schedule import schedule
+from resispec.theory.sequential import emit
+from resispec.theory.sps import SPSChain
+from resispec.theory.symbolic import display_eq, latex_block
 
 CUT_FORMULA = latex_block(
     r"P(\mathrm{accept}) \le P(\mathrm{emit} \in H) + P(\text{some candidate} \notin H) = p(H) + 1 - q(H)^{k}"

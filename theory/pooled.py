@@ -2,10 +2,10 @@
 
 pooled selects one of k i.i.d. candidates by a priority score whose selected token has law ``t``, then
 verifies it by sps against ``t``. The proof has six steps, one theorem each: the cut bound (from
-``theory.iid_optimum``), the canonical architecture, the three conditions of an optimal selection
+``resispec.theory.iid_optimum``), the canonical architecture, the three conditions of an optimal selection
 law and the closed-form ``t`` meeting them, ``t`` being a selection law (prefix domination, pools
 that fit), the pools keeping the scores Uniform(0, 1), and an instance-by-instance certificate.
-Every exact check runs on the rational plan of ``theory.pooling``, built without the float code.
+Every exact check runs on the rational plan of ``resispec.theory.pooling``, built without the float code.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from functools import cache
 
 import sympy as sp
 
-from theory.arith import Exact, normalise
-from theory.exact import Instance, Law, from_weights, instances, pos, random_distribution
-from theory.iid_optimum import CUT_FORMULA, alpha_star_subsets, cut_value, tuple_laws
-from theory.pooling import ExactPlan, PooledLaw, build, interval_law, pooled_law, prefix_sums
-from theory.registry import Outcome, Theorem, tally
-from theory.sequential import emit, exactness_problems
-from theory.sps import ACCEPTED, EMITTED, REJECTED, P, Q, SPSChain
-from theory.symbolic import by_cases, display_eq, latex_block, nonnegative, vanishes
+from resispec.theory.arith import Exact, normalise
+from resispec.theory.exact import Instance, Law, from_weights, instances, pos, random_distribution
+from resispec.theory.iid_optimum import CUT_FORMULA, alpha_star_subsets, cut_value, tuple_laws
+from resispec.theory.pooling import ExactPlan, PooledLaw, build, interval_law, pooled_law, prefix_sums
+from resispec.theory.registry import Outcome, Theorem, tally
+from resispec.theory.sequential import emit, exactness_problems
+from resispec.theory.sps import ACCEPTED, EMITTED, REJECTED, P, Q, SPSChain
+from resispec.theory.symbolic import by_cases, display_eq, latex_block, nonnegative, vanishes
 
 ZERO = Fraction(0)
 
@@ -213,7 +213,7 @@ general: see below.)
   emitted masses and the balance `(p - t)+ - (t - p)+ = p - t`: {symbolic_verdict}.
 - Exact rationals on the {len(plan_cases())} instances of `pooled.cut_bound`, with `t` = pooled's
   target law, the max-ratio law `f`, and two random laws with zeros ({runs} runs): the exact law of
-  sps with draft `t` (`theory.sequential.emit`) equals `p`, its acceptance is `sum min(p, t)`, and
+  sps with draft `t` (`resispec.theory.sequential.emit`) equals `p`, its acceptance is `sum min(p, t)`, and
   the closed form of the canonical architecture gives the same law and acceptance; {tally(bad)}.
 - Verifying against pooled's `t` while selecting by the max-ratio rule (true law `f != t`) emits
   exactly `p` on {wrong_law_exact} of the {sum(plan_of(i).f != plan_of(i).t for i in plan_cases())}
@@ -323,7 +323,7 @@ bound (every token of `H*` has `q > 0`), and `P_(i*) <= m^k` because `i*` beats 
 (`Q_0^k - P_0 = 0`). `lam -> sum_(off H*) min(p, lam q)` is continuous and non-decreasing from 0 up
 to `p(off H*, q > 0)`, and `1 - m^k <= p(off H*, q > 0)` because `i*` beats the prefix of all finite
 ratios (`Q = 1`, `P = p(q > 0)`). Both are piecewise linear with kinks at the ratios, so the levels
-are exact interpolations on one piece (`theory.pooling.level`). Hence `sum min(p, t) = alpha*`: with
+are exact interpolations on one piece (`resispec.theory.pooling.level`). Hence `sum min(p, t) = alpha*`: with
 the canonical architecture (`pooled.canonical`) pooled accepts `alpha*`, provided `t` is the law of a
 selection rule (`pooled.valid_selection_law`, `pooled.uniform_scores`).
 """

@@ -19,13 +19,13 @@ from collections import defaultdict
 from fractions import Fraction
 from functools import cache
 
-from theory.arith import Exact
-from theory.exact import Instance, Law, from_weights, instances
-from theory.pooled import canonical_law
-from theory.registry import Outcome, Theorem, tally
-from theory.rrs_wor import SPSChainWOR
-from theory.sequential import emit
-from theory.symbolic import latex_block
+from resispec.theory.arith import Exact
+from resispec.theory.exact import Instance, Law, from_weights, instances
+from resispec.theory.pooled import canonical_law
+from resispec.theory.registry import Outcome, Theorem, tally
+from resispec.theory.rrs_wor import SPSChainWOR
+from resispec.theory.sequential import emit
+from resispec.theory.symbolic import latex_block
 
 ZERO = Fraction(0)
 Sets = dict[frozenset[int], Fraction]

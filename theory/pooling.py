@@ -2,7 +2,7 @@
 
 Built from ``docs/pooled.md`` alone, without the float code, so that the two can be compared:
 
-1. **Cut.** Ratio order (``theory.iid_optimum.ratio_order``), prefix sums ``P_i``, ``Q_i``;
+1. **Cut.** Ratio order (``resispec.theory.iid_optimum.ratio_order``), prefix sums ``P_i``, ``Q_i``;
    ``i* =`` the first maximiser of ``Q_i^k - P_i``; ``H* =`` the ``i*`` lowest ranks, ``m = Q_{i*}``,
    ``alpha* = 1 + P_{i*} - m^k``.
 2. **Max-ratio law.** ``f_c = (F_c + q_c)^k - F_c^k`` with ``F_c = Q_c`` the q-mass of lower ranks;
@@ -14,7 +14,7 @@ Built from ``docs/pooled.md`` alone, without the float code, so that the two can
    receipts ``(t - f)+`` in rank order: each level interval ``[l_a, l_{a+1})`` between consecutive
    breakpoints is a pool from the donor ``min{y : D_y > l_a}`` to the receiver ``min{z : R_z > l_a}``
    moving ``g = l_{a+1} - l_a``, with score mass ``M = g / (phi_y - phi_z)``. Nothing is dropped or
-   clipped: a pool that runs the wrong way is kept, for the checks in ``theory.pooled`` to find.
+   clipped: a pool that runs the wrong way is kept, for the checks in ``resispec.theory.pooled`` to find.
 
 Scores: a candidate of token x takes its score on the partner's interval of each pool l of x with
 probability ``M_l / q_x``, else on its own interval, uniform inside (``interval_law``). Given the
@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from theory.exact import Law, pos
-from theory.iid_optimum import ratio_order
+from resispec.theory.exact import Law, pos
+from resispec.theory.iid_optimum import ratio_order
 
 ZERO = Fraction(0)
 

@@ -11,20 +11,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 FAMILIES: list[str] = [
-    "theory.sps",
-    "theory.rrs",
-    "theory.rrs_wor",
-    "theory.resispec_wor",
-    "theory.spectr",
-    "theory.topk",
-    "theory.resispec",
-    "theory.iid_optimum",
-    "theory.pooled",
-    "theory.pooled_wor",
-    "theory.resispec_paper",
-    "theory.tree",
-    "theory.block",
-    "theory.traversal",
+    "resispec.theory.sps",
+    "resispec.theory.rrs",
+    "resispec.theory.rrs_wor",
+    "resispec.theory.resispec_wor",
+    "resispec.theory.spectr",
+    "resispec.theory.topk",
+    "resispec.theory.resispec",
+    "resispec.theory.iid_optimum",
+    "resispec.theory.pooled",
+    "resispec.theory.pooled_wor",
+    "resispec.theory.resispec_paper",
+    "resispec.theory.tree",
+    "resispec.theory.block",
+    "resispec.theory.traversal",
 ]
 
 
@@ -62,7 +62,7 @@ class Theorem:
     """A claim about a verifier, how it is checked, and the check itself.
 
     ``label``: the kind of proof behind the claim (one of ``LABELS``; families that do not say get
-    ``HAND``); ``formal``: the Coq theorems (``theory.formal.FORMAL``) that prove it or part of it.
+    ``HAND``); ``formal``: the Coq theorems (``resispec.theory.formal.FORMAL``) that prove it or part of it.
     """
 
     name: str

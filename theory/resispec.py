@@ -4,7 +4,7 @@ among sequential verifiers.
 Thresholds ``T_1 >= ... >= T_k >= T_{k+1} = 0``; ``R_j = 1 - g(T_1) + g(T_j)``; step ``j`` accepts
 candidate ``x`` w.p. ``a_j(x) = [min(p, T_j q) - min(p, T_{j+1} q)](x) / (R_j q(x))``; all rejected
 (probability ``z = 1 - g(T_1)``): emit from ``norm((p - T_1 q)+)``.  The optimal thresholds are the
-tight fixed point of ``theory.schedule``.
+tight fixed point of ``resispec.theory.schedule``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from functools import cache, cached_property
 
 import sympy as sp
 
-from theory.arith import Exact, Number, normalise
-from theory.exact import Instance, instances
-from theory.registry import FORMAL, SYMBOLIC, Outcome, Theorem, tally
-from theory.schedule import Curve, Schedule, from_thresholds, reach_one, schedule
-from theory.seqlp import (
+from resispec.theory.arith import Exact, Number, normalise
+from resispec.theory.exact import Instance, instances
+from resispec.theory.registry import FORMAL, SYMBOLIC, Outcome, Theorem, tally
+from resispec.theory.schedule import Curve, Schedule, from_thresholds, reach_one, schedule
+from resispec.theory.seqlp import (
     certificate,
     certificate_problems,
     objective,
@@ -29,11 +29,11 @@ from theory.seqlp import (
     schedule_masses,
     sequential_lp_float,
 )
-from theory.seqlp_lemmas import dual_lemmas, lagrangian_lemmas, model_lemmas, slackness_lemmas
-from theory.sequential import Emission, emit, exactness_problems
-from theory.spectr import SpecTr, rho_star
-from theory.sps import SPSChain
-from theory.symbolic import by_cases, display_eq, latex_block, nonnegative, vanishes
+from resispec.theory.seqlp_lemmas import dual_lemmas, lagrangian_lemmas, model_lemmas, slackness_lemmas
+from resispec.theory.sequential import Emission, emit, exactness_problems
+from resispec.theory.spectr import SpecTr, rho_star
+from resispec.theory.sps import SPSChain
+from resispec.theory.symbolic import by_cases, display_eq, latex_block, nonnegative, vanishes
 
 
 @dataclass(frozen=True)
@@ -287,8 +287,8 @@ and `R_1(1) >= 1`. So exactly one `z` in `[0, 1]` solves it: the fixed point exi
 For `z > 0` the thresholds are unique too (`h` is invertible on `y > 0`). `z = 0` happens exactly when
 `g(T_1(0)) = 1` (acceptance 1 is reachable); then `h_inv(0)` is any point of `[0, r_min]` and the tight
 thresholds need not be unique: for `p = q = (1/2, 1/2)`, `k = 2`, both `T = (1, 0)` and
-`T = (3/2, 1/2)` are tight with `z = 0` (`theory.schedule` takes the largest preimage).
-`R_1` is piecewise linear, so the root is computed exactly (`theory.schedule`).
+`T = (3/2, 1/2)` are tight with `z = 0` (`resispec.theory.schedule` takes the largest preimage).
+`R_1` is piecewise linear, so the root is computed exactly (`resispec.theory.schedule`).
 """
     checked = f"""
 - Case analysis: the Lipschitz lemma behind the monotonicity {"holds" if lemma else "FAILS"}.
@@ -356,7 +356,7 @@ def check_sequential_optimal() -> Outcome:
             lp_gap = max(lp_gap, abs(highs - float(optimal(inst).acceptance)))
     float_ok = lp_gap < 1e-9
     derivation = f"""
-Each step below names the lemma of `theory.seqlp_lemmas` that SymPy proves for symbolic values (a
+Each step below names the lemma of `resispec.theory.seqlp_lemmas` that SymPy proves for symbolic values (a
 symbolic step index `j`, class index `c`, candidate count `k`, number of tokens `V`).
 
 **Why the LP is the right model (m).** A sequential verifier decides on candidate `j` having seen only
@@ -366,7 +366,7 @@ independently of `s` (i.i.d. drafting). So `m_j(x) = P(step j accepts x) = sum_s
 `R_j q(x) - m_j(x) = sum_s pi(s) q(x) (1 - a_s(x)) >= 0`; the reach of step `j + 1` is `R_j - M_j`
 (`M_j = sum_x m_j(x)`); exactness gives `sum_j m_j(x) <= p(x)` (the final emission is non-negative).
 So every such verifier is a feasible point of the sequential LP whose objective is its acceptance
-(`theory.seqlp` has the primal and dual). resispec's own masses `m_j = min(p, T_j q) - min(p, T_{{j+1}} q)`
+(`resispec.theory.seqlp` has the primal and dual). resispec's own masses `m_j = min(p, T_j q) - min(p, T_{{j+1}} q)`
 are feasible: `0 <= m_j <= (T_j - T_{{j+1}}) q = R_j q` (Lipschitz lemma, tight schedule), the reach
 `1 - sum_{{i<j}} M_i = R_j` and `sum_j m_j = min(p, T_1 q) <= p` (Theorem `resispec.telescoping`).
 
@@ -421,7 +421,7 @@ the thresholds solved from the tight equations, cancels to zero; for `k = 2` the
         for group, lemmas in groups.items()
     )
     checked = f"""
-- Symbolic, for symbolic `j`, `c`, `k`, `V` (SymPy, `theory.seqlp_lemmas` and the Lipschitz lemma):
+- Symbolic, for symbolic `j`, `c`, `k`, `V` (SymPy, `resispec.theory.seqlp_lemmas` and the Lipschitz lemma):
 {lemma_lines}
 - Symbolic (SymPy), an independent check: dual objective = primal objective as an identity in the class
   masses, for `k = 1, 2, 3, 4` (any `V`): {"holds for each" if aggregate_ok else "FAILS for some k"}.

@@ -18,15 +18,15 @@ from functools import cache, cached_property
 
 import sympy as sp
 
-from theory.arith import Exact, normalise
-from theory.exact import Instance, Law, fmt, instances, pos, random_distribution
-from theory.iid_optimum import alpha_star
-from theory.registry import FORMAL, HAND, Outcome, Theorem, tally
-from theory.resispec import ResiSpec
-from theory.schedule import schedule
-from theory.sequential import SequentialRule, audit, emit, exactness_problems
-from theory.sps import SIGN_CASES, accept_probability
-from theory.symbolic import by_cases, display_eq, latex_block
+from resispec.theory.arith import Exact, normalise
+from resispec.theory.exact import Instance, Law, fmt, instances, pos, random_distribution
+from resispec.theory.iid_optimum import alpha_star
+from resispec.theory.registry import FORMAL, HAND, Outcome, Theorem, tally
+from resispec.theory.resispec import ResiSpec
+from resispec.theory.schedule import schedule
+from resispec.theory.sequential import SequentialRule, audit, emit, exactness_problems
+from resispec.theory.sps import SIGN_CASES, accept_probability
+from resispec.theory.symbolic import by_cases, display_eq, latex_block
 
 Proxy = Callable[[Law, Law, int], list[Fraction]]
 

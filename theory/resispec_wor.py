@@ -4,7 +4,7 @@ latest-first plan is well defined and optimal among sequential verifiers of two 
 Five theorems: the recursion's exactness identity (``recursion_exact``), the plan's fixed point
 (``k2_plan``), the optimal-stopping dual certificate (``k2_optimal``), the exact law by enumeration
 (``exact_law``) and the comparison with rrs_wor (``vs_rrs_wor``). Every exact check runs on the
-rational plan of ``theory.wor_shaping`` and the LP of ``theory.wor_lp``, built without the float code.
+rational plan of ``resispec.theory.wor_shaping`` and the LP of ``resispec.theory.wor_lp``, built without the float code.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from functools import cache
 
 import sympy as sp
 
-from theory.arith import Exact, normalise
-from theory.exact import Instance, Law, fmt, from_weights, instances, random_distribution
-from theory.pooled import CORNERS
-from theory.registry import FORMAL, SYMBOLIC, Outcome, Theorem, tally
-from theory.rrs_wor import SPSChainWOR
-from theory.sequential import emit, exactness_problems
-from theory.sps import accept_probability, next_residual
-from theory.symbolic import by_cases, latex_block, nonnegative, simplex_point, vanishes
-from theory.wor_k2_lemmas import (
+from resispec.theory.arith import Exact, normalise
+from resispec.theory.exact import Instance, Law, fmt, from_weights, instances, random_distribution
+from resispec.theory.pooled import CORNERS
+from resispec.theory.registry import FORMAL, SYMBOLIC, Outcome, Theorem, tally
+from resispec.theory.rrs_wor import SPSChainWOR
+from resispec.theory.sequential import emit, exactness_problems
+from resispec.theory.sps import accept_probability, next_residual
+from resispec.theory.symbolic import by_cases, latex_block, nonnegative, simplex_point, vanishes
+from resispec.theory.wor_k2_lemmas import (
     D_,
     E_,
     F_,
@@ -38,10 +38,10 @@ from theory.wor_k2_lemmas import (
     latest_first_mass,
     second_step_lemmas,
 )
-from theory.wor_k2_lemmas import lagrangian_lemmas as wor_lagrangian_lemmas
-from theory.wor_k2_lemmas import model_lemmas as wor_model_lemmas
-from theory.wor_lp import certificate, certificate_problems, classes, primal_problems, rule_masses
-from theory.wor_shaping import (
+from resispec.theory.wor_k2_lemmas import lagrangian_lemmas as wor_lagrangian_lemmas
+from resispec.theory.wor_k2_lemmas import model_lemmas as wor_model_lemmas
+from resispec.theory.wor_lp import certificate, certificate_problems, classes, primal_problems, rule_masses
+from resispec.theory.wor_shaping import (
     Plan,
     ResiSpecWOR,
     State,
@@ -596,7 +596,7 @@ emits all of `r_y` by acceptance, `f_y = 0`; `mu_y > 0` off `Z`, where `B_y = C(
 where `A = q`). So the dual objective equals the plan's acceptance: resispec_wor at `k = 2` is optimal
 among sequential verifiers of two WOR candidates.
 
-**The slackness lemmas, by cases (`theory.wor_k2_lemmas`).** Per drafted token, with `w = q/(1 - q)` and
+**The slackness lemmas, by cases (`resispec.theory.wor_k2_lemmas`).** Per drafted token, with `w = q/(1 - q)` and
 `T = q (1 + S) - r` the unclipped `t`, the latest-first plan has `t = clip(T, 0, w)`. The ranges
 `T <= 0` (`A = q`), `0 <= T <= w` (rising) and `T >= w` (`A = 0`) cover the real line, and splitting the
 ends by `T < 0` / `T = 0` and `T = w` / `T > w` gives five cases with classes `R`, `I`, `I`, `I`, `Z`. In the
@@ -608,7 +608,7 @@ column's slack vanish. Together with the column identities above this is complem
 every token, hence for every `V` (`mu_xy = mu_y` for every `x`, and the node slacks are `>= 0` and sum
 over `x` to the token's reach slack).
 
-**The rest of the chain, symbolic (`theory.wor_k2_lemmas`).** The LP model: node `(x, y)` is reached
+**The rest of the chain, symbolic (`resispec.theory.wor_k2_lemmas`).** The LP model: node `(x, y)` is reached
 with `(q_x - m(x)) q_y / (1 - q_x) = P(x y) - m(x) q_y / (1 - q_x)` (the second draw is `q_{{-x}}`
 whatever step 1 decided; `m(x, y)` at most its reach per state as in lemma (m) of
 `resispec.sequential_optimal`). The rule is the plan: step 1 accepts `x` with `A_x / q_x`; after a
@@ -630,7 +630,7 @@ passing from tokens to nodes and from a state to its sum over states (linearity)
 - Symbolic (SymPy, `q = w/(1 + w)`, `M >= 0`): the `m(x)` column per class (tight on `R` and `I`,
   `>= 1` on `Z`), `M = q(R)/(1 - q(I))` solving the consistency equation and `1 - M = q(Z)/(1 - q(I))`:
   {"all hold" if columns_ok else "FAILED"}.
-- Symbolic (`theory.wor_k2_lemmas`; per token by the five exhaustive cases, or for every `V`):
+- Symbolic (`resispec.theory.wor_k2_lemmas`; per token by the five exhaustive cases, or for every `V`):
 {lemma_lines}
 - Exact rationals on {len(certificate_cases())} pairs (`V` 2..6: the corners {", ".join(f"`{n}`" for n in WOR_CORNERS)}
   that draft two tokens, and 60 seeded pairs, half with zeros; {counts[0]} with a non-empty `R`,
@@ -683,7 +683,7 @@ as they are admissible. Here the whole verifier is evaluated in exact rationals:
 `(r, q', n)` every next candidate `x` (probability `q'_x`, the WOR draw given the undrawn tokens) is
 accepted with the plan's `A_x / q'_x`, and on rejection the state `(r_x, q'_{-x}, n - 1)` is expanded in
 turn (`n = 1`: the rrs_wor step; `n = 0`: the target), so every ordered WOR tuple is summed with its
-probability (`theory.sequential.emit`, memoised by state). The result must be `p`, with every
+probability (`resispec.theory.sequential.emit`, memoised by state). The result must be `p`, with every
 acceptance in `[0, 1]` and every draft law and final residual a distribution.
 
 For `k = 2` the recursion is the plan itself (docs/resispec_wor.md section 1): `f_y > 0` only where

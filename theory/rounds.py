@@ -1,7 +1,7 @@
 """Exact rational laws of whole speculative rounds (block, lifted/traversal verification).
 
 ``lifted_law`` integrates out drafting and verification together, node by node: a node entered with
-weight ``w`` runs a sequential node rule (``theory.sequential``) on ``p' = (w p, 1 - w)``,
+weight ``w`` runs a sequential node rule (``resispec.theory.sequential``) on ``p' = (w p, 1 - w)``,
 ``q' = (q, 0)`` (the last token is the fail token), drawing each child from the rule's draft as it
 goes (exactly the tree's i.i.d. or without-replacement drafting), and where the rule would accept
 child x with probability ``a`` it enters x's subtree with weight ``a``. The result is the
@@ -15,10 +15,10 @@ import itertools
 from collections.abc import Callable, Hashable
 from fractions import Fraction
 
-from theory.arith import Exact
-from theory.exact import Law, pos
-from theory.sequential import SequentialRule
-from theory.tree import Model, Prefix, SeqLaw
+from resispec.theory.arith import Exact
+from resispec.theory.exact import Law, pos
+from resispec.theory.sequential import SequentialRule
+from resispec.theory.tree import Model, Prefix, SeqLaw
 
 NodeRule = Callable[[Law, Law, int], SequentialRule]
 

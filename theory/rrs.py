@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import sympy as sp
 
-from theory.arith import Exact
-from theory.exact import instances
-from theory.registry import FORMAL, Outcome, Theorem, tally
-from theory.sequential import audit, emit
-from theory.sps import SPSChain
-from theory.symbolic import by_cases, display_eq, region_search
+from resispec.theory.arith import Exact
+from resispec.theory.exact import instances
+from resispec.theory.registry import FORMAL, Outcome, Theorem, tally
+from resispec.theory.sequential import audit, emit
+from resispec.theory.sps import SPSChain
+from resispec.theory.symbolic import by_cases, display_eq, region_search
 
 R, Q, RHO = sp.symbols("r q rho", positive=True)
 D = sp.Symbol("d", nonnegative=True)

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from theory.arith import Exact, Number, normalise
-from theory.exact import instances
-from theory.registry import FORMAL, Outcome, Theorem, tally
-from theory.sequential import audit, emit
-from theory.sps import accept_probability, next_residual
-from theory.symbolic import latex_block, region_search
+from resispec.theory.arith import Exact, Number, normalise
+from resispec.theory.exact import instances
+from resispec.theory.registry import FORMAL, Outcome, Theorem, tally
+from resispec.theory.sequential import audit, emit
+from resispec.theory.sps import accept_probability, next_residual
+from resispec.theory.symbolic import latex_block, region_search
 
 EXPECTED_REGIONS = 9
 LAW_FORMULA = latex_block(

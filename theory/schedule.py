@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from theory.exact import Law
+from resispec.theory.exact import Law
 
 
 @dataclass(frozen=True)

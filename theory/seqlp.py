@@ -21,8 +21,8 @@ from fractions import Fraction
 import numpy as np
 from scipy.optimize import linprog
 
-from theory.exact import Law
-from theory.schedule import Schedule
+from resispec.theory.exact import Law
+from resispec.theory.schedule import Schedule
 
 Masses = tuple[tuple[Fraction, ...], ...]  # masses[j][x] = m_{j+1}(x)
 
@@ -81,7 +81,7 @@ def dual_problems(p: Law, q: Law, dual: Dual) -> list[str]:
 
 
 def certificate(p: Law, q: Law, sched: Schedule) -> Dual:
-    """The dual solution the schedule determines (closed form; see ``theory.resispec``).
+    """The dual solution the schedule determines (closed form; see ``resispec.theory.resispec``).
 
     Token ``x`` is in class 0 when ``q(x) = 0`` or ``p(x)/q(x) > T_1``, else in class
     ``c = max{c : p(x) <= T_c q(x)}``.  With ``Q_l`` the draft mass of classes ``>= l`` and ``q_0`` that of

@@ -1,7 +1,7 @@
 """The general steps of resispec's sequential-LP optimality proof, each an identity SymPy proves for
 symbolic values (a symbolic step index ``j``, class index ``c`` and candidate count ``k``).
 
-Notation as in ``theory.seqlp``: primal masses ``m_j(x)``, reach ``R_j = 1 - sum_{i<j} M_i`` with
+Notation as in ``resispec.theory.seqlp``: primal masses ``m_j(x)``, reach ``R_j = 1 - sum_{i<j} M_i`` with
 ``M_i = sum_x m_i(x)``; dual ``lambda_j(x)``, ``mu(x)``, row ``(j, y)``:
 ``lambda_j(y) + sum_{i>j} Lambda_i + mu(y) >= 1`` with ``Lambda_i = sum_x q(x) lambda_i(x)``.
 
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import sympy as sp
 from sympy import Sum
 
-from theory.symbolic import by_cases, nonnegative, vanishes
+from resispec.theory.symbolic import by_cases, nonnegative, vanishes
 
 # --- (m): the model --------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from theory.arith import Exact, Number
+from resispec.theory.arith import Exact, Number
 
 
 class SequentialRule(Protocol):
@@ -71,7 +71,7 @@ def _check_distribution(ar, v: Sequence[Number], what: str, out: list[str]) -> N
 
 
 def emit(rule: SequentialRule, ar) -> Emission:
-    """The exact emission of ``rule`` computed with backend ``ar`` (``theory.arith``)."""
+    """The exact emission of ``rule`` computed with backend ``ar`` (``resispec.theory.arith``)."""
     k = rule.k
     violations: list[str] = []
     memo: dict[tuple[Hashable, int], tuple[list[list[Number]], list[Number], list[Number]]] = {}

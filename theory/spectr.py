@@ -15,11 +15,11 @@ from fractions import Fraction
 
 import sympy as sp
 
-from theory.arith import Exact, Number, OnPiece, normalise
-from theory.exact import Instance, Law, fmt, instances
-from theory.registry import Outcome, Theorem, tally
-from theory.sequential import audit, emit
-from theory.symbolic import by_cases, display_eq, vanishes
+from resispec.theory.arith import Exact, Number, OnPiece, normalise
+from resispec.theory.exact import Instance, Law, fmt, instances
+from resispec.theory.registry import Outcome, Theorem, tally
+from resispec.theory.sequential import audit, emit
+from resispec.theory.symbolic import by_cases, display_eq, vanishes
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def residual_nonnegative(p: Law, q: Law, k: int, rho: Fraction) -> bool:
 
 # --- rho* itself, as an algebraic number --------------------------------------------------------
 
-T_VAR = sp.Symbol("t")  # rho, as the variable of theory.arith.OnPiece
+T_VAR = sp.Symbol("t")  # rho, as the variable of resispec.theory.arith.OnPiece
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def at_rho_star_problems(p: Law, q: Law, k: int, law: bool = True) -> tuple[list
 
     Checks that ``rho*`` is the smallest ``rho`` meeting the test (the piece has no ratio inside, the test
     fails at ``lo`` and holds at ``hi``, ``F`` has exactly one root in ``[lo, b]`` and it is ``rho*``), then
-    evaluates the rule at ``rho*`` in ``QQ(rho*)`` (``theory.arith.OnPiece``, numerators reduced modulo
+    evaluates the rule at ``rho*`` in ``QQ(rho*)`` (``resispec.theory.arith.OnPiece``, numerators reduced modulo
     the minimal polynomial): ``c(rho*) = rho*`` and (with ``law``; the slow part) the exact law equals
     ``p``. With ``rho* = 1`` the rule is evaluated at 1 in exact rationals."""
     star = rho_star_algebraic(p, q, k)

@@ -13,11 +13,11 @@ from fractions import Fraction
 
 import sympy as sp
 
-from theory.arith import Exact, Number, normalise
-from theory.exact import instances
-from theory.registry import FORMAL, Outcome, Theorem, tally
-from theory.sequential import emit, exactness_problems
-from theory.symbolic import by_cases, display_eq
+from resispec.theory.arith import Exact, Number, normalise
+from resispec.theory.exact import instances
+from resispec.theory.registry import FORMAL, Outcome, Theorem, tally
+from resispec.theory.sequential import emit, exactness_problems
+from resispec.theory.symbolic import by_cases, display_eq
 
 P, Q = sp.symbols("p q", positive=True)
 D = sp.Symbol("d", nonnegative=True)

@@ -4,7 +4,7 @@
 common denominator and cancelled, and must be exactly zero.  ``by_cases`` applies it (or a sign test)
 after substituting a parametrisation of each case in terms of non-negative symbols.  ``region_search``
 splits the simplex of ``(p, q)`` into the regions where a rule's ``min``/``max`` decisions are constant
-(``theory.arith``), finds a witness for each by seeded sampling, and checks an identity symbolically on
+(``resispec.theory.arith``), finds a witness for each by seeded sampling, and checks an identity symbolically on
 every region found.
 """
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from theory.arith import Exact, Number, Region, Tie
-from theory.exact import Law, fmt, random_distribution
+from resispec.theory.arith import Exact, Number, Region, Tie
+from resispec.theory.exact import Law, fmt, random_distribution
 
 
 def vanishes(expr: Number) -> bool:

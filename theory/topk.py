@@ -14,11 +14,11 @@ from fractions import Fraction
 
 import sympy as sp
 
-from theory.arith import Exact, Number, normalise
-from theory.exact import instances
-from theory.registry import Outcome, Theorem, tally
-from theory.sequential import emit, exactness_problems
-from theory.symbolic import display_eq, vanishes
+from resispec.theory.arith import Exact, Number, normalise
+from resispec.theory.exact import instances
+from resispec.theory.registry import Outcome, Theorem, tally
+from resispec.theory.sequential import emit, exactness_problems
+from resispec.theory.symbolic import display_eq, vanishes
 
 State = tuple[tuple[Number, ...], int]
 

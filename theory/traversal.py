@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import sympy as sp
 
-from theory.registry import Outcome, Theorem, tally
-from theory.rounds import lifted_law
-from theory.symbolic import display_eq, vanishes
-from theory.tree import BIASED_RULE, NODE_RULES, Model
+from resispec.theory.registry import Outcome, Theorem, tally
+from resispec.theory.rounds import lifted_law
+from resispec.theory.symbolic import display_eq, vanishes
+from resispec.theory.tree import BIASED_RULE, NODE_RULES, Model
 
 SHAPES = ((3, 2, 2), (2, 3, 2), (3, 1, 3), (2, 2, 1), (3, 2, 1))  # (V, depth, k)
 TREES = SHAPES * 3
@@ -53,12 +53,12 @@ and the fail token carries `1 - w`, the node's failure. At the root `w = 1`, so 
 Nothing constrains the node rule beyond exactness for `(p', q')` with an undraftable token of positive
 target mass: **residual shaping composes with sequence-level acceptance** (``traversal_resispec``).
 General proof (every `V`, tree shape and exact sequential rule; the rule must not depend on how its
-coins are tossed, which holds for the sequential rules of ``theory.sequential``).
+coins are tossed, which holds for the sequential rules of ``resispec.theory.sequential``).
 """
     checked = f"""
 - Symbolic (SymPy): the inductive step `a L + (w p - a) T = w p T` under `L = T`:
   {"holds" if step_ok else "FAILS"}.
-- Exact rationals (drafting and verification integrated out together, ``theory.rounds.lifted_law``):
+- Exact rationals (drafting and verification integrated out together, ``resispec.theory.rounds.lifted_law``):
   {len(TREES)} seeded model pairs, `(V, depth, k)` in {", ".join(map(str, SHAPES))} (each three times),
   lifts of {", ".join(NODE_RULES)} ({runs} runs; the lift of rrs is traversal verification, of rrs_wor
   traversal_wor, of resispec traversal_resispec): the round's sequence law equals the target's;

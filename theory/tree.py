@@ -17,18 +17,18 @@ from fractions import Fraction
 
 import sympy as sp
 
-from theory.arith import Exact
-from theory.exact import Law, random_distribution
-from theory.registry import Outcome, Theorem, tally
-from theory.resispec import ResiSpec
-from theory.resispec_paper import PaperRule, reconstruction
-from theory.rrs_wor import SPSChainWOR
-from theory.schedule import schedule
-from theory.sequential import Emission, SequentialRule, emit
-from theory.sps import SPSChain
-from theory.symbolic import display_eq, vanishes
-from theory.topk import TopK
-from theory.tree_joint import SCHEMES, SHARED_BY_LEVEL, SHARING, round_law
+from resispec.theory.arith import Exact
+from resispec.theory.exact import Law, random_distribution
+from resispec.theory.registry import Outcome, Theorem, tally
+from resispec.theory.resispec import ResiSpec
+from resispec.theory.resispec_paper import PaperRule, reconstruction
+from resispec.theory.rrs_wor import SPSChainWOR
+from resispec.theory.schedule import schedule
+from resispec.theory.sequential import Emission, SequentialRule, emit
+from resispec.theory.sps import SPSChain
+from resispec.theory.symbolic import display_eq, vanishes
+from resispec.theory.topk import TopK
+from resispec.theory.tree_joint import SCHEMES, SHARED_BY_LEVEL, SHARING, round_law
 
 Prefix = tuple[int, ...]
 SeqLaw = dict[tuple[int, ...], Fraction]
@@ -100,7 +100,7 @@ ENGINE_SCHEMES: dict[str, tuple[NodeRule, str]] = {
 
 
 def joint_problems() -> tuple[list[str], int, int, int]:
-    """The flat joint enumeration (``theory.tree_joint``) against the target's sequential law, for every
+    """The flat joint enumeration (``resispec.theory.tree_joint``) against the target's sequential law, for every
     verifier of ``ENGINE_SCHEMES`` with its scheme and both sharings; and the two controls (a biased
     node verifier; children drawn once per level, i.e. shared across different paths). Returns
     (problems, runs, biased caught, sharing-by-level caught)."""
@@ -148,7 +148,7 @@ is distributed as the target's sequential law, cut at a stopping time. Sequence-
 nothing beyond per-node exactness and subtrees drafted independently of the verification above them.
 
 **The independence hypothesis, derived for the engine's drafting.** A round's randomness is: one
-draw `G_n` per logical node `n` of the drafting generator (`engine.decode.expand.expand_tree` asks the
+draw `G_n` per logical node `n` of the drafting generator (`resispec.engine.decode.expand.expand_tree` asks the
 verifier's scheme for `n`'s children from `q(.|path(n))`: i.i.d., without replacement or top-k, the
 last a function of `q` alone), one draw `U_n` per decided node of the separate verification generator
 (`NodeVerifier.verify`: the decision at `n` is a function of `p(.|path(n))`, `q(.|path(n))`, `n`'s
@@ -176,7 +176,7 @@ sequence-level verifiers (block, traversal) look at the whole tree and have thei
   the law equals the target's sequential law over all `V^(depth+1)` sequences; {tally(bad)}.
   Negative control: with the reconstructed published rule at the nodes, the law differs on {caught}
   of the {len(TREES)} trees.
-- Exact rationals, a flat joint enumeration that does not use the recursion (`theory.tree_joint`):
+- Exact rationals, a flat joint enumeration that does not use the recursion (`resispec.theory.tree_joint`):
   {len(JOINT_TREES)} models (`(V, depth, k)` in {", ".join(map(str, JOINT_SHAPES))}, two seeds each);
   every drafted tree (the children of every logical node drawn by the verifier's scheme, with its
   probability) times every outcome of the node decisions along the walk (each verifier's outcome law

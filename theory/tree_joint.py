@@ -1,8 +1,9 @@
 """The law of one round of tree verification as a joint law, enumerated flat: every drafted tree (the
 children of every logical node, by the engine's drafting scheme) times every outcome of the node
-decisions along the walk, without the per-node recursion of ``theory.tree.tree_law``.
+decisions along the walk, without the per-node recursion of ``resispec.theory.tree.tree_law``.
 
-The engine (``engine.decode.expand.expand_tree``, ``engine.decode.decoding``) drafts the whole tree before verifying:
+The engine (``resispec.engine.decode.expand.expand_tree``, ``resispec.engine.decode.decoding``) drafts the whole tree
+before verifying:
 each logical node's children are one draw of its verifier's scheme from ``q(.|path)`` (i.i.d., without
 replacement, or top-k), with the drafting generator; equal root-to-node paths share a model row but
 keep their own children. The walk then decides node by node, each decision a function of that node's
@@ -20,12 +21,12 @@ from collections.abc import Callable, Hashable, Iterator
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from theory.exact import Law
-from theory.sequential import SequentialRule
-from theory.topk import top_candidates
+from resispec.theory.exact import Law
+from resispec.theory.sequential import SequentialRule
+from resispec.theory.topk import top_candidates
 
-if TYPE_CHECKING:  # theory.tree imports this module for its check
-    from theory.tree import Model, NodeRule, SeqLaw
+if TYPE_CHECKING:  # resispec.theory.tree imports this module for its check
+    from resispec.theory.tree import Model, NodeRule, SeqLaw
 
 Children = tuple[int, ...]
 DraftLaw = Callable[[Law, int], dict[Children, Fraction]]

@@ -1,4 +1,4 @@
-"""resispec_wor at k = 2: the general steps of the optimality proof (``theory.wor_lp``'s LP and its
+"""resispec_wor at k = 2: the general steps of the optimality proof (``resispec.theory.wor_lp``'s LP and its
 optimal-stopping certificate) as SymPy identities: the node reach of the LP model, the rule's second
 step reproducing the plan, primal feasibility and complementary slackness per token by exhaustive cases,
 and the Lagrangian identity for every ``V``.
@@ -6,7 +6,7 @@ and the Lagrangian identity for every ``V``.
 One drafted token, with ``w = q / (1 - q)`` (so ``q = w / (1 + w)``), the root ``S >= 0`` and
 ``T = q (1 + S) - r`` the unclipped ``t``. The latest-first plan has ``t = clip(T, 0, w)``,
 ``A = q - t (1 - q)``, ``C = q (S - t)`` (``resispec_wor.k2_plan``), residual ``f = (r - A - C)+``.
-Its classes (``theory.wor_lp.classes``): ``R = {A = q, f > 0}``, ``Z = {A = 0, r < C}``, ``I`` the rest.
+Its classes (``resispec.theory.wor_lp.classes``): ``R = {A = q, f > 0}``, ``Z = {A = 0, r < C}``, ``I`` the rest.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sympy as sp
 from sympy import Sum
 
-from theory.symbolic import by_cases, nonnegative, settle, vanishes
+from resispec.theory.symbolic import by_cases, nonnegative, settle, vanishes
 
 S_, W_, T_ = sp.Symbol("S", nonnegative=True), sp.Symbol("w", positive=True), sp.Symbol("T")
 D_, E_, F_ = sp.symbols("d e f", nonnegative=True)
@@ -74,7 +74,7 @@ def token_values(T: sp.Expr, extra: dict | None = None) -> dict[str, sp.Expr]:
 
 
 def class_of(v: dict[str, sp.Expr]) -> str:
-    """The certificate's class, decided symbolically (``theory.wor_lp.classes``)."""
+    """The certificate's class, decided symbolically (``resispec.theory.wor_lp.classes``)."""
     a_is_q = vanishes(v["A"] - v["q"])
     a_is_0 = vanishes(v["A"])
     f_pos = bool(sp.simplify(v["f"]).is_positive)
@@ -87,7 +87,7 @@ def class_of(v: dict[str, sp.Expr]) -> str:
 
 
 def multipliers(cls: str) -> dict[str, sp.Expr]:
-    """``mu``, ``lambda``, ``nu`` and the ``m(x)`` column's slack of a class (``theory.wor_lp``)."""
+    """``mu``, ``lambda``, ``nu`` and the ``m(x)`` column's slack of a class (``resispec.theory.wor_lp``)."""
     mu = {"R": 1, "Z": 0, "I": M_}[cls]
     nu = (1 - M_) / (1 - Q_) if cls == "R" else 0
     column = 0 + (1 - mu) + nu + (M_ - mu * Q_) / (1 - Q_) - 1  # lambda + nu + continuation - 1
@@ -226,7 +226,7 @@ def model_lemmas() -> dict[str, bool]:
     second is ``q_{-x}``-distributed, independently of how step 1 decided (WOR drafting), so node
     ``(x, y)`` is reached with ``(q_x - m(x)) q_y / (1 - q_x) = P(x y) - m(x) q_y / (1 - q_x)``; that
     ``m(x, y)`` is at most its reach, and the reach of the emission after two rejections, is lemma (m)
-    of ``theory.seqlp_lemmas`` at each node."""
+    of ``resispec.theory.seqlp_lemmas`` at each node."""
     qx, qy, m = sp.symbols("q_x q_y m", nonnegative=True)
     P_xy = qx * qy / (1 - qx)
     return {"reach of node (x, y)": vanishes((qx - m) * qy / (1 - qx) - (P_xy - m * qy / (1 - qx)))}

@@ -27,9 +27,9 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from theory.exact import Law
-from theory.sequential import SequentialRule
-from theory.wor_shaping import Plan
+from resispec.theory.exact import Law
+from resispec.theory.sequential import SequentialRule
+from resispec.theory.wor_shaping import Plan
 
 ZERO = Fraction(0)
 Node = tuple[int, ...]  # (x,) or (x, y)
@@ -52,7 +52,7 @@ def drafted(q: Law, node: Node) -> Fraction:
 
 
 def rule_masses(rule: SequentialRule) -> dict[Node, Fraction]:
-    """The accepted mass of every node under a two-candidate sequential ``rule`` (``theory.sequential``
+    """The accepted mass of every node under a two-candidate sequential ``rule`` (``resispec.theory.sequential``
     protocol): ``m(x) = q_x a_1(x)``, ``m(x, y) = q_x (1 - a_1(x)) q'(y) a_2(y)`` in the state after
     rejecting x (``q'`` its draft)."""
     masses: dict[Node, Fraction] = {}

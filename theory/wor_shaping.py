@@ -7,7 +7,7 @@ Target ``r``, draft ``q`` (at least two drafted tokens), two candidates without 
 1. **Fixed point.** For drafted ``x``, ``t_x(S) = clip(q_x (1 + S) - r_x, 0, q_x / (1 - q_x))``
    (0 off the draft) and ``G(S) = S - sum_x t_x(S)``: continuous, non-decreasing and linear between
    the kinks ``lo_x = r_x / q_x - 1`` and ``hi_x = lo_x + 1 / (1 - q_x)``. The plan is taken at the
-   smallest root ``S`` (``theory.pooling.level``: exact interpolation on the piece that reaches 0).
+   smallest root ``S`` (``resispec.theory.pooling.level``: exact interpolation on the piece that reaches 0).
 2. **Step 1.** ``A_x = q_x - t_x (1 - q_x)``: the latest-first accepted mass; ``s_x = q_x - A_x``.
 3. **From A on, by definition** (so that any admissible ``A`` can be fed in): step-2 reach
    ``C(y) = sum_{x != y} s_x q_y / (1 - q_x)``, step-2 acceptance ``a_2 = min(1, (r - A) / C)`` (1 where
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 
-from theory.arith import Exact, normalise
-from theory.exact import Law, pos
-from theory.pooling import level
-from theory.sps import accept_probability, next_residual
+from resispec.theory.arith import Exact, normalise
+from resispec.theory.exact import Law, pos
+from resispec.theory.pooling import level
+from resispec.theory.sps import accept_probability, next_residual
 
 ZERO, ONE = Fraction(0), Fraction(1)
 
@@ -141,7 +141,7 @@ Planner = Callable[[Law, Law], Plan]
 
 @dataclass(frozen=True)
 class ResiSpecWOR:
-    """resispec_wor as a ``theory.sequential`` rule with WOR drafting (module docstring); ``planner``
+    """resispec_wor as a ``resispec.theory.sequential`` rule with WOR drafting (module docstring); ``planner``
     builds the k = 2 plan of each state (default: latest first; any admissible plan keeps it exact)."""
 
     p: Law

@@ -2,7 +2,7 @@
 
 Run from the repository root (about 20 min on the shared 2-core machine; needs the logged file
 ``/work/shared/data/smollm2_pairs.npz``): ``python3 docs/figures/sim_figures.py [--quick]``. One
-``sim.run_compare`` per set of sources; the drift figures reuse the k = 8 statistics of the main run.
+``resispec.sim.run_compare`` per set of sources; the drift figures reuse the k = 8 statistics of the main run.
 
 - main: three synthetic families (500 pairs each) and the SmolLM2 logged rows (drafts ``q`` and
   ``q_weak``, and the shipped sample), k = 1, 2, 4, 8, tree 4,2,2,1, every verifier the simulator runs;
@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sim import MonteCarlo, Settings, run_compare
-from sim.explorer import CompareResult, DriftResult
-from sim.plots import plot_acceptance_vs_k, plot_drift
-from sim.sources import readable_spec
+from resispec.sim import MonteCarlo, Settings, run_compare
+from resispec.sim.explorer import CompareResult, DriftResult
+from resispec.sim.plots import plot_acceptance_vs_k, plot_drift
+from resispec.sim.sources import readable_spec
 
 HERE = Path(__file__).resolve().parent
 LOGGED = "/work/shared/data/smollm2_pairs.npz"

@@ -1,6 +1,7 @@
-"""Decoders whose output the stream audit checks (``engine.audit.stream_audit``), by name.
+"""Decoders whose output the stream audit checks (``resispec.engine.audit.stream_audit``), by name.
 
-- ``engine:VERIFIER``: this engine (``engine.decode.decoding.Decoder``) with any verifier of the zoo (or ``ar``),
+- ``engine:VERIFIER``: this engine (``resispec.engine.decode.decoding.Decoder``) with any verifier of the zoo (or
+``ar``),
   its draft and tree;
 - ``hf``: transformers ``generate`` (``do_sample=True``; greedy at temperature 0);
 - ``hf-assisted``: transformers assisted generation, the engine's draft (``make_draft(...).model``) as
@@ -24,11 +25,11 @@ from pathlib import Path
 
 import torch
 
-from engine.audit.stream_audit import GeneratedSequence, cut_after
-from engine.decode.decoding import Decoder
-from engine.decode.processing import Sampling
-from engine.drafts.registry import DEFAULT_DRAFT, make_draft
-from engine.runtime.tree_lm import TreeLM
+from resispec.engine.audit.stream_audit import GeneratedSequence, cut_after
+from resispec.engine.decode.decoding import Decoder
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.drafts.registry import DEFAULT_DRAFT, make_draft
+from resispec.engine.runtime.tree_lm import TreeLM
 
 GENERATOR_FORMS = ("engine:VERIFIER", "hf", "hf-assisted", "hf-ensemble:W", "jsonl:FILE")
 HF_BATCH = 8

@@ -2,7 +2,7 @@
 
 Each generated sequence ``y_1..y_n`` (after a prompt ``c``) is scored by the target by teacher forcing:
 one forward over ``c y_1..y_n`` gives the target's logits at every generated position, processed with the
-sampling settings the generator claimed (``engine.decode.processing.target_probs``: temperature, top-k, top-p).
+sampling settings the generator claimed (``resispec.engine.decode.processing.target_probs``: temperature, top-k, top-p).
 With ``p_t = process(target logits after c y_<t)`` and independent uniforms ``U_t``, the randomized PIT
 
     u_t = P_{p_t}(Y < y_t) + U_t p_t(y_t)
@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from engine.decode.processing import Sampling, target_probs
 from resispec.audit import DEFAULT_ALPHA, AuditResult, pit_audit, randomized_pit
+from resispec.engine.decode.processing import Sampling, target_probs
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -84,7 +84,7 @@ def cut_after(generated: Sequence[int], eos_id: int | None) -> list[int]:
 def check_sequences(sequences: Iterable[GeneratedSequence | tuple], sampling: Sampling,
                     config: PretrainedConfig, eos_id: int | None = None) -> list[GeneratedSequence]:
     """The sequences with a sampling each, cut after ``eos_id`` and validated against the target's ``config``
-    (``model.config``, or `engine.model.models.target_config` before any weights load) before any scoring: a
+    (``model.config``, or `resispec.engine.model.models.target_config` before any weights load) before any scoring: a
     non-empty prompt, ids in ``[0, vocab_size)``, and prompt + generated ids within the model's context
     (``config.max_position_embeddings``); a ``ValueError`` names the sequence's index."""
     return _checked(sequences, sampling, config.vocab_size, eos_id, getattr(config, "max_position_embeddings", None))

@@ -7,19 +7,19 @@ for training or tuning; a test keeps them apart from the training prompts):
 - the engine with each verifier (default: every exact one) and the tree (default ``auto``: ``plain``, i.e.
   plain decoding, where no tree is predicted faster);
 - both of the above for each way of computing the target given (``float32``, ``native``:
-  `engine.model.native`), rows then named ``ar [native]`` and so on, each speedup over its own ``ar``;
+  `resispec.engine.model.native`), rows then named ``ar [native]`` and so on, each speedup over its own ``ar``;
 - ``hf``: transformers ``generate(do_sample=True)`` on the same target (the first one given);
 - ``hf-assisted:N``: transformers assisted generation with the same target and the same draft model as
   ``assistant_model`` (``do_sample=True``, ``num_assistant_tokens=N``, constant schedule and the
   assistant's confidence threshold off, so that every round drafts N tokens), for each N given; the
   best of them is *the peer*; skipped for a draft no transformers model computes (``ngram``,
-  ``layer-skip``: `engine.drafts.registry.assistant_model`);
+  ``layer-skip``: `resispec.engine.drafts.registry.assistant_model`);
 - ``llama.cpp`` and ``llama.cpp-lookup``: llama.cpp on the target's own GGUF file with the same threads,
   prompt token ids, untruncated sampling and seeds, plain and with its prompt-lookup draft
-  (`engine.bench.llama_peer`; optional, skipped with one line where ``llama_cpp`` is not installed).
+  (`resispec.engine.bench.llama_peer`; optional, skipped with one line where ``llama_cpp`` is not installed).
 
 With ``tree_from`` and the tree ``auto``, the tree is chosen once per target computation by that verifier's
-calibration (`engine.decode.calibration.choose_tree`) and every verifier decodes on it: the verifiers compared
+calibration (`resispec.engine.decode.calibration.choose_tree`) and every verifier decodes on it: the verifiers compared
 at equal draft and tree; a verifier that cannot take it (sps, block on a branching tree) is left out.
 
 For each prompt every configuration runs in turn, so background load spreads evenly over them. Per
@@ -41,13 +41,13 @@ import torch
 from tqdm import tqdm
 from transformers import PreTrainedModel
 
-from engine.bench.llama_peer import LlamaPeer
-from engine.decode.calibration import choose_tree
-from engine.decode.decoding import AUTOREGRESSIVE
-from engine.decode.generation import AUTO_TREE, GenerationRequest, generate, prompt_ids
-from engine.decode.processing import Sampling
-from engine.drafts.registry import assistant_model, make_draft, resolve_draft_name
-from engine.verifiers.strategy import Verification
+from resispec.engine.bench.llama_peer import LlamaPeer
+from resispec.engine.decode.calibration import choose_tree
+from resispec.engine.decode.decoding import AUTOREGRESSIVE
+from resispec.engine.decode.generation import AUTO_TREE, GenerationRequest, generate, prompt_ids
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.drafts.registry import assistant_model, make_draft, resolve_draft_name
+from resispec.engine.verifiers.strategy import Verification
 
 PROMPTS_FILE = Path(__file__).parents[1] / "data" / "bench_prompts.json"
 HF = "hf"

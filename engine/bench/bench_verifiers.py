@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.verifiers import get_torch_verifier
 from resispec.benchmarks.timing import median_ratio
 from resispec.benchmarks.verify_speed import LOGIT_SCALE, VerifyTiming
+from resispec.engine.verifiers import get_torch_verifier
 from resispec.verifiers import VERIFIERS
 
 

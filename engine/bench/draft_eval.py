@@ -21,12 +21,12 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel
 
-from engine.decode.calibration import lm_grow, measure_costs
-from engine.decode.decoding import drafts_at
-from engine.drafts.base import Draft
-from engine.runtime.compact_lm import lm_for
-from engine.train.draft_data import Sequences
 from resispec import get_verifier
+from resispec.engine.decode.calibration import lm_grow, measure_costs
+from resispec.engine.decode.decoding import drafts_at
+from resispec.engine.drafts.base import Draft
+from resispec.engine.runtime.compact_lm import lm_for
+from resispec.engine.train.draft_data import Sequences
 from resispec.formats.stats import standard_error
 from resispec.verifiers.base import Verifier
 
@@ -38,7 +38,7 @@ def draft_pairs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(p, q, drafts): p and q float64 [n, V] at the target positions `rows` of `data` (indices into its stacked
     target rows, ascending; default: all); ``drafts`` bool [n], whether the draft drafts a round there
-    (`engine.decode.decoding.drafts_at`). p is the stored target's, from its hidden state; with ``p_model``
+    (`resispec.engine.decode.decoding.drafts_at`). p is the stored target's, from its hidden state; with ``p_model``
     (the native target) that model's, teacher-forced along the same text."""
     rows = np.arange(data.num_targets) if rows is None else np.asarray(rows)
     ps, qs, flags, start = [], [], [], 0

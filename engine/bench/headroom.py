@@ -1,7 +1,7 @@
 """Headroom: the speedup over plain decoding that a draft of given acceptance and cost could reach on this machine.
 
-`--tree auto` (`engine.decode.tree_search`) predicts the tokens per second of a tree from the verifier's
-acceptance ``A(k)`` and the measured costs of a calibration (`engine.decode.calibration.Calibration`): the
+`--tree auto` (`resispec.engine.decode.tree_search`) predicts the tokens per second of a tree from the verifier's
+acceptance ``A(k)`` and the measured costs of a calibration (`resispec.engine.decode.calibration.Calibration`): the
 target's forward over n nodes ``t(n)``, the draft's over w rows ``c(w)``, one node's verification ``u(k)``
 and what real decoding adds per round ``v`` and per plain token ``v_plain``. Here the costs stay the measured
 ones and the draft is hypothetical:
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.decode.calibration import Calibration
-from engine.decode.tree_search import MAX_CHILDREN, TreeChoice, best_tree
+from resispec.engine.decode.calibration import Calibration
+from resispec.engine.decode.tree_search import MAX_CHILDREN, TreeChoice, best_tree
 
 BISECTION_STEPS = 40
 """Halvings of [0, 1] in `required_acceptance`: the acceptance to 1e-12."""

@@ -1,4 +1,4 @@
-"""Choosing the layer-skip draft's layers (`engine.drafts.layer_skip`) by measured acceptance and cost.
+"""Choosing the layer-skip draft's layers (`resispec.engine.drafts.layer_skip`) by measured acceptance and cost.
 
 On target-sampled continuations of the calibration prompts (training prompts, never the benchmark's; T = 1):
 
@@ -8,13 +8,13 @@ On target-sampled continuations of the calibration prompts (training prompts, ne
    ``L_K`` = the K most important layers (ascending);
 3. cost: one draft forward of one row, measured at a few K and fitted linearly, ``c(K) = c_0 + c_1 K``
    (the head and per-forward overhead, then a layer); the target's forward over n nodes measured as
-   `engine.decode.calibration.measure_costs` does;
-4. for every K the best chain for ``A(L_K)`` (`engine.decode.tree_search.best_tree`, one child per node),
+   `resispec.engine.decode.calibration.measure_costs` does;
+4. for every K the best chain for ``A(L_K)`` (`resispec.engine.decode.tree_search.best_tree`, one child per node),
    its predicted tokens per second, and the K < N that maximises it (``best``), against the target's own
    ``1 / t(1)`` (autoregressive sampling).
 
 The measured figures are a function of the target and the machine; ``DEFAULT_LAYERS`` in
-`engine.drafts.layer_skip` holds this search's result for the shipped model (docs/draft.md).
+`resispec.engine.drafts.layer_skip` holds this search's result for the shipped model (docs/draft.md).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from engine.bench.draft_eval import forward_seconds
-from engine.decode.calibration import COST_POINTS, interpolate, lm_grow, measure_costs, sample_continuation
-from engine.decode.processing import Sampling, draft_probs, target_probs
-from engine.decode.tree_search import best_tree
-from engine.drafts.layer_skip import LayerSkipDraft
-from engine.runtime.compact_lm import CompactLM
+from resispec.engine.bench.draft_eval import forward_seconds
+from resispec.engine.decode.calibration import COST_POINTS, interpolate, lm_grow, measure_costs, sample_continuation
+from resispec.engine.decode.processing import Sampling, draft_probs, target_probs
+from resispec.engine.decode.tree_search import best_tree
+from resispec.engine.drafts.layer_skip import LayerSkipDraft
+from resispec.engine.runtime.compact_lm import CompactLM
 
 COST_LAYER_COUNTS = (4, 16, 28)
 """Kept-layer counts at which the draft's one-row forward is timed (then fitted linearly)."""

@@ -5,7 +5,7 @@ optional extra ``peer``; it builds from source, so ``.ci/install`` does not inst
 GGUF file, with
 
 - the same thread count (``n_threads`` and ``n_threads_batch``);
-- the same prompt token ids: the engine's chat-formatted prompt (`engine.decode.generation.prompt_ids`)
+- the same prompt token ids: the engine's chat-formatted prompt (`resispec.engine.decode.generation.prompt_ids`)
   handed over as ids, so both models condition on the same tokens;
 - **untruncated** sampling at temperature T: llama.cpp's defaults truncate (top-k 40, top-p 0.95, min-p
   0.05), so every filter is switched off (``UNTRUNCATED``: top-k 0, top-p 1, min-p 0, typical-p 1, no

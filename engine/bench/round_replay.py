@@ -1,13 +1,13 @@
-"""Logging real-model rounds for ``sim.rounds``: the drafted tree, p at every node, q at every
+"""Logging real-model rounds for ``resispec.sim.rounds``: the drafted tree, p at every node, q at every
 internal node, of every round a sequence-level driver decodes.
 
 A driver (``traversal`` for i.i.d. trees, ``traversal_wor`` for WOR trees, ``block`` for chains)
-decodes the benchmark prompts (held out from draft training, ``engine.bench.bench_engine.load_prompts``)
+decodes the benchmark prompts (held out from draft training, ``resispec.engine.bench.bench_engine.load_prompts``)
 with the real target and a draft (``--draft``, default the engine's), cycling through the prompts
 with seeds ``seed, seed + 1, ...`` until ``--rounds`` rounds are logged. Every round goes to an
-``engine.logs.round_log.RoundLog`` (sparse rows, ``--keep`` ids each). All the drivers are exact, so
+``resispec.engine.logs.round_log.RoundLog`` (sparse rows, ``--keep`` ids each). All the drivers are exact, so
 the logged rounds follow the target's text distribution whichever exact driver decodes. ``resispec replay``
-writes the log and scores it with ``sim.rounds`` (the same as ``resispec sim rounds LOG``).
+writes the log and scores it with ``resispec.sim.rounds`` (the same as ``resispec sim rounds LOG``).
 
 Run: ``resispec replay --tree 4,2,2,1 --drafting iid --rounds 400 --log /tmp/iid.npz``.
 """
@@ -19,12 +19,12 @@ from collections.abc import Sequence
 
 from tqdm import tqdm
 
-from engine.decode.decoding import Decoder
-from engine.decode.generation import prompt_ids
-from engine.decode.processing import Sampling
-from engine.drafts.registry import DEFAULT_DRAFT, make_draft, resolve_draft_name
-from engine.logs.node_log import DEFAULT_KEEP
-from engine.logs.round_log import LoggingRound, RoundLog
+from resispec.engine.decode.decoding import Decoder
+from resispec.engine.decode.generation import prompt_ids
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.drafts.registry import DEFAULT_DRAFT, make_draft, resolve_draft_name
+from resispec.engine.logs.node_log import DEFAULT_KEEP
+from resispec.engine.logs.round_log import LoggingRound, RoundLog
 from resispec.formats.pairs import LoggedPairs
 
 DRIVERS = {"iid": "traversal", "wor": "traversal_wor", "chain": "block"}

@@ -1,10 +1,10 @@
 """Many independent generations in lock step: each round's forwards and verifications batched over sequences.
 
-`BatchDecoder` runs S generations from one prompt with the decoding loop's rule (`engine.decode.decoding`,
-whose module docstring states it): the same resolved verification (`engine.verifiers.strategy.Verification`:
+`BatchDecoder` runs S generations from one prompt with the decoding loop's rule (`resispec.engine.decode.decoding`,
+whose module docstring states it): the same resolved verification (`resispec.engine.verifiers.strategy.Verification`:
 drafting by the verifier's rule, the chain part decided by batched sps, node-by-node verification, or a
-sequence-level round verifier), the same trees (`engine.runtime.tree.CandidateTree`, equal root-to-node paths
-sharing one row), the same processing of p and q, and the models' own forwards (`engine.runtime.forest`).
+sequence-level round verifier), the same trees (`resispec.engine.runtime.tree.CandidateTree`, equal root-to-node paths
+sharing one row), the same processing of p and q, and the models' own forwards (`resispec.engine.runtime.forest`).
 Per round of every unfinished sequence: one draft forward per level and one target forward for all of
 them; drafting of a level, the chain part and each depth's verifications are one call for all of them.
 
@@ -12,7 +12,7 @@ Randomness is the loop's, in the loop's order: drafting from a ``torch.Generator
 verification and sampling uniforms from ``numpy.random.default_rng(seed)``, each call drawing its rows
 sequence by sequence. So a batch of one sequence decodes, token for token, what ``Decoder(..., seed)``
 decodes (a test pins it); a sequence whose draft declines the round (``proposes``,
-`engine.decode.decoding.drafts_at`) makes a one-token step, those sequences first; with S > 1 the
+`resispec.engine.decode.decoding.drafts_at`) makes a one-token step, those sequences first; with S > 1 the
 sequences are independent draws of the same process. It exists to audit the loop's law over tens of
 thousands of generations (tests/engine/decode); no hooks (audit,
 log, parity), no end-of-sequence token.
@@ -25,13 +25,13 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from engine.decode.decoding import AUTOREGRESSIVE, drafts_at
-from engine.decode.processing import Sampling, draft_probs, target_probs
-from engine.runtime.compact_lm import lm_for
-from engine.runtime.forest import ForestLM
-from engine.runtime.tree import CandidateTree
-from engine.runtime.tree_lm import TreeCacheLM
-from engine.verifiers.strategy import Verification
+from resispec.engine.decode.decoding import AUTOREGRESSIVE, drafts_at
+from resispec.engine.decode.processing import Sampling, draft_probs, target_probs
+from resispec.engine.runtime.compact_lm import lm_for
+from resispec.engine.runtime.forest import ForestLM
+from resispec.engine.runtime.tree import CandidateTree
+from resispec.engine.runtime.tree_lm import TreeCacheLM
+from resispec.engine.verifiers.strategy import Verification
 from resispec.sampling import inverse_cdf_rows
 
 
@@ -52,7 +52,7 @@ class BatchDecoder:
                                  f"{type(draft).__name__}")
             if hasattr(draft, "observe"):
                 raise ValueError(f"draft: {type(draft).__name__} reads one sequence's target states; a batch does "
-                                 "not hand them over (decode it with engine.decode.decoding.Decoder)")
+                                 "not hand them over (decode it with resispec.engine.decode.decoding.Decoder)")
             verification = verifier if isinstance(verifier, Verification) else Verification.of(verifier)
             self.tree = CandidateTree.from_branching(branching)
             verification.check_branching(self.tree.branching)
@@ -148,7 +148,7 @@ class BatchDecoder:
     def _add_rows(self, tokens: list[int], rows: dict[int, int], seen: dict[tuple[int, int], int],
                   nodes: slice) -> tuple[list[int], list[int]]:
         """Give one sequence's logical ``nodes`` their tree indices in ``rows``: a node whose (parent's index,
-        token) is already in ``seen`` shares that row (equal root-to-node paths, `engine.decode.expand`).
+        token) is already in ``seen`` shares that row (equal root-to-node paths, `resispec.engine.decode.expand`).
         Returns the new rows' tokens and parents (tree indices)."""
         new_tokens, new_parents = [], []
         for node in range(nodes.start, nodes.stop):

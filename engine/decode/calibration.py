@@ -11,7 +11,7 @@ Once per (target, draft, verifier, sampling) and machine:
   verifier's exact acceptance enumerates tuples, as the WOR ones do) plus one merged tail token; merging
   the tail slightly overstates acceptance (docs/sim.md, ``tail=merge``), an approximation used only to
   choose the tree.
-  Positions where the draft declines a round (``proposes``, `engine.decode.decoding.drafts_at`: the n-gram
+  Positions where the draft declines a round (``proposes``, `resispec.engine.decode.decoding.drafts_at`: the n-gram
   draft without a match) are left out: the loop makes them one-token rounds, whatever the tree, so A(k) and
   the tree are those of the rounds that draft. A draft that reads the target's states (the feature draft)
   is scored with the target's own state at every position, i.e. as a depth-1 node; its deeper nodes, fed
@@ -19,21 +19,21 @@ Once per (target, draft, verifier, sampling) and machine:
   see, so its deeper trees are predicted optimistically.
 - **correlation** ``kappa_d``: consecutive positions are not independent, so the probability of
   accepting d positions in a row is measured too, from the one-candidate acceptances ``sum min(p, q)``
-  along each continuation (`engine.decode.tree_search.survival_correlation`).
+  along each continuation (`resispec.engine.decode.tree_search.survival_correlation`).
 - **verification cost** ``u(k)``: mean seconds of one node's verification with k candidates.
 - **costs**: median seconds of one target forward over n nodes (n = 1..32, sampled and interpolated)
   and of one draft forward over w rows, one level of w children below a grown root (w = 1..16: the widest
   level a tree of 32 nodes feeds the draft), on a cache of the calibration prompt.
 - **what the loop adds**: timed in isolation, forwards find their weights in cache, and they leave out the
   probability processing, the drafting draws and the bookkeeping. So the calibration decodes the first
-  calibration prompt for real (`LOOP_TOKENS` tokens, `engine.decode.decoding.Decoder`, the prompt's prefill
+  calibration prompt for real (`LOOP_TOKENS` tokens, `resispec.engine.decode.decoding.Decoder`, the prompt's prefill
   not counted), plainly and with a chain of one, and charges the difference from the modelled cost: ``v_plain``
   per plain token (measured seconds per token minus ``t(1)``) and ``v`` per round (measured seconds per round
   minus ``c(1) + t(2) + u(1)``; one-token rounds of a draft that declines are charged as plain tokens), each at
   least 0. Both are constants of the round, whatever its shape: the processing of the extra rows of a wider
   tree (about 0.3 ms a row at V = 49,152) is left out.
 
-The result is cached as JSON under the resispec cache folder (`engine.model.gguf.cache_root`).
+The result is cached as JSON under the resispec cache folder (`resispec.engine.model.gguf.cache_root`).
 """
 
 from __future__ import annotations
@@ -50,15 +50,15 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from engine.decode.decoding import AUTOREGRESSIVE, Decoder, drafts_at
-from engine.decode.processing import Sampling, draft_probs, target_probs
-from engine.decode.timing import median_seconds
-from engine.decode.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree, survival_correlation
-from engine.drafts.base import Draft
-from engine.model.compute import native_head_of, target_compute_of
-from engine.model.gguf import cache_root
-from engine.runtime.compact_lm import lm_for
 from resispec import get_verifier
+from resispec.engine.decode.decoding import AUTOREGRESSIVE, Decoder, drafts_at
+from resispec.engine.decode.processing import Sampling, draft_probs, target_probs
+from resispec.engine.decode.timing import median_seconds
+from resispec.engine.decode.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree, survival_correlation
+from resispec.engine.drafts.base import Draft
+from resispec.engine.model.compute import native_head_of, target_compute_of
+from resispec.engine.model.gguf import cache_root
+from resispec.engine.runtime.compact_lm import lm_for
 from resispec.formats.atomic import atomic_write_text
 
 ACCEPTANCE_SUPPORTS = (32, 12, 6)
@@ -73,7 +73,7 @@ fed level has at least as many nodes below it, so ``1 + 2 w <= MAX_NODES`` for t
 CALIBRATION_PROMPT_COUNT = 4
 LOOP_TOKENS = 64
 """Tokens decoded for real, plainly and with a chain of one, to measure what the loop adds (module docstring)."""
-FORMAT = 9  # 6: forwards of integer-kernel models timed with the compiled row kernels (engine.model.row_glue);
+FORMAT = 9  # 6: forwards of integer-kernel models timed with the compiled row kernels (resispec.engine.model.row_glue);
 # 7: a draft's forward timed as one level of n rows below a grown root (the feature draft needs its parents first);
 # 8: u(k) timed after one untimed verification (the first call's costs had doubled u(1) in one calibration);
 # 9: v and v_plain measured from real decoding (they were u(1): 0.8 ms against 3-10 ms a round measured)
@@ -81,7 +81,7 @@ FORMAT = 9  # 6: forwards of integer-kernel models timed with the compiled row k
 
 @dataclass
 class Calibration:
-    """Measured inputs of `engine.decode.tree_search.best_tree` (seconds; ``acceptance[k - 1] = A(k)``)."""
+    """Measured inputs of `resispec.engine.decode.tree_search.best_tree` (seconds; ``acceptance[k - 1] = A(k)``)."""
 
     acceptance: list[float]
     target_seconds: dict[int, float]
@@ -158,7 +158,7 @@ def measure_costs(lm, prompt: torch.Tensor, points: Sequence[int], repeats: int,
     """Median seconds of one forward over n nodes on top of ``prompt``'s cache, per n in ``points``: a chain of
     n nodes from the root (the target's tree forward), or with ``level`` n children of a root grown untimed
     before (a draft's forward of one level of the tree: the feature draft feeds a row its parent's prediction,
-    so a parent is grown before its children, as `engine.decode.expand.expand_tree` grows them)."""
+    so a parent is grown before its children, as `resispec.engine.decode.expand.expand_tree` grows them)."""
     lm.prefill(prompt)
     root = torch.tensor([int(prompt[-1])])
     lm.grow(root, torch.tensor([-1]))
@@ -290,7 +290,7 @@ def _verify_costs(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_chi
     the verifier's rule (on tensors, full vocabulary), over ``rows`` calibration rows spread along the
     text: a plan's cost depends on the row's shape (a peaked row builds fast). One candidate costs what sps
     costs where the verifier's one-candidate rule is sps (the decoder batches those nodes)."""
-    from engine.verifiers.node_verification import NodeVerifier
+    from resispec.engine.verifiers.node_verification import NodeVerifier
 
     rng, generator = np.random.default_rng(0), torch.Generator().manual_seed(0)
     rule = get_verifier(verifier)
@@ -359,7 +359,7 @@ def cached_calibration(key: str, compute) -> tuple[Calibration, bool]:
 
 def calibration_prompts(tokenizer, count: int = CALIBRATION_PROMPT_COUNT) -> list[torch.Tensor]:
     """The first ``count`` draft-training prompts, chat-formatted (never the benchmark's held-out prompts)."""
-    from engine.train.draft_data import encode_prompts, load_prompts
+    from resispec.engine.train.draft_data import encode_prompts, load_prompts
 
     return encode_prompts(tokenizer, [p for p in load_prompts() if p.split == "train"][:count])
 

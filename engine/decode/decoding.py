@@ -3,7 +3,7 @@
 One speculative round (node 0 = the last emitted token):
 
 1. the draft grows the tree level by level; each internal node's children are drawn from its
-   processed q by the verifier's drafting rule (``engine.decode.expand.expand_tree``; equal root-to-node
+   processed q by the verifier's drafting rule (``resispec.engine.decode.expand.expand_tree``; equal root-to-node
    paths share one row of both models);
 2. the target scores every row in one forward over its KV cache (``grow``);
 3. verification walks down from the root: at node n the verifier sees p_n, q_n and n's children;
@@ -11,11 +11,11 @@ One speculative round (node 0 = the last emitted token):
    leaf emits one token drawn from p at the leaf;
 4. both models keep the accepted path's KV entries (``commit``); the last emitted token is the next root.
 
-A draft with an ``observe(states)`` method (the feature draft, `engine.drafts.feature_draft`) gets the target's
+A draft with an ``observe(states)`` method (the feature draft, `resispec.engine.drafts.feature_draft`) gets the target's
 final-norm states at the accepted path's rows after each round, before its ``commit``: functions of the
 accepted tokens, so its q stays a function of the context.
 
-A draft with a ``proposes(context)`` method (the n-gram draft, `engine.drafts.ngram`) may decline a round:
+A draft with a ``proposes(context)`` method (the n-gram draft, `resispec.engine.drafts.ngram`) may decline a round:
 where it returns false for the context (prompt and emitted tokens, the root last) the round is a one-token
 round, one token sampled from p at the root. The choice is a function of the context only, made before any
 candidate is drawn, so it leaves every emitted token's law p.
@@ -41,14 +41,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from engine.decode.expand import DraftedTree, expand_tree
-from engine.decode.processing import Sampling, draft_probs, target_probs
-from engine.drafts.base import Draft
-from engine.logs.node_log import NodeLog
-from engine.runtime.compact_lm import lm_for
-from engine.runtime.tree import CandidateTree
-from engine.verifiers.strategy import Verification
 from resispec.audit import randomized_pit
+from resispec.engine.decode.expand import DraftedTree, expand_tree
+from resispec.engine.decode.processing import Sampling, draft_probs, target_probs
+from resispec.engine.drafts.base import Draft
+from resispec.engine.logs.node_log import NodeLog
+from resispec.engine.runtime.compact_lm import lm_for
+from resispec.engine.runtime.tree import CandidateTree
+from resispec.engine.verifiers.strategy import Verification
 from resispec.sampling import inverse_cdf_rows
 
 AUTOREGRESSIVE = "ar"
@@ -108,8 +108,8 @@ class Decoder:
 
     Args:
         target_model: the target p (a transformers causal LM).
-        draft: the draft q (``engine.drafts.Draft``); ignored for ``verifier="ar"``.
-        verifier: how to verify, resolved once (``engine.verifiers.strategy.Verification``), or its name: a
+        draft: the draft q (``resispec.engine.drafts.Draft``); ignored for ``verifier="ar"``.
+        verifier: how to verify, resolved once (``resispec.engine.verifiers.strategy.Verification``), or its name: a
             verifier of the zoo, a sequence-level one (``block``, ``traversal``, ``traversal_wor``), or
             ``"ar"`` for plain sampling.
         branching: children per node at each depth, e.g. ``(4, 2, 2, 1)``.
@@ -120,7 +120,7 @@ class Decoder:
             so that turning a hook on never changes the decoded tokens.
         audit: record a randomized-PIT value per emitted token.
         parity_fraction: re-decide this fraction of verified nodes with the NumPy reference.
-        log: record (p, q, candidates, emitted) of every verified node (``engine.logs.node_log``).
+        log: record (p, q, candidates, emitted) of every verified node (``resispec.engine.logs.node_log``).
     """
 
     def __init__(self, target_model: torch.nn.Module, draft: Draft | None, verifier: str | Verification,
@@ -198,7 +198,7 @@ class Decoder:
             context += tokens
 
     def _observe(self, rows: torch.Tensor) -> None:
-        """Hand a draft that reads the target's states (an ``observe`` method: `engine.drafts.feature_draft`)
+        """Hand a draft that reads the target's states (an ``observe`` method: `resispec.engine.drafts.feature_draft`)
         those of the last target forward's ``rows`` (long [m]: the accepted path, root first)."""
         observe = getattr(self.draft, "observe", None)
         if observe is not None:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.drafts.base import Draft
-from engine.runtime.tree import CandidateTree
+from resispec.engine.drafts.base import Draft
+from resispec.engine.runtime.tree import CandidateTree
 
 ChooseChildren = Callable[[torch.Tensor, int], torch.Tensor]
 """``choose(q_logits, k)``: q_logits float [M, V] for M nodes of one level -> long [M, k], the token ids of

@@ -8,19 +8,20 @@ from dataclasses import dataclass, field
 
 import torch
 
-from engine.decode.calibration import choose_tree
-from engine.decode.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
-from engine.decode.processing import Sampling
-from engine.drafts.base import Draft
-from engine.drafts.registry import DEFAULT_DRAFT, check_draft_name, make_draft, resolve_draft_name
-from engine.logs.node_log import NodeLog
-from engine.runtime.tree import CandidateTree
-from engine.verifiers.strategy import Verification
 from resispec.audit import pit_audit
+from resispec.engine.decode.calibration import choose_tree
+from resispec.engine.decode.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.drafts.base import Draft
+from resispec.engine.drafts.registry import DEFAULT_DRAFT, check_draft_name, make_draft, resolve_draft_name
+from resispec.engine.logs.node_log import NodeLog
+from resispec.engine.runtime.tree import CandidateTree
+from resispec.engine.verifiers.strategy import Verification
 from resispec.validation import as_count
 
 AUTO_TREE = "auto"
-"""``branching = "auto"``: the tree maximising expected tokens per second (`engine.decode.calibration.choose_tree`),
+"""``branching = "auto"``: the tree maximising expected tokens per second
+(`resispec.engine.decode.calibration.choose_tree`),
 or plain decoding where that is predicted faster."""
 PLAIN = ()
 """The branching ``auto`` answers where no tree is predicted faster than plain decoding (then the loop samples
@@ -69,7 +70,7 @@ class GenerationRequest:
 
 def prompt_ids(tokenizer, prompt: str, chat: bool) -> torch.Tensor:
     """long [T]: the prompt in the instruct model's chat template (or raw text), encoded with the tokenizer's
-    special tokens (a transformers tokenizer or an `engine.model.chat_tokenizer.ChatTokenizer`)."""
+    special tokens (a transformers tokenizer or an `resispec.engine.model.chat_tokenizer.ChatTokenizer`)."""
     if chat:
         text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
                                              add_generation_prompt=True)

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.drafts import EarlyExitDraft, SelfDraft, TrainedDraft
-from engine.drafts.trained import WEIGHTS_PATH
-from engine.model.models import load_target
-from engine.model.quantize import SCHEMES as SELF_DRAFT_SCHEMES
-from engine.runtime.compact_lm import CompactLM
-from engine.runtime.tree import CandidateTree
-from engine.runtime.tree_lm import TreeCacheLM, TreeLM
+from resispec.engine.drafts import EarlyExitDraft, SelfDraft, TrainedDraft
+from resispec.engine.drafts.trained import WEIGHTS_PATH
+from resispec.engine.model.models import load_target
+from resispec.engine.model.quantize import SCHEMES as SELF_DRAFT_SCHEMES
+from resispec.engine.runtime.compact_lm import CompactLM
+from resispec.engine.runtime.tree import CandidateTree
+from resispec.engine.runtime.tree_lm import TreeCacheLM, TreeLM
 
 NODE_COUNTS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64)
 

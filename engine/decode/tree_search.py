@@ -18,7 +18,7 @@ It costs ``T(b) = sum_{d=0}^{D-1} c(w_d) + t(n) + sum_{d=1}^{D} u(b_d) + v``: th
 ``u(k)`` the measured seconds of one node's verification with k candidates (a plan-building verifier pays
 much more for k >= 2 than for one candidate), and ``v`` is what a real round adds beyond those (measured by the
 calibration: cold caches, processing, drawing, bookkeeping). ``t`` and ``c`` are measured cost
-curves (`engine.decode.calibration`). As in Sequoia (arXiv 2402.12374), the objective is tokens per second,
+curves (`resispec.engine.decode.calibration`). As in Sequoia (arXiv 2402.12374), the objective is tokens per second,
 ``E(b) / T(b)``; the shapes searched are all branching vectors with ``b_d <= max_children``, at most
 ``max_nodes`` nodes and ``max_depth`` levels, chains included. The value of a shape is a sum over levels
 of products of per-level factors, so the search runs depth-first over prefixes, carrying (R_d, w_d, n,
@@ -26,7 +26,7 @@ cost so far), and scores every prefix as a tree of its own: ``O(#shapes)``, a fe
 defaults, exact within that family. With ``plain``, the empty shape competes too: plain decoding, one
 token per target forward of one row, ``E = 1`` and ``T = t(1) + v_plain`` (``v_plain``: the sampling and
 bookkeeping of a plain token; ``v`` where not given), so the choice can be not to speculate where no tree pays. Row
-sharing of equal i.i.d. siblings (`engine.decode.expand`) only lowers the real cost, so the estimate is
+sharing of equal i.i.d. siblings (`resispec.engine.decode.expand`) only lowers the real cost, so the estimate is
 conservative for i.i.d. drafting.
 """
 

@@ -1,10 +1,10 @@
 """Draft models q: the `Draft` interface and its implementations."""
 
-from engine.drafts.base import Draft
-from engine.drafts.early_exit import EarlyExitDraft, decoder_view
-from engine.drafts.layer_skip import LayerSkipDraft
-from engine.drafts.ngram import NGramDraft
-from engine.drafts.self_draft import SelfDraft
-from engine.drafts.trained import TrainedDraft
+from resispec.engine.drafts.base import Draft
+from resispec.engine.drafts.early_exit import EarlyExitDraft, decoder_view
+from resispec.engine.drafts.layer_skip import LayerSkipDraft
+from resispec.engine.drafts.ngram import NGramDraft
+from resispec.engine.drafts.self_draft import SelfDraft
+from resispec.engine.drafts.trained import TrainedDraft
 
 __all__ = ["Draft", "EarlyExitDraft", "LayerSkipDraft", "NGramDraft", "SelfDraft", "TrainedDraft", "decoder_view"]

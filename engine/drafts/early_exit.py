@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from engine.runtime.tree_lm import TreeLM
+from resispec.engine.runtime.tree_lm import TreeLM
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel

@@ -17,9 +17,9 @@ Exactness: q at a node is a function of the context alone (the tokens, and the t
 accepted positions, which are themselves functions of the tokens), computed before the node's candidates are
 drawn; the verifiers keep p's law whatever q is (docs/draft.md, "The feature draft").
 
-Weights: ``W_in``, the layer and the token set S are the draft's own (`engine.train.train_feature_draft`;
+Weights: ``W_in``, the layer and the token set S are the draft's own (`resispec.engine.train.train_feature_draft`;
 committed at `FEATURE_WEIGHTS_PATH`, half precision); E is the target's. At run time every product is an
-int8 kernel on bfloat16 rows where those run (`engine.model.quantize.Int8Linear`), float32 otherwise.
+int8 kernel on bfloat16 rows where those run (`resispec.engine.model.quantize.Int8Linear`), float32 otherwise.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from safetensors.torch import load_file
 from torch import nn
 from torch.nn import functional
 
-from engine.drafts.ngram import GAP
-from engine.drafts.trained import WEIGHTS_DIR, read_draft_meta
-from engine.model.quantize import Int8Linear, integer_kernels_run_on
-from engine.runtime.compact_lm import is_compact_compatible, rms_norm, rotate, signed_sin
-from engine.runtime.tree_lm import TreeCacheLM
+from resispec.engine.drafts.ngram import GAP
+from resispec.engine.drafts.trained import WEIGHTS_DIR, read_draft_meta
+from resispec.engine.model.quantize import Int8Linear, integer_kernels_run_on
+from resispec.engine.runtime.compact_lm import is_compact_compatible, rms_norm, rotate, signed_sin
+from resispec.engine.runtime.tree_lm import TreeCacheLM
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -137,7 +137,7 @@ class FeatureHead(nn.Module):
 
 
 def load_feature_head(target: PreTrainedModel, path: Path = FEATURE_WEIGHTS_PATH) -> tuple[FeatureHead, dict]:
-    """The weights `engine.train.train_feature_draft` saved at ``path`` for ``target`` and their metadata; a
+    """The weights `resispec.engine.train.train_feature_draft` saved at ``path`` for ``target`` and their metadata; a
     ``ValueError`` where they were trained for another model shape."""
     meta = read_draft_meta(path)
     config = target.config
@@ -213,7 +213,7 @@ class FeatureDraft(TreeCacheLM):
     def commit(self, accepted: torch.Tensor) -> None:
         """Drop the tree's rows (fed predicted states) and make the accepted tokens pending, their pairs to be
         fed with the states just observed for them. Without observed states (a forward timed in isolation,
-        `engine.decode.calibration.measure_costs`) nothing is kept."""
+        `resispec.engine.decode.calibration.measure_costs`) nothing is kept."""
         self._keep_entries(self.prefix_len, [])
         observed = len(self._features) - 1 - self.prefix_len - len(self._pending)
         if observed not in (0, len(accepted)):

@@ -5,7 +5,7 @@ LayerSkip, arXiv 2404.16710; SWIFT, arXiv 2410.06916; Draft & Verify, arXiv 2309
 
 Everything is the target's: the kept layers' fused (and, for the native target, packed int4) weights, the
 embedding, the final norm and the head are the very objects the target's `CompactLM` computes with
-(`engine.runtime.compact_lm.prepared_weights`), so nothing is copied. Attention is batched (a draft need not
+(`resispec.engine.runtime.compact_lm.prepared_weights`), so nothing is copied. Attention is batched (a draft need not
 be row-exact). Its forward costs the kept layers and the head: the early-exit draft (`early_exit`) is the
 special case L = {0, ..., k - 1}, which keeps the layers that matter least for the last hidden state.
 
@@ -13,7 +13,7 @@ It starts on the target's prompt cache: the prompt's keys and values at each kep
 that layer (`CompactLM.prefill_from` with ``source_layers``), the generated tokens' its own. Any q computed
 before its candidates are drawn keeps the verification exact; this one costs no prefill forward.
 
-Which layers: `engine.bench.layer_search` measures the one-candidate acceptance ``sum min(p, q)`` and the
+Which layers: `resispec.engine.bench.layer_search` measures the one-candidate acceptance ``sum min(p, q)`` and the
 forward cost of nested layer sets on target-sampled text of the training prompts and picks the set of the
 highest predicted tokens per second; ``DEFAULT_LAYERS`` holds its result for the shipped model (docs/draft.md).
 """
@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.runtime.compact_lm import CompactLM, is_compact_compatible, prepared_weights
-from engine.runtime.tree_lm import TreeCacheLM
+from resispec.engine.runtime.compact_lm import CompactLM, is_compact_compatible, prepared_weights
+from resispec.engine.runtime.tree_lm import TreeCacheLM
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -33,7 +33,7 @@ DEFAULT_LAYERS: dict[tuple[str, int], tuple[int, ...]] = {
     ("native", 30): tuple(i for i in range(30) if i != 5),
 }
 """The measured layer set of ``layer-skip`` per (target compute, number of the target's layers): the result of
-`resispec bench layer-skip` (`engine.bench.layer_search`) on the shipped SmolLM2-135M, native target (AVX2-only
+`resispec bench layer-skip` (`resispec.engine.bench.layer_search`) on the shipped SmolLM2-135M, native target (AVX2-only
 EPYC, one thread; docs/draft.md): every layer matters (dropping any one costs 0.15-0.96 of the one-candidate
 acceptance 0.991), so the best proper subset skips one layer (5: A(1) 0.84) and is still predicted slower than
 autoregressive sampling."""

@@ -22,7 +22,7 @@ its node (the loop's per-node argument, engine/decode/decoding.py).
 
 It is a `TreeCacheLM` whose "cache" is the token id of every entry: a row's context is the tokens of the entries
 it attends to (``allowed``), in cache order, which is position order for the loop's trees and for
-`engine.runtime.forest.ForestLM`'s many sequences alike, so both loops run it unchanged.
+`resispec.engine.runtime.forest.ForestLM`'s many sequences alike, so both loops run it unchanged.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.runtime.tree_lm import TreeCacheLM
+from resispec.engine.runtime.tree_lm import TreeCacheLM
 
 GAP = 40.0
 """Logit gap between a token seen after a match and one never seen: e^-40 ~ 4e-18 of mass each at T = 1."""

@@ -4,7 +4,7 @@
 ``early-exit`` (``early-exit-L`` picks the depth L), ``ngram`` (prompt lookup, no model: `NGramDraft`;
 ``ngram-N`` matches suffixes of at least N tokens), ``layer-skip`` (the target's own layers, some skipped:
 `LayerSkipDraft`; ``layer-skip:0,3,7,...`` names the kept layers), or the path of a local causal LM on the
-target's tokenizer (directory or GGUF file, `engine.model.checkpoints`). `assistant_model(draft)` is the
+target's tokenizer (directory or GGUF file, `resispec.engine.model.checkpoints`). `assistant_model(draft)` is the
 transformers causal LM that computes a draft (usable as transformers' ``assistant_model``), None for the
 n-gram and layer-skip drafts."""
 
@@ -14,17 +14,17 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.drafts.base import Draft
-from engine.drafts.early_exit import DEFAULT_EARLY_EXIT_LAYERS, EarlyExitDraft
-from engine.drafts.feature_draft import FeatureDraft
-from engine.drafts.layer_skip import DEFAULT_LAYERS, LayerSkipDraft
-from engine.drafts.ngram import DEFAULT_MAX_N, DEFAULT_MIN_N, NGramDraft
-from engine.drafts.self_draft import SelfDraft, default_self_draft_scheme
-from engine.drafts.trained import TrainedDraft
-from engine.model.checkpoints import load_draft_model
-from engine.model.compute import target_compute_of
-from engine.model.quantize import SCHEMES
-from engine.runtime.compact_lm import lm_for
+from resispec.engine.drafts.base import Draft
+from resispec.engine.drafts.early_exit import DEFAULT_EARLY_EXIT_LAYERS, EarlyExitDraft
+from resispec.engine.drafts.feature_draft import FeatureDraft
+from resispec.engine.drafts.layer_skip import DEFAULT_LAYERS, LayerSkipDraft
+from resispec.engine.drafts.ngram import DEFAULT_MAX_N, DEFAULT_MIN_N, NGramDraft
+from resispec.engine.drafts.self_draft import SelfDraft, default_self_draft_scheme
+from resispec.engine.drafts.trained import TrainedDraft
+from resispec.engine.model.checkpoints import load_draft_model
+from resispec.engine.model.compute import target_compute_of
+from resispec.engine.model.quantize import SCHEMES
+from resispec.engine.runtime.compact_lm import lm_for
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -60,7 +60,7 @@ def check_draft_name(name: str) -> str:
 
 def reads_only_target_weights(name: str) -> bool:
     """Whether the draft ``name`` (checked by ``check_draft_name``) reads nothing of the target but its weights
-    (the quantized self-drafts, n-gram, layer-skip, feature), so that a `engine.model.plain_llama.PlainLlama`
+    (the quantized self-drafts, n-gram, layer-skip, feature), so that a `resispec.engine.model.plain_llama.PlainLlama`
     target serves it; the trained, early-exit and checkpoint drafts build transformers models around the
     target's."""
     name = check_draft_name(name)

@@ -1,4 +1,4 @@
-"""Quantized self-drafts: q = the target's own network in int4, int8 or bfloat16 (`engine.model.quantize`).
+"""Quantized self-drafts: q = the target's own network in int4, int8 or bfloat16 (`resispec.engine.model.quantize`).
 
 Built at load time from the target's weights; nothing is stored. On this CPU the int4 and int8 copies
 agree with the float32 target on about 0.96-0.97 of the mass per token (``sum_x min(p, q)`` at T = 1) and
@@ -13,8 +13,8 @@ from weakref import WeakKeyDictionary
 
 from torch import nn
 
-from engine.model.quantize import integer_kernels_run_on, quantized_copy
-from engine.runtime.compact_lm import CompactLM
+from resispec.engine.model.quantize import integer_kernels_run_on, quantized_copy
+from resispec.engine.runtime.compact_lm import CompactLM
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel

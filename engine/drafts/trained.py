@@ -2,7 +2,7 @@
 
 q = ``lm_head(norm'(L'_k(... L'_1(embed(x)))))``: the embedding, rotary embedding and output head are the
 target's (shared at run time, never stored), the k layers L' and the final norm' are the draft's own,
-initialised from copies of some target layers and distilled from the target (`engine.train.train_draft`).
+initialised from copies of some target layers and distilled from the target (`resispec.engine.train.train_draft`).
 The committed weights (`WEIGHTS_PATH`, half precision, layers and norm only) load as the target's dtype.
 """
 
@@ -19,8 +19,8 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from engine.drafts.early_exit import decoder_view
-from engine.runtime.tree_lm import TreeLM
+from resispec.engine.drafts.early_exit import decoder_view
+from resispec.engine.runtime.tree_lm import TreeLM
 from resispec.formats.atomic import atomic_path
 
 if TYPE_CHECKING:

@@ -1,13 +1,13 @@
-"""Logging whole drafted rounds (tree, p at every node, q at the internal nodes) for ``sim.rounds``.
+"""Logging whole drafted rounds (tree, p at every node, q at the internal nodes) for ``resispec.sim.rounds``.
 
 Each round becomes contiguous rows of the logged-pairs format (``resispec.formats.pairs``, round fields): one row
 per node in the tree's numbering, ``parent`` within the round (-1 at the root), ``token`` the node's
 drafted token (-1 at the root), the round's number in ``round``. Rows are sparse as
-``engine.logs.node_log`` writes them (``keep`` ids of largest ``p + q``, always including every child's
+``resispec.engine.logs.node_log`` writes them (``keep`` ids of largest ``p + q``, always including every child's
 token, float32, the rest as tails) or, with ``keep=None``, dense float64 rows over the vocabulary. A
 leaf was never drafted from: its ``q`` row is zero.
 
-``LoggingRound`` wraps the decoding loop's sequence-level verifier (``engine.verifiers.round_verification``):
+``LoggingRound`` wraps the decoding loop's sequence-level verifier (``resispec.engine.verifiers.round_verification``):
 it records each round it is handed, then lets the wrapped verifier decide it, so logging never
 changes the decoded text.
 """
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.logs.node_log import DEFAULT_KEEP, sparse_row
-from engine.runtime.tree import CandidateTree
-from engine.verifiers.round_verification import RoundVerification
+from resispec.engine.logs.node_log import DEFAULT_KEEP, sparse_row
+from resispec.engine.runtime.tree import CandidateTree
+from resispec.engine.verifiers.round_verification import RoundVerification
 from resispec.formats.pairs import LoggedPairs, write_logged
 
 

@@ -1,7 +1,7 @@
 """A checkpoint folder's tokenizer without transformers: the `tokenizers` library and the chat template in jinja2.
 
-What the engine asks of a tokenizer while it decodes (`engine.decode.generation`: the chat template, encode,
-decode, the end-of-sequence id; `engine.decode.calibration`'s prompts), read from the files transformers
+What the engine asks of a tokenizer while it decodes (`resispec.engine.decode.generation`: the chat template, encode,
+decode, the end-of-sequence id; `resispec.engine.decode.calibration`'s prompts), read from the files transformers
 writes (``tokenizer.json``, ``tokenizer_config.json``, ``chat_template.jinja`` or the config's
 ``chat_template``), with transformers' tokenizer's meaning:
 

@@ -2,7 +2,7 @@
 
 - A directory is read with ``from_pretrained(path, local_files_only=True)`` (model and tokenizer).
 - A GGUF file is dequantized once into a plain safetensors checkpoint in the resispec cache
-  (``engine.model.gguf.checkpoint_dir``: keyed by the file's name and size), exactly as the built-in target;
+  (``resispec.engine.model.gguf.checkpoint_dir``: keyed by the file's name and size), exactly as the built-in target;
   later loads read the cache.
 
 Nothing is fetched from a hub. A draft must share the target's token ids: its vocabulary size must equal
@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from engine.model.gguf import ensure_checkpoint
+from resispec.engine.model.gguf import ensure_checkpoint
 
-if TYPE_CHECKING:  # imported where used: a warm start of generate imports no transformers (engine.model.models)
+# imported where used: a warm start of generate imports no transformers (resispec.engine.model.models)
+if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 

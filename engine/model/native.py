@@ -1,6 +1,6 @@
 """The native target: p computed straight from the GGUF file's quantized blocks with integer kernels.
 
-The float32 target (`engine.model.models.load_target`) is the file's weights dequantized to float32 and
+The float32 target (`resispec.engine.model.models.load_target`) is the file's weights dequantized to float32 and
 multiplied in float32. The native target multiplies the **4-bit blocks themselves**: every decoder linear
 layer of the file is Q4_1 (blocks of 32 consecutive inputs of one output row, each with float16 ``d`` and
 ``m`` and levels ``L`` in 0..15, value ``d L + m``), and ``torch._weight_int4pack_mm_for_cpu`` computes
@@ -22,7 +22,7 @@ float16 ``d``, int8 ``q``) is computed one of two ways, chosen by the CPU (`nati
   (16 d, 0) on the second: ``(l - 8) d + 8 d + (h + 8 - 8) 16 d = d q`` exactly, ``d`` in bfloat16. Its
   logits come out in bfloat16. One row of the 49152 x 576 head: 3.4 ms against 6.2 ms for float32 on
   MKL-packed weights (Intel Xeon, AVX-512 BF16 / VNNI, one thread); a one-row forward 25.4 vs 29.4 ms.
-- ``float32`` (elsewhere): the float32 table on MKL-packed weights (`engine.runtime.small_rows`); on the
+- ``float32`` (elsewhere): the float32 table on MKL-packed weights (`resispec.engine.runtime.small_rows`); on the
   AVX2-only EPYC the two-plane int4 head was slower (17 vs 14 ms a row).
 
 The ``q8_0`` head moves p by a total variation of 0.010 per token on average (max 0.026, 150 positions of
@@ -37,8 +37,8 @@ therefore the one its *verifying* forward computes, the tree forward in speculat
 one-row forward in ``ar``.
 
 The layers read from the file are cached (``native-q4_1-v2.safetensors`` beside the dequantized checkpoint,
-`engine.model.gguf.checkpoint_dir`: levels and bfloat16 scales / zeros per layer, with the format version and
-the source file's fingerprint in its metadata, `engine.model.tensor_cache`; a Q8_0 head's levels and
+`resispec.engine.model.gguf.checkpoint_dir`: levels and bfloat16 scales / zeros per layer, with the format version and
+the source file's fingerprint in its metadata, `resispec.engine.model.tensor_cache`; a Q8_0 head's levels and
 scales too): reading the GGUF's header alone
 takes seconds (its 49,152 tokenizer strings). A cache file that cannot be read or does not match is named on
 one line on stderr, discarded and rebuilt (a tqdm bar shows the build).
@@ -60,10 +60,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from engine.model.compute import NATIVE, native_head_of
-from engine.model.gguf import checkpoint_dir
-from engine.model.quantize import INT4_LEVELS, Int4Linear
-from engine.model.tensor_cache import cached_tensors
+from resispec.engine.model.compute import NATIVE, native_head_of
+from resispec.engine.model.gguf import checkpoint_dir
+from resispec.engine.model.quantize import INT4_LEVELS, Int4Linear
+from resispec.engine.model.tensor_cache import cached_tensors
 
 if TYPE_CHECKING:
     from gguf import GGUFReader
@@ -222,7 +222,7 @@ def read_layers(gguf_path: Path, config) -> tuple[dict[tuple[int, str], Q4_1Line
 
 
 def cached_layers(gguf_path: Path, config) -> tuple[dict[tuple[int, str], Q4_1Linear], dict[str, torch.Tensor]]:
-    """`read_layers`, through the cache file of the module docstring (`engine.model.tensor_cache`)."""
+    """`read_layers`, through the cache file of the module docstring (`resispec.engine.model.tensor_cache`)."""
 
     def build() -> dict[str, torch.Tensor]:
         layers, head = read_layers(gguf_path, config)

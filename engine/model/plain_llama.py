@@ -2,15 +2,15 @@
 
 Importing transformers' ``LlamaForCausalLM`` costs 5-6 s on this machine (it pulls in ``torch._dynamo``,
 ``torch.distributed.tensor``, sympy and scipy), more than everything the engine does after the imports. The
-engine never runs that class's forward on the paths `engine.model.models.load_target` serves with
-``transformers_free``: the target and its self-drafts are computed by `engine.runtime.compact_lm.CompactLM`,
+engine never runs that class's forward on the paths `resispec.engine.model.models.load_target` serves with
+``transformers_free``: the target and its self-drafts are computed by `resispec.engine.runtime.compact_lm.CompactLM`,
 which reads only the weights. `PlainLlama` holds those weights, read straight from a checkpoint folder
 (``config.json`` + ``model.safetensors``), under the module names and attributes of transformers' Llama
 (``model.embed_tokens``, ``model.layers.N.self_attn.{q,k,v,o}_proj``, ``model.layers.N.mlp.{gate,up,down}_proj``,
 ``model.layers.N.{input,post_attention}_layernorm`` with ``weight`` and ``variance_epsilon``, ``model.norm``,
 ``model.rotary_emb``, ``lm_head``, tied to the embedding when the config says so), so every reader of the
-transformers model (`CompactLM`, `engine.model.quantize.quantized_copy` and its products cached by module name,
-`engine.model.native.native_model`) takes it alike. It has no forward of its own: ``CompactLM`` computes.
+transformers model (`CompactLM`, `resispec.engine.model.quantize.quantized_copy` and its products cached by module name,
+`resispec.engine.model.native.native_model`) takes it alike. It has no forward of its own: ``CompactLM`` computes.
 
 The rotary embedding (`PlainRotary`) is default RoPE over ``d = head_dim``:
 
@@ -73,7 +73,7 @@ class PlainRotary(nn.Module):
 
 
 class PlainRMSNorm(nn.Module):
-    """An RMSNorm's weight and epsilon (`engine.runtime.compact_lm.rms_norm` computes with them)."""
+    """An RMSNorm's weight and epsilon (`resispec.engine.runtime.compact_lm.rms_norm` computes with them)."""
 
     def __init__(self, weight: torch.Tensor, eps: float) -> None:
         super().__init__()
@@ -104,7 +104,7 @@ class PlainLlama(nn.Module):
 
     ``config``: the ``config.json`` as attributes (with ``head_dim`` and ``num_key_value_heads`` filled in where
     the file leaves them to their defaults, and ``_name_or_path`` the folder, as transformers sets it);
-    ``name_or_path``: the folder (where `engine.model.quantize` caches the self-drafts' products).
+    ``name_or_path``: the folder (where `resispec.engine.model.quantize` caches the self-drafts' products).
     """
 
     def __init__(self, config: SimpleNamespace, tensors: dict[str, torch.Tensor]) -> None:

@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from engine.model.compute import target_compute_of
-from engine.model.gguf import cache_root
-from engine.model.tensor_cache import cached_tensors
+from resispec.engine.model.compute import target_compute_of
+from resispec.engine.model.gguf import cache_root
+from resispec.engine.model.tensor_cache import cached_tensors
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -240,8 +240,8 @@ def _product(flat: dict[str, torch.Tensor], name: str) -> _KernelLinear:
 
 
 def _products(target: PreTrainedModel, scheme: str, build) -> dict[str, torch.Tensor]:
-    """``build()``, cached (`engine.model.tensor_cache`) beside ``target``'s checkpoint when it is a resispec
-    checkpoint (`engine.model.gguf.checkpoint_dir`: a folder of the cache root), keyed by its
+    """``build()``, cached (`resispec.engine.model.tensor_cache`) beside ``target``'s checkpoint when it is a resispec
+    checkpoint (`resispec.engine.model.gguf.checkpoint_dir`: a folder of the cache root), keyed by its
     ``model.safetensors`` and how the target is computed (the native target's copy quantizes only its head)."""
     folder = Path(getattr(target, "name_or_path", "") or "")
     source = folder / "model.safetensors"

@@ -12,7 +12,7 @@ products in one call, row by row (so a row's result never depends on the other r
     `heads_to_rows`:    x[r, h d + i] = bf16(attended[h, r, i])                          (into W_o's input)
     `swiglu_rows`:      x = bf16(bf16(silu(G)) U) of [G | U] (bf16 [rows, 2 F])          (into W_down's input)
 
-with ``rope(x) = x cos + roll(x, d / 2) sin_signed`` (`engine.runtime.compact_lm.rotate`, the same float32
+with ``rope(x) = x cos + roll(x, d / 2) sin_signed`` (`resispec.engine.runtime.compact_lm.rotate`, the same float32
 operations in the same order, no fused multiply-add) and ``bf16`` round-to-nearest-even (torch's cast).
 The roundings are those of the torch operations they replace (the float32 RMSNorm then its bf16 cast; the
 bf16 SiLU, then the bf16 product), so the results are torch's bits except where ``exp`` (libm's here, a
@@ -21,7 +21,7 @@ float32 sum runs in index order. Either way the arithmetic is fixed and the same
 native target's p is this computation. bfloat16 arrays are passed as their int16 bits (NumPy has no
 bfloat16).
 
-The forward calls them through `engine.model.row_kernels`, compiled ahead of time from this source (numba's JIT
+The forward calls them through `resispec.engine.model.row_kernels`, compiled ahead of time from this source (numba's JIT
 would add ~0.7 s of imports to every start); the JIT functions here are the same code and the fallback.
 """
 
@@ -38,7 +38,7 @@ SIGNATURES = {
     "heads_to_rows": "void(f4[:, :, :], i2[:, ::1])",
     "swiglu_rows": "void(i2[:, ::1], i2[:, ::1])",
 }
-"""The kernels `engine.model.row_kernels` compiles ahead of time, with their argument types (C-contiguous
+"""The kernels `resispec.engine.model.row_kernels` compiles ahead of time, with their argument types (C-contiguous
 arrays, but the attention output of `heads_to_rows`, which may be a strided view)."""
 
 

@@ -1,9 +1,9 @@
-"""`engine.model.row_glue`'s kernels compiled ahead of time, loaded without importing numba.
+"""`resispec.engine.model.row_glue`'s kernels compiled ahead of time, loaded without importing numba.
 
 numba's JIT costs every process ~0.7 s before its first kernel call (its import, which imports ``scipy.linalg``,
 and its registries; all under the GIL, so a loader thread does not hide it), which would take a warm ``generate``
 past 3 s. So the first use compiles the kernels once into an extension module with ``numba.pycc`` (~8 s, one line
-on stderr first) and caches it in ``<cache root>/kernels/`` (`engine.model.gguf.cache_root`), named by a
+on stderr first) and caches it in ``<cache root>/kernels/`` (`resispec.engine.model.gguf.cache_root`), named by a
 fingerprint of the kernels' source, numba, NumPy, Python and the machine; later processes import that file in
 milliseconds. The compiled functions are the same numba code as the JIT ones, without fast-math, so they give the
 same bits; pycc compiles for the architecture's generic CPU model, so a cache folder shared by machines of
@@ -30,7 +30,7 @@ from types import ModuleType
 import numpy as np
 import torch
 
-from engine.model.gguf import cache_root
+from resispec.engine.model.gguf import cache_root
 
 SOURCE = Path(__file__).with_name("row_glue.py")
 
@@ -54,7 +54,8 @@ def row_kernels() -> ModuleType:
 
 
 def load_row_kernels(folder: Path) -> ModuleType:
-    """The kernels (`engine.model.row_glue`'s functions by name): the compiled module cached in ``folder``, built
+    """The kernels (`resispec.engine.model.row_glue`'s functions by name): the compiled module cached in ``folder``,
+    built
     there first if missing (a file that does not load is named, replaced and rebuilt); the JIT module where
     building fails (module doc)."""
     name = module_name()
@@ -73,7 +74,7 @@ def load_row_kernels(folder: Path) -> ModuleType:
     except Exception as error:  # any build failure leaves the JIT kernels, which compute the same
         print(f"resispec: could not compile the row kernels ahead of time ({type(error).__name__}: {error}); using "
               "numba's JIT, the same arithmetic, ~0.7 s more at each start", file=sys.stderr)
-        from engine.model import row_glue  # here: imports numba (module doc)
+        from resispec.engine.model import row_glue  # here: imports numba (module doc)
 
         return row_glue
 
@@ -88,12 +89,12 @@ def _load(name: str, path: Path) -> ModuleType:
 
 
 def _build(name: str, path: Path) -> None:
-    """Compile the kernels of `engine.model.row_glue.SIGNATURES` into the extension module ``path``, written
+    """Compile the kernels of `resispec.engine.model.row_glue.SIGNATURES` into the extension module ``path``, written
     whole or not at all (built in a temporary folder beside it, then moved)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba.pycc's pending deprecation: it still builds on numba 0.60-0.68
         from numba.pycc import CC  # here: only when building (module doc)
-    from engine.model import row_glue  # here: imports numba (module doc)
+    from resispec.engine.model import row_glue  # here: imports numba (module doc)
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as folder:

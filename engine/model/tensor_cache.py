@@ -1,14 +1,14 @@
 """Tensors built at load time, cached in one safetensors file each beside the checkpoint they come from.
 
 A cache file records in its metadata the format it was written in and the fingerprint of the file it was
-built from (`engine.model.gguf.source_fingerprint`: size and the SHA-256 of the first and last 64 KiB, so
+built from (`resispec.engine.model.gguf.source_fingerprint`: size and the SHA-256 of the first and last 64 KiB, so
 checking it costs two small reads). `cached_tensors` returns the stored tensors when both match; a file that
 cannot be read or does not match (truncated, another format, built from another file) is named on one line
 on stderr, discarded and rebuilt. What is built is said on one line first (or by the builder's own bar), so
 a first run never looks hung; the file is written to a temporary name and renamed, never half-written.
 
-Users: the native target's layers (`engine.model.native.cached_layers`) and the quantized self-drafts'
-products (`engine.model.quantize.quantized_copy`).
+Users: the native target's layers (`resispec.engine.model.native.cached_layers`) and the quantized self-drafts'
+products (`resispec.engine.model.quantize.quantized_copy`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
-from engine.model.gguf import source_fingerprint
+from resispec.engine.model.gguf import source_fingerprint
 
 
 def cache_problem(path: Path, expected: dict[str, str]) -> str | None:

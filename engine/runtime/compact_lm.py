@@ -13,18 +13,18 @@ Keys and values live in one tensor per side, [layers, kv_heads, capacity, head_d
 (doubling the capacity when full); cache surgery after a commit is one gather per side. Everything that
 touches the cache runs in ``torch.inference_mode`` (the lightest per-op dispatch; the cache tensors are
 inference tensors). Float32 linear
-layers use `engine.runtime.small_rows.PaddedLinear` (flat cost for the few rows of a round); `Int8Linear` and
-`Int4Linear` layers (`engine.model.quantize`) are fused the same way (a mix of the two, where int4 fell back to
+layers use `resispec.engine.runtime.small_rows.PaddedLinear` (flat cost for the few rows of a round); `Int8Linear` and
+`Int4Linear` layers (`resispec.engine.model.quantize`) are fused the same way (a mix of the two, where int4 fell back to
 int8 for a shape, as side-by-side products). Rotary cos/sin come from the model's own rotary
 module. Logits equal the transformers forward up to floating-point rounding (tests pin the difference).
 
 Where every product is an integer kernel (the native target, the quantized self-drafts, layer-skip subsets) the
-work between products runs in `engine.model.row_glue`'s compiled kernels (`_glued_layers`: one call per stretch
+work between products runs in `resispec.engine.model.row_glue`'s compiled kernels (`_glued_layers`: one call per stretch
 instead of ~6 torch calls; a one-row native forward 24.4 -> 20.6 ms on an AVX-512 Xeon, one thread); the
 torch-operation forward (`_torch_layers`) serves float32 products.
 
 Used for the target (float32) and the quantized self-drafts; any other architecture goes through
-`engine.runtime.tree_lm.TreeLM`. `lm_for(model)` picks one.
+`resispec.engine.runtime.tree_lm.TreeLM`. `lm_for(model)` picks one.
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from engine.model.compute import NATIVE, target_compute_of
-from engine.model.native import Q8_0Linear
-from engine.model.quantize import Int4Linear, Int8Linear
-from engine.model.row_kernels import bits, row_kernels
-from engine.runtime.small_rows import PaddedLinear, mkl_packing_available
-from engine.runtime.tree_lm import TreeCacheLM, TreeLM
+from resispec.engine.model.compute import NATIVE, target_compute_of
+from resispec.engine.model.native import Q8_0Linear
+from resispec.engine.model.quantize import Int4Linear, Int8Linear
+from resispec.engine.model.row_kernels import bits, row_kernels
+from resispec.engine.runtime.small_rows import PaddedLinear, mkl_packing_available
+from resispec.engine.runtime.tree_lm import TreeCacheLM, TreeLM
 
 Projection = Callable[[torch.Tensor], torch.Tensor]
 INITIAL_CAPACITY = 512
@@ -95,7 +95,7 @@ def lm_for(model: nn.Module) -> TreeCacheLM:
 
 def takes_bf16_rows(modules: list[nn.Module]) -> bool:
     """Whether every one of ``modules`` is an integer-kernel layer (bfloat16 rows in, bfloat16 out), the
-    products `engine.model.row_glue` feeds."""
+    products `resispec.engine.model.row_glue` feeds."""
     return all(isinstance(module, (Int8Linear, Int4Linear)) for module in modules)
 
 
@@ -117,7 +117,7 @@ class _Layer:
 
 
 def float32_array(norm: tuple[torch.Tensor, float]) -> tuple[np.ndarray, float] | None:
-    """A norm's (weight, eps) with the weight as a NumPy view, for `engine.model.row_glue`; None unless the
+    """A norm's (weight, eps) with the weight as a NumPy view, for `resispec.engine.model.row_glue`; None unless the
     weight is float32 on the CPU."""
     weight, eps = norm
     cpu_float32 = weight.dtype == torch.float32 and weight.device.type == "cpu"
@@ -195,10 +195,10 @@ class _Weights:
                       and self.final_norm_array is not None
                       and all(layer.bf16_products and layer.norm_in_array and layer.norm_post_array
                               for layer in self.layers))
-        """Whether the forward runs `engine.model.row_glue` between its products: every decoder product an
+        """Whether the forward runs `resispec.engine.model.row_glue` between its products: every decoder product an
         integer kernel (bfloat16 rows), the embedding, norms and cache float32 on the CPU."""
         self.kernels = row_kernels() if self.glued else None
-        """`engine.model.row_kernels` where `glued`."""
+        """`resispec.engine.model.row_kernels` where `glued`."""
         self.row_exact = target_compute_of(model) == NATIVE
         """Attention row by row (`attend_row_by_row`), for the native target: its bfloat16 product inputs turn
         the last-bit differences of a batched attention into visible ones, so only this keeps a node's p
@@ -253,7 +253,8 @@ class CompactLM(TreeCacheLM):
     _prefilling = False
     last_features: torch.Tensor | None = None
     """The final-norm states of the last forward's rows that got logits (float32 or bfloat16 [rows, hidden]: the
-    head's input, so ``logits = head(last_features)``); the feature draft reads them (`engine.drafts.feature_draft`)."""
+    head's input, so ``logits = head(last_features)``); the feature draft reads them
+    (`resispec.engine.drafts.feature_draft`)."""
     source: nn.Module | None = None
     """The target this model is a self-draft of (it may start on that target's prompt cache), or None."""
     source_layers: list[int] | None = None
@@ -379,7 +380,7 @@ class CompactLM(TreeCacheLM):
 
     def _glued_layers(self, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, start: int,
                       attend: Callable[[int, torch.Tensor], torch.Tensor], first_logits: int) -> torch.Tensor:
-        """`_torch_layers` with `engine.model.row_glue` between the integer products (bfloat16 rows): one
+        """`_torch_layers` with `resispec.engine.model.row_glue` between the integer products (bfloat16 rows): one
         compiled call for each stretch between two products instead of ~6 torch calls; float32 logits."""
         w, rows = self.weights, len(h)
         kernels = w.kernels

@@ -1,7 +1,8 @@
 """`ForestLM`: S independent sequences scored by one causal LM in one forward per call, over one shared cache.
 
 Each sequence's accepted prefix and each tree node is an *entry* of one KV cache (the wrapped model's own,
-grown by its own ``_run``: `engine.runtime.compact_lm.CompactLM` or `engine.runtime.tree_lm.TreeLM`, the very
+grown by its own ``_run``: `resispec.engine.runtime.compact_lm.CompactLM` or `resispec.engine.runtime.tree_lm.TreeLM`,
+the very
 forwards the decoding loop runs). Nothing is ever moved or cropped: a new token attends exactly to the entries
 of its own sequence's accepted prefix and to its own tree ancestors (itself included), at position
 ``prefix length + depth``, so its logits are those the sequence alone would get from the single-sequence
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.runtime.tree_lm import TreeCacheLM
+from resispec.engine.runtime.tree_lm import TreeCacheLM
 
 
 class ForestLM:

@@ -1,7 +1,7 @@
 """`TreeLM`: a causal LM that scores trees of candidate tokens on top of a KV cache of the accepted prefix.
 
 Used on both sides: the target p scores a whole `CandidateTree` in one forward; a draft q grows the same
-tree level by level (see `engine.decode.expand.expand_tree`). State between calls:
+tree level by level (see `resispec.engine.decode.expand.expand_tree`). State between calls:
 
 - cached prefix: KV entries of ``prefix_len`` accepted tokens;
 - pending tokens: accepted tokens not cached yet (fed first, as a causal chain, by the next forward);
@@ -17,8 +17,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from engine.runtime.kv import keep_entries
-from engine.runtime.tree import additive_mask, ancestor_matrix, node_depths
+from resispec.engine.runtime.kv import keep_entries
+from resispec.engine.runtime.tree import additive_mask, ancestor_matrix, node_depths
 
 
 class TreeCacheLM:

@@ -5,7 +5,7 @@ Loss at a position with target distribution p and draft distribution q (both ful
     KL(p || q) = sum_x p(x) (log p(x) - log q(x)),   gradient wrt q's logits: q - p.
 
 p is recomputed exactly as ``softmax(lm_head(h))`` (float32) from the stored target state h
-(`engine.train.draft_data`); only the draft's own layers and norm learn (embedding and head frozen, shared).
+(`resispec.engine.train.draft_data`); only the draft's own layers and norm learn (embedding and head frozen, shared).
 The figure of merit is the overlap ``sum_x min(p(x), q(x)) = 1 - TV(p, q)``: the acceptance probability
 of one draft token under speculative sampling.
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel
 
-from engine.drafts.trained import DraftLayers
-from engine.train.draft_data import Sequences
+from resispec.engine.drafts.trained import DraftLayers
+from resispec.engine.train.draft_data import Sequences
 
 CURVE_FIELDS = ("step", "train_tokens", "heldout_overlap", "heldout_kl", "train_kl", "train_overlap", "elapsed_s")
 

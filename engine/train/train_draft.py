@@ -1,12 +1,12 @@
 """The trained draft's pipeline (``resispec train-draft``): distil the default draft from SmolLM2-135M.
 
 Steps (each resumable): (1) the target continues the train and held-out prompts of
-``engine/data/prompts.json`` at T = 1 (`engine.train.draft_data`, shards under ``<work>/draft_data``);
+``engine/data/prompts.json`` at T = 1 (`resispec.engine.train.draft_data`, shards under ``<work>/draft_data``);
 (2) the draft's own layers, copied from target layers, learn KL(p || q) against the target's full
-distribution (`engine.train.distill`, checkpoint under ``<work>/draft_train/<preset>``); (3) final held-out
+distribution (`resispec.engine.train.distill`, checkpoint under ``<work>/draft_train/<preset>``); (3) final held-out
 overlap, the curve (CSV + PNG) and the weights (float16 safetensors, layers and norm only).
 
-``--preset tiny`` runs the same pipeline on `engine.model.tiny` random models and random prompts in seconds
+``--preset tiny`` runs the same pipeline on `resispec.engine.model.tiny` random models and random prompts in seconds
 (smoke test). Progress goes to stdout and ``<run folder>/train.log``.
 """
 
@@ -22,9 +22,9 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel
 
-from engine.drafts.trained import WEIGHTS_PATH, DraftLayers, save_draft
-from engine.train.distill import CURVE_FIELDS, TrainConfig, evaluate, train
-from engine.train.draft_data import (
+from resispec.engine.drafts.trained import WEIGHTS_PATH, DraftLayers, save_draft
+from resispec.engine.train.distill import CURVE_FIELDS, TrainConfig, evaluate, train
+from resispec.engine.train.draft_data import (
     GenerationConfig,
     Sequences,
     data_folder,
@@ -77,8 +77,8 @@ Setup = tuple[PreTrainedModel, list[torch.Tensor], list[torch.Tensor], str, "int
 
 
 def tiny_setup(seed: int = 0) -> Setup:
-    """Tiny random target (`engine.model.tiny`, 3 layers, no end token) and seeded random prompts."""
-    from engine.model.tiny import tiny_llama
+    """Tiny random target (`resispec.engine.model.tiny`, 3 layers, no end token) and seeded random prompts."""
+    from resispec.engine.model.tiny import tiny_llama
 
     generator = torch.Generator().manual_seed(seed)
     target = tiny_llama(seed, num_layers=3).requires_grad_(False)
@@ -88,8 +88,8 @@ def tiny_setup(seed: int = 0) -> Setup:
 
 def smollm2_setup() -> Setup:
     """The real target, its chat-templated prompts (split as in the prompt set) and its end-of-turn token."""
-    from engine.model.gguf import target_gguf_path
-    from engine.model.models import load_target
+    from resispec.engine.model.gguf import target_gguf_path
+    from resispec.engine.model.models import load_target
 
     target, tokenizer = load_target()
     prompts = load_prompts()

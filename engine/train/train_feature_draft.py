@@ -1,6 +1,6 @@
-"""Training the feature draft (``resispec train-draft --draft feature``; `engine.drafts.feature_draft`).
+"""Training the feature draft (``resispec train-draft --draft feature``; `resispec.engine.drafts.feature_draft`).
 
-Data: the trained draft's target-sampled text (`engine.train.draft_data`, the same shards): per sequence the
+Data: the trained draft's target-sampled text (`resispec.engine.train.draft_data`, the same shards): per sequence the
 tokens and the target's final-norm state ``f`` at every position that drew a token. Pair j of a sequence is
 ``(f_(j-1), x_(P-1+j))`` (P the prompt's length, f_(-1) = 0) and its target is ``f_j``'s distribution p_j.
 
@@ -34,13 +34,13 @@ from torch.nn import functional
 from tqdm import tqdm
 from transformers import PreTrainedModel
 
-from engine.drafts.feature_draft import FEATURE_WEIGHTS_PATH, FeatureHead, feature_layer
-from engine.drafts.trained import read_draft_meta, save_draft
-from engine.runtime.compact_lm import signed_sin
-from engine.train.distill import Schedule, learning_rate, step_sequences
-from engine.train.draft_data import Sequences
-from engine.train.train_draft import PRESETS as DATA_PRESETS
-from engine.train.train_draft import REPO, load_data, overlap_figure, write_curve
+from resispec.engine.drafts.feature_draft import FEATURE_WEIGHTS_PATH, FeatureHead, feature_layer
+from resispec.engine.drafts.trained import read_draft_meta, save_draft
+from resispec.engine.runtime.compact_lm import signed_sin
+from resispec.engine.train.distill import Schedule, learning_rate, step_sequences
+from resispec.engine.train.draft_data import Sequences
+from resispec.engine.train.train_draft import PRESETS as DATA_PRESETS
+from resispec.engine.train.train_draft import REPO, load_data, overlap_figure, write_curve
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,7 +212,7 @@ def train_feature_draft(target: PreTrainedModel, data: dict[str, Sequences], con
 
 
 def run_feature_preset(preset: str, work: Path, steps: int | None = None) -> dict:
-    """The preset's data (`engine.train.train_draft.load_data`: generated under ``work`` where missing) and
+    """The preset's data (`resispec.engine.train.train_draft.load_data`: generated under ``work`` where missing) and
     training; the ``smollm2`` weights go to the committed `FEATURE_WEIGHTS_PATH`, others under ``work``."""
     config = PRESETS[preset] if steps is None else replace(PRESETS[preset], steps=steps)
     target, data, tag = load_data(preset, work, ("heldout", "train"))

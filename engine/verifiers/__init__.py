@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from engine.verifiers.base import TorchVerifier
+from resispec.engine.verifiers.base import TorchVerifier
 from resispec.verifiers import get_verifier
 
 

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from engine.verifiers.drafting import TORCH_DRAFTING_SCHEMES, TorchDraftingScheme
-from engine.verifiers.validation import (
+from resispec.engine.verifiers.drafting import TORCH_DRAFTING_SCHEMES, TorchDraftingScheme
+from resispec.engine.verifiers.validation import (
     as_candidate_batch,
     as_distributions,
     as_pair,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.verifiers.base import TorchVerifier
+from resispec.engine.verifiers.base import TorchVerifier
 from resispec.verifiers import Verifier
 
 

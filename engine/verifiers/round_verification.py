@@ -8,7 +8,8 @@ last node and the token emitted after it. One round is a few O(V) passes per nod
 p and q cross from the device once per round.
 
 Child slots that only pad a node whose processed draft has fewer tokens than the branching
-(``engine.verifiers.node_verification``) repeat an earlier child; without replacement that token's draft mass is
+(``resispec.engine.verifiers.node_verification``) repeat an earlier child; without replacement that token's draft mass
+is
 gone once the earlier child fails, so the padding gets weight 0 and is never accepted.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine.runtime.tree import CandidateTree
+from resispec.engine.runtime.tree import CandidateTree
 from resispec.sequence import SEQUENCE_VERIFIERS, get_round_verifier
 from resispec.sequence.tree import round_tree
 from resispec.verifiers import VERIFIERS

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.verifiers.node_verification import NodeVerifier
-from engine.verifiers.round_verification import RoundVerification, drafting_verifier, is_sequence_level
+from resispec.engine.verifiers.node_verification import NodeVerifier
+from resispec.engine.verifiers.round_verification import RoundVerification, drafting_verifier, is_sequence_level
 from resispec.verifiers import Verifier, get_verifier
 
 

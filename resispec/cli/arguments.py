@@ -178,8 +178,8 @@ def verifier_name(text: str) -> str:
 
 def decoding_verifier(text: str) -> str:
     """A verifier name of the zoo, a sequence-level verifier (``resispec.sequence``), or ``ar`` (plain
-    autoregressive sampling, ``engine.decode.decoding.AUTOREGRESSIVE``)."""
-    from engine.decode.decoding import AUTOREGRESSIVE
+    autoregressive sampling, ``resispec.engine.decode.decoding.AUTOREGRESSIVE``)."""
+    from resispec.engine.decode.decoding import AUTOREGRESSIVE
     from resispec.sequence import SEQUENCE_VERIFIERS
 
     return text if text == AUTOREGRESSIVE or text in SEQUENCE_VERIFIERS else verifier_name(text)
@@ -187,7 +187,7 @@ def decoding_verifier(text: str) -> str:
 
 def draft_name(text: str) -> str:
     """A draft name of the engine's registry (checked without loading any model)."""
-    from engine.drafts.registry import check_draft_name
+    from resispec.engine.drafts.registry import check_draft_name
 
     try:
         return check_draft_name(text)

@@ -1,4 +1,4 @@
-"""``resispec audit-log PATH``: exactness audits over logged nodes at serving scale (``sim.serving``)."""
+"""``resispec audit-log PATH``: exactness audits over logged nodes at serving scale (``resispec.sim.serving``)."""
 
 from __future__ import annotations
 
@@ -85,10 +85,10 @@ def run_audit_log(args: argparse.Namespace) -> int:
     from resispec.audit import NothingTested, Verdict
     from resispec.audit.pit import MIN_TESTED_VALUES
     from resispec.cli.output import strict_json
-    from sim.serving.report import audit_report
-    from sim.serving.runner_local import run_local
-    from sim.serving.runner_ray import run_ray
-    from sim.serving.stats import AuditSettings
+    from resispec.sim.serving.report import audit_report
+    from resispec.sim.serving.runner_local import run_local
+    from resispec.sim.serving.runner_ray import run_ray
+    from resispec.sim.serving.stats import AuditSettings
 
     if args.address and args.engine != "ray":
         raise ValueError("--address: only with --engine ray")

@@ -70,14 +70,14 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from tqdm import tqdm
 
-    from engine.audit.generators import generate_sequences, parse_generator, read_jsonl
-    from engine.audit.stream_audit import audit_pit, check_sequences, law_description, stream_pit
-    from engine.bench.bench_engine import load_prompts
-    from engine.decode.generation import prompt_ids
-    from engine.decode.processing import Sampling
-    from engine.drafts.registry import DEFAULT_DRAFT
-    from engine.model.models import check_target_compute, load_target, target_config
     from resispec.audit import DEFAULT_ALPHA, Verdict
+    from resispec.engine.audit.generators import generate_sequences, parse_generator, read_jsonl
+    from resispec.engine.audit.stream_audit import audit_pit, check_sequences, law_description, stream_pit
+    from resispec.engine.bench.bench_engine import load_prompts
+    from resispec.engine.decode.generation import prompt_ids
+    from resispec.engine.decode.processing import Sampling
+    from resispec.engine.drafts.registry import DEFAULT_DRAFT
+    from resispec.engine.model.models import check_target_compute, load_target, target_config
 
     spec = parse_generator(args.generator)
     sampling = Sampling(args.temperature, args.top_k, args.top_p)

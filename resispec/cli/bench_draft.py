@@ -2,7 +2,7 @@
 
 Pairs (p, q) at T = 1 on the target's continuations of the held-out prompts (the distillation data's
 held-out split, generated into ``--work`` if missing); estimated tokens per target forward per tree
-from the acceptance (formula and caveat in `engine.bench.draft_eval`).
+from the acceptance (formula and caveat in `resispec.engine.bench.draft_eval`).
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from engine.bench.draft_eval import draft_pairs, forward_seconds, mean_acceptance, tokens_per_round
-    from engine.drafts.registry import make_draft
-    from engine.model.models import check_target_compute, with_compute
-    from engine.runtime.compact_lm import lm_for
-    from engine.train.train_draft import REPO, first_samples, load_data
+    from resispec.engine.bench.draft_eval import draft_pairs, forward_seconds, mean_acceptance, tokens_per_round
+    from resispec.engine.drafts.registry import make_draft
+    from resispec.engine.model.models import check_target_compute, with_compute
+    from resispec.engine.runtime.compact_lm import lm_for
+    from resispec.engine.train.train_draft import REPO, first_samples, load_data
 
     check_target_compute(args.target_compute)
     torch.set_num_threads(args.threads)

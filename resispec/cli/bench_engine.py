@@ -59,16 +59,16 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.bench.bench_engine import bench_engine, best_peer, engine_row_name, load_prompts
-    from engine.bench.llama_peer import LLAMA, make_llama_peers
-    from engine.bench.machine import cpu_description
-    from engine.decode.decoding import AUTOREGRESSIVE
-    from engine.decode.processing import Sampling
-    from engine.drafts.registry import DEFAULT_DRAFT, resolve_draft_name
-    from engine.model.gguf import target_gguf_path
-    from engine.model.models import check_target_compute, fastest_target_compute, load_target, with_compute
-    from engine.model.native import describe_native
     from resispec.cli.table import format_table
+    from resispec.engine.bench.bench_engine import bench_engine, best_peer, engine_row_name, load_prompts
+    from resispec.engine.bench.llama_peer import LLAMA, make_llama_peers
+    from resispec.engine.bench.machine import cpu_description
+    from resispec.engine.decode.decoding import AUTOREGRESSIVE
+    from resispec.engine.decode.processing import Sampling
+    from resispec.engine.drafts.registry import DEFAULT_DRAFT, resolve_draft_name
+    from resispec.engine.model.gguf import target_gguf_path
+    from resispec.engine.model.models import check_target_compute, fastest_target_compute, load_target, with_compute
+    from resispec.engine.model.native import describe_native
     from resispec.verifiers import VERIFIERS
 
     check_device(args.device)

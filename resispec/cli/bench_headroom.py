@@ -2,7 +2,8 @@
 
 The target's measured forward costs at 1..32 nodes, the verification and what real decoding adds per round come from
 the `--tree auto` calibration of each draft named (cached; about a minute each the first time); the draft is
-then made hypothetical, of acceptance a and a cost fraction f of the target (`engine.bench.headroom`). It prints
+then made hypothetical, of acceptance a and a cost fraction f of the target (`resispec.engine.bench.headroom`). It
+prints
 the cost model, the ceiling of a perfect draft, the least acceptance reaching ``--goal`` per cost fraction, and
 where each real draft stands; ``--plot`` draws the attainable speedup against a.
 """
@@ -50,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from engine.bench.headroom import (
+    from resispec.cli.table import format_table
+    from resispec.engine.bench.headroom import (
         attainable,
         measured_point,
         median_costs,
@@ -58,12 +60,11 @@ def run(args: argparse.Namespace) -> int:
         plot_headroom,
         required_acceptance,
     )
-    from engine.bench.machine import cpu_description
-    from engine.decode.calibration import choose_tree
-    from engine.decode.processing import Sampling
-    from engine.drafts.registry import make_draft, resolve_draft_name
-    from engine.model.models import check_target_compute, fastest_target_compute, load_target, with_compute
-    from resispec.cli.table import format_table
+    from resispec.engine.bench.machine import cpu_description
+    from resispec.engine.decode.calibration import choose_tree
+    from resispec.engine.decode.processing import Sampling
+    from resispec.engine.drafts.registry import make_draft, resolve_draft_name
+    from resispec.engine.model.models import check_target_compute, fastest_target_compute, load_target, with_compute
 
     compute = args.target_compute or fastest_target_compute(path=args.target)
     check_target_compute(compute, path=args.target)

@@ -1,4 +1,4 @@
-"""``resispec bench layer-skip``: the layer-skip draft's layer search (`engine.bench.layer_search`)."""
+"""``resispec bench layer-skip``: the layer-skip draft's layer search (`resispec.engine.bench.layer_search`)."""
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from engine.bench.layer_search import search_layers
-    from engine.decode.calibration import calibration_prompts
-    from engine.model.models import check_target_compute, load_target
     from resispec.cli.table import format_table
+    from resispec.engine.bench.layer_search import search_layers
+    from resispec.engine.decode.calibration import calibration_prompts
+    from resispec.engine.model.models import check_target_compute, load_target
 
     check_target_compute(args.target_compute, path=args.target)
     torch.set_num_threads(args.threads)

@@ -24,8 +24,8 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.decode.timing import NODE_COUNTS, time_forwards, time_loads, time_node_counts
     from resispec.cli.table import format_table
+    from resispec.engine.decode.timing import NODE_COUNTS, time_forwards, time_loads, time_node_counts
 
     torch.set_num_threads(args.threads)
     if not args.skip_load:

@@ -11,8 +11,15 @@ from resispec.cli.output import strict_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from sim.bench import DEFAULT_CHUNK, DEFAULT_K, DEFAULT_PAIRS, DEFAULT_REPEATS, DEFAULT_VERIFIERS, DEFAULT_VOCAB
-    from sim.kernels import SUPPORTED
+    from resispec.sim.bench import (
+        DEFAULT_CHUNK,
+        DEFAULT_K,
+        DEFAULT_PAIRS,
+        DEFAULT_REPEATS,
+        DEFAULT_VERIFIERS,
+        DEFAULT_VOCAB,
+    )
+    from resispec.sim.kernels import SUPPORTED
 
     parser = subparsers.add_parser(
         "sim", help="seconds for many pairs through the simulator's kernels, and the multiple of one softmax",
@@ -29,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from resispec.cli.table import format_table
-    from sim.bench import bench_sim
+    from resispec.sim.bench import bench_sim
 
     allocator = allocator_note(args)
     results = [timing for vocab in args.vocab for k in args.k

@@ -33,8 +33,8 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.bench.bench_verifiers import bench_torch_verify
     from resispec.cli.table import format_table
+    from resispec.engine.bench.bench_verifiers import bench_torch_verify
 
     allocator = allocator_note(args)
     torch.set_num_threads(args.threads)

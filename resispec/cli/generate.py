@@ -72,11 +72,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.decode.decoding import AUTOREGRESSIVE
-    from engine.decode.generation import GenerationRequest, generate, node_log_for, summary
-    from engine.decode.processing import Sampling
-    from engine.drafts.registry import DEFAULT_DRAFT, reads_only_target_weights
-    from engine.model.models import check_target_compute, fastest_target_compute, load_target
+    from resispec.engine.decode.decoding import AUTOREGRESSIVE
+    from resispec.engine.decode.generation import GenerationRequest, generate, node_log_for, summary
+    from resispec.engine.decode.processing import Sampling
+    from resispec.engine.drafts.registry import DEFAULT_DRAFT, reads_only_target_weights
+    from resispec.engine.model.models import check_target_compute, fastest_target_compute, load_target
 
     request = GenerationRequest(
         prompt=args.prompt, verifier=args.verifier, draft=args.draft or DEFAULT_DRAFT, branching=args.tree,

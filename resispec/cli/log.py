@@ -1,4 +1,4 @@
-"""``resispec log convert|synth``: logged nodes as Parquet (logic in ``sim.serving``)."""
+"""``resispec log convert|synth``: logged nodes as Parquet (logic in ``resispec.sim.serving``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from resispec.cli.arguments import (
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from sim.serving.defaults import ROWS_PER_GROUP, SYNTH_FAMILY, SYNTH_K, SYNTH_KEPT, SYNTH_ROWS_PER_FILE
+    from resispec.sim.serving.defaults import ROWS_PER_GROUP, SYNTH_FAMILY, SYNTH_K, SYNTH_KEPT, SYNTH_ROWS_PER_FILE
 
     parser = subparsers.add_parser("log", help="logged verified nodes as Parquet: convert, synthesise")
     commands = parser.add_subparsers(dest="log_command", required=True, metavar="SUBCOMMAND")
@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_convert(args: argparse.Namespace) -> int:
-    from sim.serving.convert import npz_to_parquet, parquet_to_npz
+    from resispec.sim.serving.convert import npz_to_parquet, parquet_to_npz
 
     if args.source.endswith(".npz"):
         if not args.verifier:
@@ -74,7 +74,7 @@ def run_convert(args: argparse.Namespace) -> int:
 def run_synth(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from sim.serving.synth import SynthSpec, synth
+    from resispec.sim.serving.synth import SynthSpec, synth
 
     spec = SynthSpec(rows=args.rows, verifier=args.verifier, k=args.k, kept=args.kept, family=args.family,
                      seed=args.seed, rows_per_file=args.rows_per_file, rows_per_group=args.rows_per_group,

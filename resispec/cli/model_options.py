@@ -8,7 +8,7 @@ TARGET_HELP = "your own target: a local checkpoint directory or GGUF file (defau
 
 
 def add_target_argument(parser: argparse.ArgumentParser) -> None:
-    """``--target PATH`` (``engine.model.models.load_target(path=...)``; ``--draft`` takes a PATH too)."""
+    """``--target PATH`` (``resispec.engine.model.models.load_target(path=...)``; ``--draft`` takes a PATH too)."""
     parser.add_argument("--target", default=None, metavar="PATH", help=TARGET_HELP)
 
 
@@ -16,14 +16,14 @@ TARGET_COMPUTE_HELP = ("how p is computed from the GGUF: float32 (its weights de
                        "(its 4-bit blocks through integer kernels, bfloat16 products: faster, and p IS that "
                        "computation, not the float32 one; CPU only)")
 FASTEST_DEFAULT_HELP = ("; default: native where it applies (a GGUF target on CPU in float32), else float32 (the "
-                        "fastest exact computation, engine.model.models.fastest_target_compute)")
+                        "fastest exact computation, resispec.engine.model.models.fastest_target_compute)")
 
 
 def add_target_compute_argument(parser: argparse.ArgumentParser, several: bool = False,
                                 fastest_default: bool = False) -> None:
-    """``--target-compute native|float32`` (``engine.model.models.TARGET_COMPUTES``); ``several``: one or more,
+    """``--target-compute native|float32`` (``resispec.engine.model.models.TARGET_COMPUTES``); ``several``: one or more,
     compared in one run. The default is ``float32`` (the reference), or with ``fastest_default`` None: the
-    command resolves it with ``engine.model.models.fastest_target_compute`` once it knows the device."""
+    command resolves it with ``resispec.engine.model.models.fastest_target_compute`` once it knows the device."""
     choices = ("float32", "native")
     default = None if fastest_default else "float32"
     help_text = TARGET_COMPUTE_HELP + (FASTEST_DEFAULT_HELP if fastest_default else "; default: float32")

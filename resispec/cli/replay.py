@@ -2,8 +2,8 @@
 
 A sequence-level driver (``traversal`` for i.i.d. trees, ``traversal_wor`` for WOR trees, ``block`` for
 chains) decodes the benchmark prompts with the real target and a draft, cycling through the prompts with
-seeds ``seed, seed + 1, ...`` until ``--rounds`` rounds are logged (``engine.bench.round_replay``); the
-log is written to ``--log`` and scored by ``sim.rounds`` (the same table as ``resispec sim rounds LOG``).
+seeds ``seed, seed + 1, ...`` until ``--rounds`` rounds are logged (``resispec.engine.bench.round_replay``); the
+log is written to ``--log`` and scored by ``resispec.sim.rounds`` (the same table as ``resispec sim rounds LOG``).
 """
 
 from __future__ import annotations
@@ -39,13 +39,13 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--tree: replay logs a fixed tree; give the branching per depth, e.g. 4,2,2,1")
     import torch
 
-    from engine.bench.bench_engine import load_prompts
-    from engine.bench.round_replay import DRIVERS, log_rounds
-    from engine.drafts.registry import DEFAULT_DRAFT
-    from engine.model.models import load_target
+    from resispec.engine.bench.bench_engine import load_prompts
+    from resispec.engine.bench.round_replay import DRIVERS, log_rounds
+    from resispec.engine.drafts.registry import DEFAULT_DRAFT
+    from resispec.engine.model.models import load_target
     from resispec.formats.pairs import write_logged
     from resispec.sequence import get_round_verifier
-    from sim.rounds import score_log, summarise, table
+    from resispec.sim.rounds import score_log, summarise, table
 
     if get_round_verifier(DRIVERS[args.drafting]).chains_only and max(args.tree) > 1:
         raise ValueError(f"--tree: --drafting chain takes a chain (1,1,...), not {','.join(map(str, args.tree))}")

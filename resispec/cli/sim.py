@@ -22,7 +22,7 @@ NOTE = ("\nintervals: 95% over the pairs (pair sampling and Monte Carlo). ratio 
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from sim.explorer import (
+    from resispec.sim.explorer import (
         DEFAULT_DRIFT_K,
         DEFAULT_KS,
         DEFAULT_PAIRS,
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         DEFAULT_TREE,
         DEFAULT_VERIFIERS,
     )
-    from sim.kernels import SUPPORTED, MonteCarlo
+    from resispec.sim.kernels import SUPPORTED, MonteCarlo
 
     parser = subparsers.add_parser("sim", help="residual-drift explorer over synthetic and logged (p, q) pairs")
     commands = parser.add_subparsers(dest="sim_command", required=True, metavar="SUBCOMMAND")
@@ -76,13 +76,13 @@ def _register_rounds(commands: argparse._SubParsersAction) -> None:
 
     rounds = commands.add_parser(
         "rounds", help="replay logged rounds: every round verifier's exact E[accepted | tree], paired",
-        description="For every round of a round log (engine.bench.round_replay --log), each verifier's exact expected "
+        description="For every round of a round log (resispec replay --log), each verifier's exact expected "
                     "accepted draft tokens given the tree, and the paired differences to the baseline with standard "
                     "errors. Writes rounds.csv (per round) and rounds.png to --out.")
     rounds.add_argument("log", metavar="FILE", help="a round log (.npz, resispec-pairs/1 with round fields)")
     rounds.add_argument("--verifiers", nargs="+", default=None, metavar="NAME",
                         help="round verifiers (sequence-level or zoo names, node by node); the first is the baseline "
-                             "(default: by the log's kind, sim.rounds.DEFAULT_VERIFIERS)")
+                             "(default: by the log's kind, resispec.sim.rounds.DEFAULT_VERIFIERS)")
     rounds.add_argument("--tail", choices=TAIL_MODES, default="merge",
                         help="a sparse row's tails: one bucket (merge) or one each (split) (default: %(default)s)")
     rounds.add_argument("--out", type=output_dir, default="out/sim", metavar="DIR",
@@ -92,8 +92,8 @@ def _register_rounds(commands: argparse._SubParsersAction) -> None:
 
 
 def _settings(args: argparse.Namespace):
-    from sim.explorer import Settings
-    from sim.kernels import MonteCarlo
+    from resispec.sim.explorer import Settings
+    from resispec.sim.kernels import MonteCarlo
 
     return Settings(pairs=args.pairs, seed=args.seed,
                     monte_carlo=MonteCarlo(samples=args.samples, enumeration_limit=args.enumerate))
@@ -157,8 +157,8 @@ def _explore(explore, write, out: str):
 
 def run_drift(args: argparse.Namespace) -> int:
     from resispec.cli.table import format_table
-    from sim.explorer import DEFAULT_SOURCES, run_drift
-    from sim.report import write_drift
+    from resispec.sim.explorer import DEFAULT_SOURCES, run_drift
+    from resispec.sim.report import write_drift
 
     result, files = _explore(lambda: run_drift(args.source or list(DEFAULT_SOURCES), args.verifiers, args.k,
                                                _settings(args), _progress), write_drift, args.out)
@@ -182,9 +182,9 @@ def run_drift(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     from resispec.cli.table import format_table
-    from sim.explorer import DEFAULT_SOURCES, run_compare
-    from sim.report import write_compare
-    from sim.tree import parse_shape
+    from resispec.sim.explorer import DEFAULT_SOURCES, run_compare
+    from resispec.sim.report import write_compare
+    from resispec.sim.tree import parse_shape
 
     result, files = _explore(lambda: run_compare(args.source or list(DEFAULT_SOURCES), args.verifiers, args.k,
                                                    parse_shape(args.tree), _settings(args), _progress),
@@ -211,8 +211,8 @@ def run_rounds(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from resispec.formats.pairs import read_logged
-    from sim.rounds import score_log, summarise, table
-    from sim.rounds_report import plot_differences, write_rounds_csv
+    from resispec.sim.rounds import score_log, summarise, table
+    from resispec.sim.rounds_report import plot_differences, write_rounds_csv
 
     kind, accepted = score_log(read_logged(args.log), args.verifiers, args.tail)
     summaries = summarise(accepted, next(iter(accepted)))

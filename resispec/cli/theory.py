@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from theory import main
+    from resispec.theory import main
 
     argv = ["--no-docs"] * args.no_docs + ["--no-coq"] * args.no_coq
     if args.docs is not None:

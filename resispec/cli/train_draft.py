@@ -1,9 +1,10 @@
 """``resispec train-draft``: distil the engine's trained draft (or, with ``--draft feature``, its feature draft)
 from SmolLM2-135M, end to end.
 
-The pipeline of ``engine.train.train_draft``: the target continues the training prompts, the draft's own
+The pipeline of ``resispec.engine.train.train_draft``: the target continues the training prompts, the draft's own
 layers learn KL(p || q), the held-out overlap, the curve and the weights are written (each step resumable).
-``--draft feature`` trains the EAGLE-style head on the same text instead (``engine.train.train_feature_draft``).
+``--draft feature`` trains the EAGLE-style head on the same text instead
+(``resispec.engine.train.train_feature_draft``).
 ``--preset tiny`` runs the same pipeline on tiny random models in seconds. Progress goes to stdout and
 ``<run folder>/train.log``; the last line is the results as one strict JSON object.
 """
@@ -33,15 +34,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.train.train_draft import PRESETS, REPO
-    from engine.train.train_draft import run as train_draft
+    from resispec.engine.train.train_draft import PRESETS, REPO
+    from resispec.engine.train.train_draft import run as train_draft
 
     if args.preset not in PRESETS:
         raise ValueError(f"--preset: expected one of {', '.join(sorted(PRESETS))}, got {args.preset!r}")
     torch.set_num_threads(args.threads)
     work = args.work or REPO / "out"
     if args.draft == "feature":
-        from engine.train.train_feature_draft import run_feature_preset
+        from resispec.engine.train.train_feature_draft import run_feature_preset
 
         results = run_feature_preset(args.preset, work, args.steps)
     else:

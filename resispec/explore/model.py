@@ -10,11 +10,11 @@ Pure functions, no widgets. Every number comes from the toolkit's own exact func
   rejected (``StepLaws.residual``; for rrs and resispec the residual target ``r_i`` itself);
 - the drift curve ``c_i = P(candidate i accepted | 1..i-1 rejected)`` and the residual drift
   ``TV(r_i, s_i)`` (``r_i`` the residual target after i - 1 rejections, ``s_i`` the proposal of
-  candidate i): the simulator's kernels, ``sim.step_stats`` on a one-pair batch (verifiers in
+  candidate i): the simulator's kernels, ``resispec.sim.step_stats`` on a one-pair batch (verifiers in
   ``sim.SUPPORTED`` only);
 - the acceptance: the enumerated law's, else the simulator's;
 - the optima: ``alpha* = resispec.bounds.optimal_acceptance`` (i.i.d.), alpha*-WOR by
-  ``sim.optima.alpha_star_wor`` (transport LP, or the ratio-prefix upper bound on larger instances),
+  ``resispec.sim.optima.alpha_star_wor`` (transport LP, or the ratio-prefix upper bound on larger instances),
   the top-k optimum ``p(top-k of q)``;
 - one live draw: the verifier's own ``draft`` and ``verify`` with a seeded generator, and the exact
   ``conditional_law`` given the drawn candidates.
@@ -34,9 +34,9 @@ from resispec import VERIFIERS, get_verifier
 from resispec.audit.exact import EXACT_TOLERANCE, exact_law
 from resispec.bounds import optimal_acceptance
 from resispec.enumeration import enumerate_steps
+from resispec.sim import SUPPORTED, MonteCarlo, PairBatch, step_stats
+from resispec.sim.optima import WorSettings, alpha_star_wor, support_capped
 from resispec.verifiers import SequentialVerifier
-from sim import SUPPORTED, MonteCarlo, PairBatch, step_stats
-from sim.optima import WorSettings, alpha_star_wor, support_capped
 
 MAX_VOCAB = 16
 MAX_K = 6

@@ -1,7 +1,7 @@
 """Starting pairs for the explorer: the counterexample, the simulator's synthetic families, logged rows.
 
 Each preset returns ``(p, q, labels)`` over at most ``MAX_VOCAB`` tokens. The synthetic ones are one
-pair of the simulator's families (``sim.parse_source(spec).sample(1, default_rng(seed))``); a logged
+pair of the simulator's families (``resispec.sim.parse_source(spec).sample(1, default_rng(seed))``); a logged
 row is a row of the shipped SmolLM2 sample cut to its ``V - 1`` tokens of largest ``p + q`` plus one
 tail bucket holding the rest of both distributions (``resispec.formats.pairs.shrink``, then the merged tail).
 """
@@ -14,9 +14,9 @@ import numpy as np
 
 from resispec.explore.model import MAX_VOCAB
 from resispec.formats.pairs import LoggedPairs, read_logged, shrink
+from resispec.sim import parse_source
+from resispec.sim.batch import SAMPLE_PATH, PairBatch
 from resispec.suite import get_suite
-from sim import parse_source
-from sim.batch import SAMPLE_PATH, PairBatch
 
 Preset = tuple[np.ndarray, np.ndarray, tuple[str, ...]]
 TAIL_LABEL = "(tail)"

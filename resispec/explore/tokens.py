@@ -1,7 +1,7 @@
 """Token ids of the SmolLM2 vocabulary as text, for the labels of a logged row.
 
 The tokenizer is read from the engine's cached checkpoint of the target (written on the first
-``engine.model.models.load_target``; nothing is fetched from a hub). Without the engine extra or the cache
+``resispec.engine.model.models.load_target``; nothing is fetched from a hub). Without the engine extra or the cache
 the labels fall back to ``#id``.
 """
 
@@ -15,7 +15,7 @@ def _tokenizer():
     try:
         from transformers import AutoTokenizer
 
-        from engine.model.gguf import checkpoint_dir, target_gguf_path
+        from resispec.engine.model.gguf import checkpoint_dir, target_gguf_path
 
         folder = checkpoint_dir(target_gguf_path())
         if not (folder / "tokenizer_config.json").is_file():

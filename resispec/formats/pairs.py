@@ -19,7 +19,7 @@ probabilities, and the mass of everything else as a tail). The full specificatio
   candidate ids in draw order (-1 pads rows with fewer than K), ``emitted`` (N,) the token the
   verifier emitted there, ``accepted_index`` (N,) the accepted candidate's position or -1 (residual).
   In a sparse log every candidate and emitted id is among the row's kept ids.
-- optional rounds (format ``resispec-pairs/1`` with round fields, read by ``sim.rounds``): ``round``,
+- optional rounds (format ``resispec-pairs/1`` with round fields, read by ``resispec.sim.rounds``): ``round``,
   ``parent``, ``token`` (N,) integers and the metadata string ``drafting`` (``"iid"`` or ``"wor"``, how
   the children were drawn). The rows of one round are contiguous and numbered as
   ``resispec.sequence.tree`` numbers nodes (root first, a parent before its children, internal nodes
@@ -65,7 +65,7 @@ DECISION_FIELDS = ("candidates", "emitted", "accepted_index")
 ROUND_FIELDS = ("round", "parent", "token")
 DRAFTING_RULES = ("iid", "wor")
 TAIL_MODES = ("merge", "split")
-"""How a sparse row's tails become tokens (``sim.batch.PairBatch.from_logged``)."""
+"""How a sparse row's tails become tokens (``resispec.sim.batch.PairBatch.from_logged``)."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The models are functions ``prefix -> distribution`` (a tuple of token ids after the round's root ->
 shape (V,)). The tree has ``branching[d]`` children per node at depth d, numbered breadth first (as
-``engine.runtime.tree``); each internal node's children are drawn from q at its prefix by a drafting scheme.
+``resispec.engine.runtime.tree``); each internal node's children are drawn from q at its prefix by a drafting scheme.
 Sequences of ``D + 1`` tokens are indexed big-endian (``s_1`` most significant).
 """
 

@@ -2,7 +2,7 @@
 
 Walk down from the root: at node v the zoo verifier sees ``p_v``, ``q_v`` and v's children; an
 accepted child becomes the next node, a residual token ends the round; at a leaf the bonus token is
-drawn from ``p`` there. The engine's default loop (``engine.decode.decoding``) is this rule.
+drawn from ``p`` there. The engine's default loop (``resispec.engine.decode.decoding``) is this rule.
 
 The round law needs, per node, the probability that each child *slot* is accepted (i.i.d. children
 may repeat a token with different subtrees below) and the residual's law:

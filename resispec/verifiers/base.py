@@ -245,7 +245,7 @@ class BatchedSequentialVerifier(SequentialVerifier):
     (``resispec.rows``): ``p``, ``q`` (B, V) float64, candidates (B, k); ``_row_plan(p, q, k)`` the
     per-instance work, batched. This class runs them at B = 1 for the single-instance API (``verify``,
     ``conditional_law``, ``bind``, ...); the engine runs the same two methods on (B, V) tensors
-    (``engine.verifiers.base.TorchVerifier``).
+    (``resispec.engine.verifiers.base.TorchVerifier``).
     """
 
     def _row_plan(self, p: Array, q: Array, k: int) -> Any:

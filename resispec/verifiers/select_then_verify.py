@@ -14,7 +14,7 @@ candidate's index (B,) from the selection uniforms; ``_row_selection_probabiliti
 the exact probability (B, k) that each candidate is the one selected. This class turns them into the
 decision and the exact law over rows (``_row_decide``, ``_row_law``), and runs those at B = 1 for the
 single-instance API (``verify``, ``conditional_law``, ``bind``, ...); the engine runs the same methods
-on (B, V) tensors (``engine.verifiers.base.TorchVerifier``).
+on (B, V) tensors (``resispec.engine.verifiers.base.TorchVerifier``).
 
 Uniform layout: the rule's selection uniforms first (``uniforms_needed(k) - 2`` of them), then
 ``u[-2]`` accepts the selected candidate y iff ``u[-2] < a(y)``, and ``u[-1]`` draws the residual by

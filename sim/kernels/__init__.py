@@ -15,10 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from resispec.drafting import DRAFTING_SCHEMES
-from resispec.validation import as_count
-from resispec.verifiers import VERIFIERS
-from sim.batch import PairBatch
-from sim.kernels.closed_form import (
+from resispec.sim.batch import PairBatch
+from resispec.sim.kernels.closed_form import (
     pooled_stats,
     pooled_wor_stats,
     resispec_stats,
@@ -27,8 +25,8 @@ from sim.kernels.closed_form import (
     spectr_stats,
     topk_stats,
 )
-from sim.kernels.paths import path_stats
-from sim.kernels.tuple_chains import (
+from resispec.sim.kernels.paths import path_stats
+from resispec.sim.kernels.tuple_chains import (
     CHUNK_ELEMENTS,
     candidate_tuples,
     chain_stats,
@@ -36,8 +34,10 @@ from sim.kernels.tuple_chains import (
     resispec_wor_chain,
     rrs_wor_chain,
 )
-from sim.kernels.wor_states import WOR_STATES
-from sim.steps import StepStats, concatenate, interleave
+from resispec.sim.kernels.wor_states import WOR_STATES
+from resispec.sim.steps import StepStats, concatenate, interleave
+from resispec.validation import as_count
+from resispec.verifiers import VERIFIERS
 
 CLOSED_FORM_KERNELS = {"rrs": rrs_stats, "spectr": spectr_stats, "topk": topk_stats, "resispec": resispec_stats,
                        "pooled": pooled_stats, "pooled_wor": pooled_wor_stats, "resispec_wor": resispec_wor_stats}
@@ -63,7 +63,7 @@ def closed_form_at(verifier: str, k: int) -> bool:
 class MonteCarlo:
     """Tuple enumeration / sampling settings: enumerate a pair's tuples when there are at most
     ``enumeration_limit``, else draw ``samples`` tuples (resispec_paper) or ``samples`` rejection
-    paths (the WOR verifiers, ``sim.kernels.paths``)."""
+    paths (the WOR verifiers, ``resispec.sim.kernels.paths``)."""
 
     samples: int = 128
     enumeration_limit: int = 1024
@@ -90,7 +90,7 @@ def step_stats(verifier: str, batch: PairBatch, k: int,
     pair n draws from the n-th of ``len(batch)`` children of it (``Generator.spawn``), so a pair's
     draws do not depend on the other pairs; or ``rng`` is a sequence of one Generator per pair (pair n
     draws from ``rng[n]``: streams keyed by something of the pair's own, e.g. a logged node's id). WOR pairs
-    with too many tuples to enumerate take rejection paths (``sim.kernels.paths``); the others are enumerated.
+    with too many tuples to enumerate take rejection paths (``resispec.sim.kernels.paths``); the others are enumerated.
     """
     (verifier,) = check_verifiers([verifier])
     k = as_count(k)

@@ -35,12 +35,12 @@ import numpy as np
 
 from resispec.drafting import top_k_tokens
 from resispec.row_ratio_profile import RowRatioProfile
+from resispec.sim.batch import PairBatch
+from resispec.sim.steps import StepStats
 from resispec.verifiers import get_verifier
 from resispec.verifiers.resispec.plan import schedule_from_profile
 from resispec.verifiers.resispec_wor.plan import latest_first_plan
 from resispec.verifiers.spectr import spectr_plan
-from sim.batch import PairBatch
-from sim.steps import StepStats
 
 
 def total_variation(measure: np.ndarray, proposal: np.ndarray) -> np.ndarray:

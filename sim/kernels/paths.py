@@ -1,6 +1,6 @@
 """Monte Carlo over rejection paths for the sequential WOR verifiers (rrs_wor, resispec_wor).
 
-A state h is the prefix of rejected candidates (``sim.kernels.wor_states``). In state h the step
+A state h is the prefix of rejected candidates (``resispec.sim.kernels.wor_states``). In state h the step
 accepts the mass ``A_h = sum_x m_h(x)`` (``m_h = s_h a_h``, the state's ``accepted_mass``), and
 rejecting x has mass ``b_h(x) = s_h(x) - m_h(x)`` and leads to state ``h x``, so
 ``P(reach h x) = P(reach h) b_h(x)``. The step statistics are sums over the states h of depth i - 1:
@@ -27,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from resispec.sampling import InverseCDF
-from sim.batch import PairBatch
-from sim.kernels.wor_states import WOR_STATES
-from sim.steps import StepStats
+from resispec.sim.batch import PairBatch
+from resispec.sim.kernels.wor_states import WOR_STATES
+from resispec.sim.steps import StepStats
 
 
 def path_stats(name: str, batch: PairBatch, k: int, samples: int, streams: list[np.random.Generator]) -> StepStats:

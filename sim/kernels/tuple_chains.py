@@ -4,7 +4,7 @@ resispec_paper.
 For each pair, candidate tuples are enumerated with their drafting probabilities (the core's
 ``DraftingScheme.tuples``) when there are at most ``enumeration_limit`` of them, which is exact;
 otherwise (i.i.d. drafting only: WOR pairs with too many tuples take rejection paths,
-``sim.kernels.paths``) ``samples`` tuples are drawn from the pair's own generator (Monte Carlo,
+``resispec.sim.kernels.paths``) ``samples`` tuples are drawn from the pair's own generator (Monte Carlo,
 weight ``1 / samples`` each). Given a tuple the verification randomness is integrated out: step i
 is reached with probability ``prod_{j<i} (1 - a_j)`` and accepts with probability ``a_i``. The
 chains run over all tuples of all pairs (rows), in chunks of at most ``CHUNK_ELEMENTS`` floats per
@@ -12,7 +12,7 @@ array.
 
 - rrs_wor: proposal ``s_i = norm(q without x_1..x_{i-1})`` (the undrawn mass summed directly), then the
   core's rejection step over rows: ``a_i = min(1, r_i(x_i) / s_i(x_i))``, ``r_{i+1} = norm((r_i - s_i)+)``.
-- resispec_wor: the same proposal and the states of ``sim.kernels.wor_states`` (the k = 2 plan of the
+- resispec_wor: the same proposal and the states of ``resispec.sim.kernels.wor_states`` (the k = 2 plan of the
   state while two or more candidates are left, the rrs_wor step for the last). A state depends only on
   the rejected prefix, so each pair's tuples are walked in lexicographic order, depth first, and a
   plan is built once per distinct prefix (O(V log V) each), keeping only the current path.
@@ -33,11 +33,11 @@ import numpy as np
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.rows import zero_at_
 from resispec.sampling import inverse_cdf
+from resispec.sim.batch import PairBatch
+from resispec.sim.kernels.wor_states import ResispecWorState
+from resispec.sim.steps import StepStats
 from resispec.verifiers.rejection import rejection_acceptance, rejection_residual
 from resispec.verifiers.resispec_paper import paper_residual, pour_order
-from sim.batch import PairBatch
-from sim.kernels.wor_states import ResispecWorState
-from sim.steps import StepStats
 
 CHUNK_ELEMENTS = 1 << 22
 """Rows x vocabulary per chunk of a chain (32 MiB per float64 array)."""

@@ -16,7 +16,7 @@ latest-first plan of ``(r_h, s_h)`` (``resispec.verifiers.resispec_wor.plan``, o
 s_h(x)`` (``first_acceptance``), accepted mass A, next target ``plan.rejection_target(x)``; with one left,
 the rrs_wor step. ``accepted_mass`` leaves out ``first_acceptance``'s rounding guard (it accepts x outright
 when rejecting it would leave no mass; then ``s_h(x) - A(x)`` is rounding only); the path estimator
-(``sim.kernels.paths``) ends a path that draws such a candidate.
+(``resispec.sim.kernels.paths``) ends a path that draws such a candidate.
 """
 
 from __future__ import annotations

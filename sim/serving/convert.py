@@ -23,9 +23,9 @@ from resispec.formats.node_reader import read_metadata, read_unit, units
 from resispec.formats.nodes import SchemaError, check_schema
 from resispec.formats.pairs import FORMAT as NPZ_FORMAT
 from resispec.formats.pairs import logged_pairs, read_logged, write_logged
+from resispec.sim.serving.defaults import ROWS_PER_GROUP
+from resispec.sim.serving.io import nodes_table, write_nodes
 from resispec.verifiers import VERIFIERS
-from sim.serving.defaults import ROWS_PER_GROUP
-from sim.serving.io import nodes_table, write_nodes
 
 
 def npz_to_parquet(source: str | Path, out: str | Path, verifier: str, draft: str = "q", first_node_id: int = 0,

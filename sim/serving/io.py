@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from resispec.formats.atomic import atomic_path
 from resispec.formats.nodes import NodeBatch, check_schema, file_metadata, node_schema
-from sim.serving.defaults import ROWS_PER_GROUP
+from resispec.sim.serving.defaults import ROWS_PER_GROUP
 
 OPTIONAL_COLUMNS = ("sequence_id", "position", "depth")
 NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float32(): np.float32, pa.float64(): np.float64}

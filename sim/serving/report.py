@@ -1,4 +1,4 @@
-"""The audit report of a logged set, computed from its merged statistics (``sim.serving.stats``).
+"""The audit report of a logged set, computed from its merged statistics (``resispec.sim.serving.stats``).
 
 Per verifier (all its k together):
 
@@ -39,9 +39,9 @@ from scipy import stats
 from resispec.audit import DEFAULT_ALPHA, Verdict, pit_audit
 from resispec.audit.goodness_of_fit import merged_chi_square
 from resispec.formats.stats import Z95
+from resispec.sim.serving.exact import as_float, as_fraction
+from resispec.sim.serving.stats import PIT_BINS, GroupTally, ShardStats, single_step
 from resispec.verifiers import VERIFIERS
-from sim.serving.exact import as_float, as_fraction
-from sim.serving.stats import PIT_BINS, GroupTally, ShardStats, single_step
 
 CENTRES = (np.arange(PIT_BINS) + 0.5) / PIT_BINS
 

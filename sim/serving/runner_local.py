@@ -9,8 +9,8 @@ from pathlib import Path
 
 from resispec.formats.node_reader import Unit, read_unit, units
 from resispec.formats.nodes import SchemaError
-from sim.serving.pool import worker_pool
-from sim.serving.stats import AuditSettings, ShardStats, batch_stats
+from resispec.sim.serving.pool import worker_pool
+from resispec.sim.serving.stats import AuditSettings, ShardStats, batch_stats
 
 Progress = Callable[[int], None]
 

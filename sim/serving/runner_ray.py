@@ -9,9 +9,9 @@ import os
 import sys
 from pathlib import Path
 
-from sim.serving.pool import descendants, end_processes
-from sim.serving.runner_local import Progress, plan, unit_stats
-from sim.serving.stats import AuditSettings, ShardStats
+from resispec.sim.serving.pool import descendants, end_processes
+from resispec.sim.serving.runner_local import Progress, plan, unit_stats
+from resispec.sim.serving.stats import AuditSettings, ShardStats
 
 INSTALL_HINT = "the ray engine needs Ray: pip install 'resispec[scale]'"
 

@@ -11,16 +11,16 @@ bucket; rows renormalised):
 - **impossible emissions**: nodes whose emitted category has p = 0 (no exact verifier emits one).
 - **observed decisions**: the count of nodes whose accepted index is i (i < k), and of residual
   emissions (column k).
-- **the verifier's exact step law** on the pair (``sim.kernels.step_stats``, the simulator's kernels:
+- **the verifier's exact step law** on the pair (``resispec.sim.kernels.step_stats``, the simulator's kernels:
   accepted, reached and drift per step), summed with the second moments the delta-method intervals
   need: ``sum a_i, r_i, d_i, a_i^2, r_i^2, a_i r_i, d_i^2, d_i r_i``; its acceptance ``alpha_n = sum_i
   a_i`` as ``sum alpha_n`` and ``sum alpha_n^2``. Verifiers the simulator does not run get their
   acceptance from the core (``Verifier.acceptance``) on the nodes whose candidate tuples number at
   most ``enumeration_limit`` (the report says where it was not computed), and no step law.
 - **the optimum of the verifier's drafting scheme** (``resispec.bounds.optimal_acceptance``: alpha*
-  for i.i.d., ``p(top-k of q)`` for top-k; ``sim.optima.alpha_star_wor`` for WOR), summed.
+  for i.i.d., ``p(top-k of q)`` for top-k; ``resispec.sim.optima.alpha_star_wor`` for WOR), summed.
 
-Every sum is fixed-point (``sim.serving.exact``) and every per-node value depends only on that node's
+Every sum is fixed-point (``resispec.sim.serving.exact``) and every per-node value depends only on that node's
 row (and its id), so ``merge`` is exact, associative and commutative: the totals do not depend on the
 sharding, the row-group size or the order in which shards finish.
 """
@@ -34,11 +34,11 @@ import numpy as np
 from resispec.audit import randomized_pit
 from resispec.bounds import optimal_acceptance
 from resispec.formats.nodes import NodeBatch
+from resispec.sim.batch import PairBatch
+from resispec.sim.kernels import SUPPORTED, MonteCarlo, closed_form_at, step_stats
+from resispec.sim.optima import WorSettings, alpha_star_wor, support_capped
+from resispec.sim.serving.exact import fixed_sum, fixed_sums, node_uniforms
 from resispec.verifiers import VERIFIERS, get_verifier
-from sim.batch import PairBatch
-from sim.kernels import SUPPORTED, MonteCarlo, closed_form_at, step_stats
-from sim.optima import WorSettings, alpha_star_wor, support_capped
-from sim.serving.exact import fixed_sum, fixed_sums, node_uniforms
 
 PIT_BINS = 20 * 4096
 """Fine PIT bins: a multiple of the core audit's 20 chi-square bins, so its bins are unions of them;

@@ -1,6 +1,6 @@
 """Synthetic logged sets: LLM-like pairs, the top-M ids kept, and a verifier's real decisions.
 
-Node n of a synthetic set: a pair ``(p, q)`` over V tokens from a synthetic family of ``sim.sources``
+Node n of a synthetic set: a pair ``(p, q)`` over V tokens from a synthetic family of ``resispec.sim.sources``
 (default ``llm:sigma=1,V=1024``), the M ids of largest p kept (in descending p), the rest lumped into
 the tail bucket. The verifier runs on the (M + 1)-token merged pair (kept ids, then the tail bucket),
 drawing its candidates and uniforms from the file's stream, exactly as an engine whose vocabulary is
@@ -23,12 +23,12 @@ import numpy as np
 
 from resispec.formats.atomic import staged_directory
 from resispec.formats.node_reader import MANIFEST, write_manifest
+from resispec.sim.serving.defaults import ROWS_PER_GROUP, SYNTH_FAMILY, SYNTH_K, SYNTH_KEPT, SYNTH_ROWS_PER_FILE
+from resispec.sim.serving.io import nodes_table, write_nodes
+from resispec.sim.serving.pool import worker_pool
+from resispec.sim.sources import parse_source
 from resispec.validation import as_count
 from resispec.verifiers import get_verifier
-from sim.serving.defaults import ROWS_PER_GROUP, SYNTH_FAMILY, SYNTH_K, SYNTH_KEPT, SYNTH_ROWS_PER_FILE
-from sim.serving.io import nodes_table, write_nodes
-from sim.serving.pool import worker_pool
-from sim.sources import parse_source
 
 PAIR_CHUNK = 4096
 """Pairs drawn at once at small V (a chunk holds two float64 arrays of chunk x V)."""

@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from engine.model.tiny import tiny_pair
+from resispec.engine.model.tiny import tiny_pair
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
 SESSION_CACHE = os.environ.get("RESISPEC_CACHE")
@@ -25,7 +25,7 @@ def real_target():
     """(model, tokenizer) of the real target; the first run ever dequantizes the GGUF (~15 s), then cached. Loaded
     from the session's cache even when first asked for inside a module with a cache of its own (the model's
     path names its checkpoint, and the calibration key reads it)."""
-    from engine.model.models import load_target
+    from resispec.engine.model.models import load_target
 
     with pytest.MonkeyPatch.context() as patch:
         if SESSION_CACHE is None:

@@ -17,7 +17,6 @@ import pytest
 pytest.importorskip("importlinter", reason="import-linter is not installed (pip install 'resispec[test]')")
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("resispec", "sim", "engine", "theory")
 LINT = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"
 
 
@@ -29,11 +28,10 @@ def lint_imports(tree: Path) -> subprocess.CompletedProcess:
 
 
 def copy_of_the_tree(destination: Path) -> Path:
-    """The packages' Python files and pyproject.toml (what import-linter reads)."""
-    for package in PACKAGES:
-        shutil.copytree(ROOT / package, destination / package, ignore=shutil.ignore_patterns("__pycache__"),
-                        ignore_dangling_symlinks=True,
-                        copy_function=lambda source, target: source.endswith(".py") and shutil.copy2(source, target))
+    """The package's Python files and pyproject.toml (what import-linter reads); the links ``resispec/engine``,
+    ``resispec/sim`` and ``resispec/theory`` are followed, so the copy holds one package, as the wheel does."""
+    shutil.copytree(ROOT / "resispec", destination / "resispec", ignore=shutil.ignore_patterns("__pycache__"),
+                    copy_function=lambda source, target: source.endswith(".py") and shutil.copy2(source, target))
     shutil.copy2(ROOT / "pyproject.toml", destination / "pyproject.toml")
     return destination
 
@@ -42,9 +40,9 @@ def test_a_wrong_way_import_breaks_the_layers(tmp_path):
     """``.ci/run`` runs ``lint-imports`` on the tree itself; this plants the stack's typical break (the engine
     importing the simulator, its sibling) in a copy and sees that contract fail, and only that one."""
     tree = copy_of_the_tree(tmp_path)
-    target = tree / "engine/logs/node_log.py"
-    target.write_text(target.read_text() + "import sim.rounds\n")
+    target = tree / "resispec/engine/logs/node_log.py"
+    target.write_text(target.read_text() + "import resispec.sim.rounds\n")
     run = lint_imports(tree)
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "independent siblings on the core BROKEN" in run.stdout, run.stdout
+    assert "independent siblings on the core, which sits on the exact reference BROKEN" in run.stdout, run.stdout
     assert run.stdout.count("BROKEN") == 1, run.stdout

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from resispec.sim.batch import PairBatch
 from resispec.validation import as_distribution_rows
-from sim.batch import PairBatch
 
 
 def test_rows_are_renormalised_within_tolerance_and_kept_when_exact():

@@ -127,12 +127,12 @@ def test_bench_sim_prints_one_record_per_verifier(capsys):
 
 
 def test_a_failure_while_writing_leaves_no_partial_output(tmp_path, capsys, monkeypatch):
-    import sim.plots
+    import resispec.sim.plots
 
     def broken_plot(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(sim.plots, "plot_gaps", broken_plot)
+    monkeypatch.setattr(resispec.sim.plots, "plot_gaps", broken_plot)
     status = main(["sim", "drift", "--pairs", "3", "--k", "2", "--verifiers", "rrs", "--out", str(tmp_path / "out")])
     assert status == 2 and "disk full" in capsys.readouterr().err
     assert list((tmp_path / "out").iterdir()) == []  # neither drift.csv nor the staging folder stays

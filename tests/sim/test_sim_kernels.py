@@ -20,13 +20,19 @@ from resispec.audit import exact_law
 from resispec.bounds import optimal_acceptance
 from resispec.drafting import DRAFTING_SCHEMES, masked_draft, top_k_tokens
 from resispec.row_ratio_profile import RowRatioProfile
+from resispec.sim.batch import PairBatch
+from resispec.sim.kernels import CLOSED_FORM_KERNELS, SUPPORTED, MonteCarlo, step_stats
+from resispec.sim.kernels.closed_form import resispec_wor_stats, shaped_residual_drift
+from resispec.sim.kernels.tuple_chains import (
+    candidate_tuples,
+    draw_tuples,
+    paper_chain,
+    resispec_wor_chain,
+    rrs_wor_chain,
+)
 from resispec.verifiers import VERIFIERS
 from resispec.verifiers.pooled.plan import selection_probabilities
 from resispec.verifiers.resispec_paper import paper_residual, pour_order
-from sim.batch import PairBatch
-from sim.kernels import CLOSED_FORM_KERNELS, SUPPORTED, MonteCarlo, step_stats
-from sim.kernels.closed_form import resispec_wor_stats, shaped_residual_drift
-from sim.kernels.tuple_chains import candidate_tuples, draw_tuples, paper_chain, resispec_wor_chain, rrs_wor_chain
 from tests.strategies import instances
 
 TOLERANCE = 1e-12
@@ -294,7 +300,7 @@ def test_spectr_drift_stays_non_negative_when_rounding_puts_beta_above_one():
 def test_every_simulated_verifier_declares_the_facts_its_kernels_need():
     """A class that declares a closed form has a closed-form kernel (and only such a class); a verifier without
     one for every k has a tuple chain; every simulated verifier has a plot colour."""
-    from sim.kernels import CHAIN_KERNELS
+    from resispec.sim.kernels import CHAIN_KERNELS
 
     for name in SUPPORTED:
         facts = VERIFIERS[name]

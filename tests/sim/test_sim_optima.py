@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from resispec import get_verifier
 from resispec.bounds import optimal_acceptance, optimal_acceptance_lp, sequential_optimum_lp
 from resispec.bounds_wor import sequential_optimum_wor_lp, wor_prefix_bound
-from sim.batch import PairBatch
-from sim.kernels import MonteCarlo, step_stats
-from sim.optima import WorSettings, optima
+from resispec.sim.batch import PairBatch
+from resispec.sim.kernels import MonteCarlo, step_stats
+from resispec.sim.optima import WorSettings, optima
 from tests.strategies import instances
 
 EXACT = MonteCarlo(enumeration_limit=10**6)

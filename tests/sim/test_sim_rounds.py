@@ -1,4 +1,5 @@
-"""Round logs (``resispec.formats.pairs`` round fields) and their replay (``sim.rounds``, ``resispec sim rounds``):
+"""Round logs (``resispec.formats.pairs`` round fields) and their replay (``resispec.sim.rounds``, ``resispec sim
+rounds``):
 round trips with parent links, bad links rejected with the field named, replay = direct scoring,
 the sparse union vocabulary and tail bucket, and the CLI's output."""
 
@@ -13,8 +14,8 @@ from resispec.cli import main
 from resispec.formats.pairs import FORMAT, logged_pairs, read_logged, shrink, write_logged
 from resispec.sequence import get_round_verifier
 from resispec.sequence.tree import round_tree
-from sim.batch import PairBatch
-from sim.rounds import log_kind, logged_rounds, score_log, summarise, table
+from resispec.sim.batch import PairBatch
+from resispec.sim.rounds import log_kind, logged_rounds, score_log, summarise, table
 
 VOCAB = 7
 # Two rounds in the tree numbering (internal nodes first): a 2,1 tree and a 1,1 chain.

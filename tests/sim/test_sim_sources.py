@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.sources import FAMILIES, SYNTHETIC_CHAIN, LoggedSource, parse_source, readable_spec, truncate_rows
+from resispec.sim.sources import FAMILIES, SYNTHETIC_CHAIN, LoggedSource, parse_source, readable_spec, truncate_rows
 
 SPECS = ["dirichlet:alpha=0.5,V=40", "zipf:V=40,head=8,mode=permute", "zipf:V=40,mode=perturb,sigma=1",
          "temperature:tau=0.5,V=40", "llm:sigma=2,V=40", "llm:V=40,top_k=5", "temperature:V=40,top_p=0.8",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.batch import PairBatch
-from sim.kernels import step_stats
-from sim.sources import parse_source
-from sim.tree import analytic_tokens, parse_shape, replay_tokens, successors, tree_nodes
+from resispec.sim.batch import PairBatch
+from resispec.sim.kernels import step_stats
+from resispec.sim.sources import parse_source
+from resispec.sim.tree import analytic_tokens, parse_shape, replay_tokens, successors, tree_nodes
 
 
 def test_shapes_and_nodes():

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from theory import formal
-from theory.registry import FORMAL, all_theorems
+from resispec.theory import formal
+from resispec.theory.registry import FORMAL, all_theorems
 
 
 def test_no_admitted_or_axiom_in_the_sources():
@@ -51,7 +51,7 @@ def test_the_development_compiles_with_no_axioms():
     compiled = formal.compile_development(timeout_s=300)
     assert compiled.passed, compiled.message
     assert compiled.assumptions == formal.recorded_assumptions(), \
-        "run `python -m theory` and commit theory/coq/assumptions.txt"
+        "run `python -m resispec.theory` and commit theory/coq/assumptions.txt"
 
 
 def test_the_project_lists_every_source_file():

@@ -12,24 +12,24 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import theory
-from theory.arith import Exact, normalise
-from theory.exact import Instance
-from theory.iid_optimum import alpha_star
-from theory.registry import Outcome, Theorem
-from theory.report import DOCS_PATH, render, run_all, run_one
-from theory.resispec import ResiSpec
-from theory.resispec import cases as resispec_cases
-from theory.resispec_paper import CE, PaperRule, even, reconstruction
-from theory.rrs_wor import SPSChainWOR
-from theory.schedule import Curve, from_thresholds, schedule
-from theory.seqlp import certificate_problems
-from theory.sequential import audit, emit, exactness_problems
-from theory.spectr import SpecTr, rho_star
-from theory.sps import SIGN_CASES, SPSChain
-from theory.symbolic import by_cases, region_search
-from theory.topk import TopK
-from theory.tree import BIASED_RULE, Model, tree_law
+from resispec import theory
+from resispec.theory.arith import Exact, normalise
+from resispec.theory.exact import Instance
+from resispec.theory.iid_optimum import alpha_star
+from resispec.theory.registry import Outcome, Theorem
+from resispec.theory.report import DOCS_PATH, render, run_all, run_one
+from resispec.theory.resispec import ResiSpec
+from resispec.theory.resispec import cases as resispec_cases
+from resispec.theory.resispec_paper import CE, PaperRule, even, reconstruction
+from resispec.theory.rrs_wor import SPSChainWOR
+from resispec.theory.schedule import Curve, from_thresholds, schedule
+from resispec.theory.seqlp import certificate_problems
+from resispec.theory.sequential import audit, emit, exactness_problems
+from resispec.theory.spectr import SpecTr, rho_star
+from resispec.theory.sps import SIGN_CASES, SPSChain
+from resispec.theory.symbolic import by_cases, region_search
+from resispec.theory.topk import TopK
+from resispec.theory.tree import BIASED_RULE, Model, tree_law
 
 P, Q = sp.symbols("p q", positive=True)
 GENERIC = Instance((F(1, 2), F(1, 3), F(1, 6)), (F(1, 6), F(1, 3), F(1, 2)), 2)
@@ -55,22 +55,22 @@ def test_every_theorem_passes(results):
 @pytest.mark.slow
 @ONE_WORKER
 def test_committed_docs_are_current(results):
-    assert DOCS_PATH.read_text() == render(results), "run `python -m theory` and commit docs/theory.md"
+    assert DOCS_PATH.read_text() == render(results), "run `python -m resispec.theory` and commit docs/theory.md"
 
 
 def test_exit_status_is_zero_iff_all_pass(monkeypatch, tmp_path):
     def fake(passed: bool) -> Theorem:
         return Theorem("fake.claim", "a claim", "exact rational arithmetic", lambda: Outcome(passed, "", ""))
 
-    monkeypatch.setattr("theory.report.all_theorems", lambda: [fake(True)])
+    monkeypatch.setattr("resispec.theory.report.all_theorems", lambda: [fake(True)])
     assert theory.main(["--no-docs", "--no-coq"]) == 0
-    monkeypatch.setattr("theory.report.all_theorems", lambda: [fake(True), fake(False)])
+    monkeypatch.setattr("resispec.theory.report.all_theorems", lambda: [fake(True), fake(False)])
     assert theory.main(["--docs", str(tmp_path / "t.md"), "--no-coq"]) == 1
     assert "Result: FAIL." in (tmp_path / "t.md").read_text()
 
 
 def test_a_family_that_declares_no_label_gets_the_default_one(tmp_path):
-    from theory.registry import HAND, LABELS
+    from resispec.theory.registry import HAND, LABELS
 
     theorem = Theorem("new.claim", "a claim", "exact rational arithmetic", lambda: Outcome(True, "", ""))
     assert theorem.label == HAND and HAND in LABELS
@@ -81,14 +81,14 @@ def test_a_family_that_declares_no_label_gets_the_default_one(tmp_path):
 @pytest.mark.slow
 @ONE_WORKER
 def test_every_label_is_a_known_one(results):
-    from theory.registry import LABELS
+    from resispec.theory.registry import LABELS
 
     assert {r.theorem.label for r in results} <= set(LABELS)
 
 
 def test_without_coqc_the_run_prints_why_it_skipped(monkeypatch, capsys):
-    monkeypatch.setattr("theory.report.all_theorems", lambda: [])
-    monkeypatch.setattr("theory.formal.coqc", lambda: None)
+    monkeypatch.setattr("resispec.theory.report.all_theorems", lambda: [])
+    monkeypatch.setattr("resispec.theory.formal.coqc", lambda: None)
     assert theory.main(["--no-docs"]) == 0
     assert "SKIP  coq  coqc absent" in capsys.readouterr().out
 
@@ -102,7 +102,7 @@ def test_cli_command_calls_the_suite(monkeypatch):
     from resispec.cli import theory as cli
 
     seen = []
-    monkeypatch.setattr("theory.main", lambda argv: seen.append(argv) or 7)
+    monkeypatch.setattr("resispec.theory.main", lambda argv: seen.append(argv) or 7)
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["theory", "--no-docs"])

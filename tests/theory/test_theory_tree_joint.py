@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from theory.tree import BIASED_RULE, ENGINE_SCHEMES, NODE_RULES, Model
-from theory.tree_joint import SCHEMES, SHARED_BY_LEVEL, SHARING, decision_law, drafted_trees, round_law
+from resispec.theory.tree import BIASED_RULE, ENGINE_SCHEMES, NODE_RULES, Model
+from resispec.theory.tree_joint import SCHEMES, SHARED_BY_LEVEL, SHARING, decision_law, drafted_trees, round_law
 
 MODEL = Model(3, 2, seed=5)
 

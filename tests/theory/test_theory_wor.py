@@ -1,4 +1,4 @@
-"""theory.resispec_wor: its checkers catch broken rules, plans and duals, and its exact plan, law and
+"""resispec.theory.resispec_wor: its checkers catch broken rules, plans and duals, and its exact plan, law and
 certificate agree with the float code."""
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from hypothesis import strategies as st
 
 from resispec.audit import exact_law
 from resispec.bounds_wor import sequential_optimum_wor_lp
-from resispec.verifiers.resispec_wor.plan import latest_first_plan
-from theory.arith import Exact, normalise
-from theory.exact import Instance
-from theory.resispec_wor import (
+from resispec.theory.arith import Exact, normalise
+from resispec.theory.exact import Instance
+from resispec.theory.resispec_wor import (
     BELOW_RRS_WOR,
     WORKED,
     FirstTargets,
@@ -32,11 +31,11 @@ from theory.resispec_wor import (
     step_defect,
     worked_example_problems,
 )
-from theory.resispec_wor import (
+from resispec.theory.resispec_wor import (
     Q_ as Q,
 )
-from theory.sequential import audit, emit
-from theory.wor_lp import (
+from resispec.theory.sequential import audit, emit
+from resispec.theory.wor_lp import (
     Dual,
     certificate,
     certificate_problems,
@@ -45,7 +44,8 @@ from theory.wor_lp import (
     primal_problems,
     rule_masses,
 )
-from theory.wor_shaping import Plan, ResiSpecWOR, from_accepted, latest_first, plan_of, roots, without
+from resispec.theory.wor_shaping import Plan, ResiSpecWOR, from_accepted, latest_first, plan_of, roots, without
+from resispec.verifiers.resispec_wor.plan import latest_first_plan
 
 FLOAT = 1e-12
 # Every class of the certificate is non-empty: R = {0}, Z = {3}, I = {1, 2}.
@@ -249,7 +249,7 @@ def test_instance_sets_cover_the_corners():
 
 
 def test_an_exact_rule_can_have_cancelling_defects():
-    from theory.resispec_wor import CANCELLING, cancelling_problems, step_defect
+    from resispec.theory.resispec_wor import CANCELLING, cancelling_problems, step_defect
 
     problems, defects = cancelling_problems()
     assert problems == []
@@ -259,7 +259,7 @@ def test_an_exact_rule_can_have_cancelling_defects():
 
 
 def test_the_cancelling_check_fails_when_the_defects_do_not_cancel(monkeypatch):
-    import theory.resispec_wor as wor
+    import resispec.theory.resispec_wor as wor
 
     monkeypatch.setattr(wor, "LOWERED_ACCEPTANCE", F(15, 16))  # undo one of the two changes
     problems, _ = wor.cancelling_problems()

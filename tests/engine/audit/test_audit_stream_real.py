@@ -11,12 +11,12 @@ import json
 import pytest
 import torch
 
-from engine.audit.generators import generate_sequences
-from engine.audit.stream_audit import audit_sequences
-from engine.bench.bench_engine import load_prompts
-from engine.decode.generation import prompt_ids
-from engine.model.tiny import tiny_llama
 from resispec.cli import main
+from resispec.engine.audit.generators import generate_sequences
+from resispec.engine.audit.stream_audit import audit_sequences
+from resispec.engine.bench.bench_engine import load_prompts
+from resispec.engine.decode.generation import prompt_ids
+from resispec.engine.model.tiny import tiny_llama
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]  # the real-model audit-stream tier: minutes per decoder
 

@@ -1,4 +1,4 @@
-"""The sequence-level stream audit (``engine.audit.stream_audit``) on the tiny pair (vocab 8): its mechanics
+"""The sequence-level stream audit (``resispec.engine.audit.stream_audit``) on the tiny pair (vocab 8): its mechanics
 (teacher forcing, padding, the claimed law, impossible tokens, its own uniforms, inputs). The generators
 against the real target, exact ones and lossy controls, are in ``test_audit_stream_real.py``.
 """
@@ -13,11 +13,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.audit.generators import generate_sequences, parse_generator, read_jsonl
-from engine.audit.stream_audit import GeneratedSequence, audit_sequences, stream_pit
-from engine.decode.processing import Sampling
-from engine.runtime.tree_lm import TreeLM
 from resispec.audit import Verdict
+from resispec.engine.audit.generators import generate_sequences, parse_generator, read_jsonl
+from resispec.engine.audit.stream_audit import GeneratedSequence, audit_sequences, stream_pit
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.runtime.tree_lm import TreeLM
 
 PROMPTS = [torch.tensor([3]), torch.tensor([1, 5])]
 COUNT, NEW_TOKENS = 40, 8  # 320 tokens
@@ -187,10 +187,10 @@ def test_random_jsonl_lines_give_checked_sequences_or_a_named_line(tmp_path_fact
 
 
 def test_the_cli_on_two_tokens_says_untested_and_exits_2(tiny_models, tmp_path, capsys, monkeypatch):
-    import engine.model.models
+    import resispec.engine.model.models
     from resispec.cli import main
 
-    monkeypatch.setattr(engine.model.models, "load_target", lambda **options: (tiny_models[0], None))
+    monkeypatch.setattr(resispec.engine.model.models, "load_target", lambda **options: (tiny_models[0], None))
     path = tmp_path / "two.jsonl"
     path.write_text('{"prompt_ids": [3], "generated_ids": [1, 2]}\n')
     assert main(["audit-stream", f"jsonl:{path}", "--threads", "1"]) == 2

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from engine.bench.headroom import attainable, measured_point, median_costs, required_acceptance
-from engine.decode.calibration import Calibration
-from engine.decode.tree_search import MAX_DEPTH
+from resispec.engine.bench.headroom import attainable, measured_point, median_costs, required_acceptance
+from resispec.engine.decode.calibration import Calibration
+from resispec.engine.decode.tree_search import MAX_DEPTH
 
 
 def costs(target: dict[int, float], verify: float = 0.0, bookkeeping: float = 0.0,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.bench.layer_search import _Texts, search_layers
-from engine.decode.processing import Sampling
-from engine.model.tiny import tiny_llama
+from resispec.engine.bench.layer_search import _Texts, search_layers
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.model.tiny import tiny_llama
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""llama.cpp as the peer of ``resispec bench engine`` (`engine.bench.llama_peer`): one line and no peer rows
+"""llama.cpp as the peer of ``resispec bench engine`` (`resispec.engine.bench.llama_peer`): one line and no peer rows
 without ``llama_cpp``; with it, a seeded untruncated sampler on the target's GGUF and a tokens/s row."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
-from engine.bench import bench_engine
-from engine.bench.bench_engine import EngineRow
-from engine.bench.llama_peer import LLAMA, LLAMA_LOOKUP, UNTRUNCATED, make_llama_peers
-from engine.decode.processing import Sampling
-from engine.model import models
-from engine.model.tiny import tiny_llama
 from resispec.cli import main
+from resispec.engine.bench import bench_engine
+from resispec.engine.bench.bench_engine import EngineRow
+from resispec.engine.bench.llama_peer import LLAMA, LLAMA_LOOKUP, UNTRUNCATED, make_llama_peers
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.model import models
+from resispec.engine.model.tiny import tiny_llama
 from tests.engine.model.test_models import requires_target_wheel
 
 requires_llama_cpp = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
@@ -45,7 +45,7 @@ def test_bench_engine_says_once_that_it_skipped_llama_cpp_and_goes_on(monkeypatc
 @requires_target_wheel
 @requires_llama_cpp
 def test_llama_cpp_samples_untruncated_seeded_and_gets_a_tokens_per_second_row(real_target):
-    from engine.model.gguf import target_gguf_path
+    from resispec.engine.model.gguf import target_gguf_path
 
     model, tokenizer = real_target
     peers, why = make_llama_peers(target_gguf_path(), 1, ["plain"])

@@ -8,8 +8,8 @@ import time
 
 import torch
 
-from engine.bench.bench_verifiers import llm_like_batch
 from resispec.cli import main
+from resispec.engine.bench.bench_verifiers import llm_like_batch
 from tests.engine.torch_verifier_helpers import one_thread  # noqa: F401 (fixture)
 from tests.timing_records import check_timing_records
 

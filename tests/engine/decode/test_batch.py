@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.decode.batch import BatchDecoder
-from engine.decode.decoding import Decoder
-from engine.decode.processing import Sampling
-from engine.drafts.ngram import NGramDraft
-from engine.drafts.self_draft import SelfDraft
-from engine.model.tiny import tiny_llama
-from engine.runtime.tree_lm import TreeLM
+from resispec.engine.decode.batch import BatchDecoder
+from resispec.engine.decode.decoding import Decoder
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.drafts.ngram import NGramDraft
+from resispec.engine.drafts.self_draft import SelfDraft
+from resispec.engine.model.tiny import tiny_llama
+from resispec.engine.runtime.tree_lm import TreeLM
 
 PROMPTS = (torch.tensor([3]), torch.tensor([3, 1, 4]))
 

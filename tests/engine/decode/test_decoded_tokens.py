@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.decode.decoding import Decoder
-from engine.decode.processing import Sampling
-from engine.model.tiny import tiny_pair
-from engine.runtime.tree_lm import TreeLM
 from resispec import VERIFIERS
+from resispec.engine.decode.decoding import Decoder
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.model.tiny import tiny_pair
+from resispec.engine.runtime.tree_lm import TreeLM
 
 RECORDED = json.loads((Path(__file__).parent / "decoded_tokens.json").read_text())
 

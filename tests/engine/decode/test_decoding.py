@@ -7,13 +7,13 @@ import json
 import pytest
 import torch
 
-from engine.decode.decoding import Decoder
-from engine.decode.processing import Sampling, draft_probs, target_probs
-from engine.runtime.tree_lm import TreeLM
-from engine.verifiers.node_verification import NodeVerifier
 from resispec import VERIFIERS, get_verifier
 from resispec.audit import pit_audit
 from resispec.cli import main
+from resispec.engine.decode.decoding import Decoder
+from resispec.engine.decode.processing import Sampling, draft_probs, target_probs
+from resispec.engine.runtime.tree_lm import TreeLM
+from resispec.engine.verifiers.node_verification import NodeVerifier
 
 EXACT = [name for name, cls in VERIFIERS.items() if cls.claims_exact]  # the engine decodes with every rule
 
@@ -50,7 +50,7 @@ def test_the_chain_part_of_a_tree_is_decided_in_one_batched_sps_call(tiny_models
 
 def test_the_loop_trusts_its_own_rows_and_the_boundary_still_refuses_bad_ones(tiny_models, monkeypatch):
     """Rows the loop made itself are not revalidated at every node (the trusted path); rows from outside are."""
-    from engine.verifiers import base, validation
+    from resispec.engine.verifiers import base, validation
 
     target, draft = tiny_models
     checked = []
@@ -143,9 +143,9 @@ def test_greedy_on_the_real_model_equals_autoregressive(real_target, capsys):
 @pytest.mark.real_model
 def test_generate_defaults_calibrate_and_decode_the_faster_of_a_tree_and_plain_decoding(real_target, capsys, tmp_path,
                                                                                        monkeypatch):
-    import engine.decode.calibration
+    import resispec.engine.decode.calibration
 
-    monkeypatch.setattr(engine.decode.calibration, "cache_root", lambda: tmp_path)  # a fresh calibration
+    monkeypatch.setattr(resispec.engine.decode.calibration, "cache_root", lambda: tmp_path)  # a fresh calibration
     # a prompt whose answer outlasts 16 tokens (a short answer can end at EOS first, whatever the seed)
     argv = ["generate", "--prompt", "Write a long poem about the sea.", "--max-new-tokens", "16", "--audit", "--json",
             "--threads", "1"]
@@ -174,9 +174,9 @@ def test_generate_defaults_calibrate_and_decode_the_faster_of_a_tree_and_plain_d
 
 @pytest.mark.real_model
 def test_an_auto_choice_of_plain_decoding_decodes_what_ar_decodes(real_target, monkeypatch):
-    import engine.decode.generation as generation
-    from engine.decode.calibration import Calibration
-    from engine.decode.tree_search import TreeChoice
+    import resispec.engine.decode.generation as generation
+    from resispec.engine.decode.calibration import Calibration
+    from resispec.engine.decode.tree_search import TreeChoice
 
     model, tokenizer = real_target
     calibration = Calibration([0.9, 0.95], {1: 0.04, 32: 0.05}, {1: 0.04, 16: 0.04}, 0.001, 8, [1.0] * 12,
@@ -211,7 +211,7 @@ def test_parity_check_of_torch_against_numpy_during_decoding(tiny_models, verifi
 
 
 def test_node_log_round_trips_through_the_simulator_format(tiny_models, tmp_path):
-    from engine.logs.node_log import NodeLog
+    from resispec.engine.logs.node_log import NodeLog
     from resispec.formats.pairs import read_logged
 
     target, draft = tiny_models
@@ -234,7 +234,7 @@ def test_node_log_round_trips_through_the_simulator_format(tiny_models, tmp_path
 def test_audit_hooks_never_change_the_decoded_tokens(tiny_models, verifier):
     """PIT and parity uniforms come from their own stream: the same seed decodes the same tokens
     with every hook off or on."""
-    from engine.logs.node_log import NodeLog
+    from resispec.engine.logs.node_log import NodeLog
 
     target, draft = tiny_models
     prompt, branching = torch.tensor([3, 1]), (3, 2)

@@ -1,6 +1,6 @@
 """Sequence-level exactness of the decoding loop on a tiny random model pair (vocab 8).
 
-The generations run in batches (`engine.decode.batch.BatchDecoder`: the loop's rule, many independent
+The generations run in batches (`resispec.engine.decode.batch.BatchDecoder`: the loop's rule, many independent
 generations per forward and per verification call; tests/engine/decode/test_batch.py pins that a batch of
 one decodes what `Decoder` decodes, token for token).
 
@@ -20,24 +20,24 @@ import numpy as np
 import pytest
 import torch
 
-from engine.decode.batch import BatchDecoder
-from engine.decode.decoding import Decoder
-from engine.decode.processing import Sampling
-from engine.drafts.feature_draft import FeatureDraft, FeatureHead
-from engine.drafts.layer_skip import LayerSkipDraft
-from engine.drafts.ngram import NGramDraft
-from engine.drafts.self_draft import SelfDraft
-from engine.drafts.trained import save_draft
-from engine.model.tiny import tiny_llama
-from engine.runtime.tree_lm import TreeCacheLM, TreeLM
 from resispec import VERIFIERS
 from resispec.audit.goodness_of_fit import merged_chi_square
+from resispec.engine.decode.batch import BatchDecoder
+from resispec.engine.decode.decoding import Decoder
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.drafts.feature_draft import FeatureDraft, FeatureHead
+from resispec.engine.drafts.layer_skip import LayerSkipDraft
+from resispec.engine.drafts.ngram import NGramDraft
+from resispec.engine.drafts.self_draft import SelfDraft
+from resispec.engine.drafts.trained import save_draft
+from resispec.engine.model.tiny import tiny_llama
+from resispec.engine.runtime.tree_lm import TreeCacheLM, TreeLM
 from resispec.sequence import SEQUENCE_VERIFIERS
 
 PROMPT = torch.tensor([3])
 VOCAB, LENGTH, SAMPLES = 8, 3, 1500
 CONTROL_SAMPLES = 6000
-BATCH = 200  # generations per forward: the forward's cost grows with the batch squared (engine.runtime.forest)
+BATCH = 200  # generations per forward: the forward's cost grows with the batch squared (resispec.engine.runtime.forest)
 EXACT = [name for name, cls in VERIFIERS.items() if cls.claims_exact]  # the engine decodes with every rule
 EXACT += ["traversal"]  # a whole-round verifier (block and the lifts share its hook in the loop)
 CONTROLS = [name for name, cls in VERIFIERS.items() if not cls.claims_exact]
@@ -73,7 +73,7 @@ def sequence_counts(models, verifier: str, seed: int, branching: tuple[int, ...]
                     draft_scheme: str | None = None, samples: int = SAMPLES,
                     q: TreeCacheLM | None = None) -> np.ndarray:
     """Counts of the first LENGTH tokens over SAMPLES generations; i.i.d. trees (3, 2) repeat tokens often
-    at vocabulary 8, so they exercise the shared rows of equal siblings (`engine.decode.expand`)."""
+    at vocabulary 8, so they exercise the shared rows of equal siblings (`resispec.engine.decode.expand`)."""
     target, draft = models
     if branching is None:
         chain = (SEQUENCE_VERIFIERS[verifier].chains_only if verifier in SEQUENCE_VERIFIERS

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.decode.calibration import (
+from resispec.engine.decode.calibration import (
     COST_POINTS,
     DRAFT_COST_POINTS,
     Calibration,
@@ -19,8 +19,8 @@ from engine.decode.calibration import (
     measure_acceptance,
     truncated_pair,
 )
-from engine.decode.processing import Sampling
-from engine.decode.tree_search import (
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.decode.tree_search import (
     MAX_DEPTH,
     MAX_NODES,
     TreeChoice,
@@ -28,9 +28,9 @@ from engine.decode.tree_search import (
     expected_tokens,
     survival_correlation,
 )
-from engine.drafts.ngram import NGramDraft
-from engine.model.tiny import tiny_pair
-from engine.runtime.tree_lm import TreeLM
+from resispec.engine.drafts.ngram import NGramDraft
+from resispec.engine.model.tiny import tiny_pair
+from resispec.engine.runtime.tree_lm import TreeLM
 
 
 def _brute_force(acceptance, target_cost, draft_cost, round_cost, max_nodes, max_depth, max_children,
@@ -137,7 +137,7 @@ def test_acceptance_curve_uses_the_verifier_and_grows_with_k():
 
 
 def test_acceptance_rounding_above_one_is_clipped_and_more_is_an_error(monkeypatch):
-    import engine.decode.calibration as calibration
+    import resispec.engine.decode.calibration as calibration
 
     p = np.full((2, 5), 0.2)
     monkeypatch.setattr(calibration, "_truncated_acceptance", lambda rule, p, q, k: 1.0000000000000004)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.decode.expand import expand_tree
-from engine.drafts import Draft, EarlyExitDraft
-from engine.model.tiny import tiny_llama
-from engine.runtime.tree import CandidateTree
-from engine.runtime.tree_lm import TreeLM
+from resispec.engine.decode.expand import expand_tree
+from resispec.engine.drafts import Draft, EarlyExitDraft
+from resispec.engine.model.tiny import tiny_llama
+from resispec.engine.runtime.tree import CandidateTree
+from resispec.engine.runtime.tree_lm import TreeLM
 from tests.engine.reference import explicit_early_exit_logits, last_logits
 
 ATOL = 1e-4

@@ -1,4 +1,5 @@
-"""The feature draft (`engine.drafts.feature_draft`): its run-time forward is the training forward, the decoding
+"""The feature draft (`resispec.engine.drafts.feature_draft`): its run-time forward is the training forward, the
+decoding
 loop hands it the target's states at the right positions, it survives bad input, and its weights round-trip."""
 
 from __future__ import annotations
@@ -8,14 +9,14 @@ import types
 import pytest
 import torch
 
-from engine.decode.batch import BatchDecoder
-from engine.decode.calibration import lm_grow
-from engine.decode.decoding import Decoder
-from engine.decode.processing import Sampling
-from engine.drafts.feature_draft import FeatureDraft, FeatureHead, load_feature_head
-from engine.drafts.trained import read_draft_meta, save_draft
-from engine.model.tiny import tiny_llama
-from engine.runtime.compact_lm import CompactLM, signed_sin
+from resispec.engine.decode.batch import BatchDecoder
+from resispec.engine.decode.calibration import lm_grow
+from resispec.engine.decode.decoding import Decoder
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.drafts.feature_draft import FeatureDraft, FeatureHead, load_feature_head
+from resispec.engine.drafts.trained import read_draft_meta, save_draft
+from resispec.engine.model.tiny import tiny_llama
+from resispec.engine.runtime.compact_lm import CompactLM, signed_sin
 
 S = torch.tensor([0, 2, 3, 5, 6])  # a proper subset of the vocabulary of 8: the floor outside it is exercised
 

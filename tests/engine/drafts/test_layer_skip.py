@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.drafts import decoder_view
-from engine.drafts.layer_skip import LayerSkipDraft
-from engine.model.tiny import tiny_llama
-from engine.runtime.compact_lm import CompactLM, prepared_weights
-from engine.runtime.tree import CandidateTree
+from resispec.engine.drafts import decoder_view
+from resispec.engine.drafts.layer_skip import LayerSkipDraft
+from resispec.engine.model.tiny import tiny_llama
+from resispec.engine.runtime.compact_lm import CompactLM, prepared_weights
+from resispec.engine.runtime.tree import CandidateTree
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.drafts import Draft
-from engine.drafts.layer_skip import LayerSkipDraft
-from engine.drafts.ngram import DEFAULT_MAX_N, DEFAULT_MIN_N, GAP, NGramDraft, continuation_counts
-from engine.drafts.registry import assistant_model, check_draft_name, make_draft
-from engine.model.tiny import tiny_llama
-from engine.runtime.tree import CandidateTree
+from resispec.engine.drafts import Draft
+from resispec.engine.drafts.layer_skip import LayerSkipDraft
+from resispec.engine.drafts.ngram import DEFAULT_MAX_N, DEFAULT_MIN_N, GAP, NGramDraft, continuation_counts
+from resispec.engine.drafts.registry import assistant_model, check_draft_name, make_draft
+from resispec.engine.model.tiny import tiny_llama
+from resispec.engine.runtime.tree import CandidateTree
 
 
 def test_the_longest_recurring_suffix_decides_and_counts_its_continuations():

@@ -1,5 +1,5 @@
-"""Round logs written by the engine (``engine.logs.round_log``) over the tiny models: the replay in the
-simulator (``sim.rounds``) scores every round exactly as scoring the decoder's own tree does."""
+"""Round logs written by the engine (``resispec.engine.logs.round_log``) over the tiny models: the replay in the
+simulator (``resispec.sim.rounds``) scores every round exactly as scoring the decoder's own tree does."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 import torch
 
-from engine.decode.decoding import Decoder
-from engine.decode.processing import Sampling
-from engine.logs.round_log import LoggingRound, RoundLog
-from engine.runtime.tree_lm import TreeLM
+from resispec.engine.decode.decoding import Decoder
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.logs.round_log import LoggingRound, RoundLog
+from resispec.engine.runtime.tree_lm import TreeLM
 from resispec.formats.pairs import read_logged
 from resispec.sequence import get_round_verifier
 from resispec.sequence.tree import round_tree
-from sim.rounds import DEFAULT_VERIFIERS, log_kind, score_log
+from resispec.sim.rounds import DEFAULT_VERIFIERS, log_kind, score_log
 
 PROMPT = torch.tensor([1, 4, 2])
 DRIVINGS = {"iid": ("traversal", (2, 2)), "wor": ("traversal_wor", (3, 1)), "chain": ("block", (1, 1, 1))}

@@ -19,7 +19,7 @@ import pytest
 
 from resispec.audit import pit_audit
 from resispec.formats.pairs import read_logged
-from sim.explorer import Settings, evaluate
+from resispec.sim.explorer import Settings, evaluate
 
 LOG_PATH = Path(__file__).resolve().parents[3] / "engine" / "data" / "smollm2_decoding_log.npz"
 

@@ -8,7 +8,7 @@ import json
 import pytest
 import transformers
 
-from engine.model import gguf
+from resispec.engine.model import gguf
 from tests.engine.model.tiny_gguf import write_tiny_gguf
 
 

@@ -1,4 +1,4 @@
-"""Your own models: local target / draft checkpoints (``engine.model.checkpoints``), tiny ones written here."""
+"""Your own models: local target / draft checkpoints (``resispec.engine.model.checkpoints``), tiny ones written here."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from engine.drafts.registry import make_draft
-from engine.model.checkpoints import load_checkpoint, load_draft_model
-from engine.model.models import load_target
-from engine.model.tiny import tiny_llama
-from engine.runtime.tree_lm import TreeCacheLM
+from resispec.engine.drafts.registry import make_draft
+from resispec.engine.model.checkpoints import load_checkpoint, load_draft_model
+from resispec.engine.model.models import load_target
+from resispec.engine.model.tiny import tiny_llama
+from resispec.engine.runtime.tree_lm import TreeCacheLM
 
 
 def word_tokenizer(size: int, prefix: str = "t") -> PreTrainedTokenizerFast:

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-import engine.model.gguf as gguf
-import engine.model.models as models
-from engine.drafts import EarlyExitDraft
-from engine.runtime.compact_lm import CompactLM
-from engine.runtime.tree import CandidateTree
-from engine.runtime.tree_lm import TreeLM
+import resispec.engine.model.gguf as gguf
+import resispec.engine.model.models as models
+from resispec.engine.drafts import EarlyExitDraft
+from resispec.engine.runtime.compact_lm import CompactLM
+from resispec.engine.runtime.tree import CandidateTree
+from resispec.engine.runtime.tree_lm import TreeLM
 from tests.engine.reference import explicit_early_exit_logits, last_logits
 
 requires_target_wheel = pytest.mark.skipif(

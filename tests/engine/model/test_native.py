@@ -1,4 +1,4 @@
-"""The native target (`engine.model.native`) on a tiny synthetic Q4_1 GGUF: its products against a float64
+"""The native target (`resispec.engine.model.native`) on a tiny synthetic Q4_1 GGUF: its products against a float64
 reference of the file's blocks, its logits against transformers' own float64 dequantization of the same file,
 one row vs many rows, greedy speculative = greedy autoregressive, and the unsupported-type error."""
 
@@ -13,17 +13,17 @@ from gguf import GGMLQuantizationType, GGUFReader
 from gguf.quants import dequantize
 from transformers import AutoModelForCausalLM
 
-from engine.decode.calibration import calibration_key
-from engine.decode.decoding import Decoder
-from engine.decode.processing import Sampling
-from engine.drafts.feature_draft import FeatureDraft, FeatureHead
-from engine.drafts.layer_skip import LayerSkipDraft
-from engine.drafts.ngram import NGramDraft
-from engine.drafts.trained import save_draft
-from engine.model.compute import target_compute_of
-from engine.model.gguf import checkpoint_dir
-from engine.model.models import check_target_compute, with_compute
-from engine.model.native import (
+from resispec.engine.decode.calibration import calibration_key
+from resispec.engine.decode.decoding import Decoder
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.drafts.feature_draft import FeatureDraft, FeatureHead
+from resispec.engine.drafts.layer_skip import LayerSkipDraft
+from resispec.engine.drafts.ngram import NGramDraft
+from resispec.engine.drafts.trained import save_draft
+from resispec.engine.model.compute import target_compute_of
+from resispec.engine.model.gguf import checkpoint_dir
+from resispec.engine.model.models import check_target_compute, with_compute
+from resispec.engine.model.native import (
     CACHE_FORMAT,
     Q4_1Linear,
     Q8_0Linear,
@@ -31,8 +31,8 @@ from engine.model.native import (
     native_head_for_this_cpu,
     native_model,
 )
-from engine.runtime.compact_lm import CompactLM
-from engine.runtime.tree_lm import TreeLM
+from resispec.engine.runtime.compact_lm import CompactLM
+from resispec.engine.runtime.tree_lm import TreeLM
 from tests.engine.model.test_models import requires_target_wheel
 from tests.engine.model.tiny_gguf import write_tiny_gguf
 
@@ -168,7 +168,7 @@ def test_the_trained_draft_loads_on_the_native_target_with_the_float_targets_q(f
     """Its own layers are float weights loaded from the file, its embedding and head the target's shared tables:
     with the float32 head, on the native target q is the one it has on the float32 target; with the Q8_0 head it
     shares that head (its q then rounds its logits as p does)."""
-    from engine.drafts.trained import DraftLayers, TrainedDraft
+    from resispec.engine.drafts.trained import DraftLayers, TrainedDraft
 
     model = float_and_native[0]
     native = native_model(model, tiny_file, head="float32")
@@ -278,7 +278,7 @@ def test_the_head_is_chosen_by_the_cpu_or_by_name_and_keys_the_calibration(float
 
 
 def test_the_native_forward_runs_the_row_kernels_and_follows_the_torch_forward(float_and_native):
-    """The native target's forward runs `engine.model.row_glue` between its products (the float32 target does
+    """The native target's forward runs `resispec.engine.model.row_glue` between its products (the float32 target does
     not); its logits stay within bfloat16 rounding of the same layers in torch operations (a 6-node tree after
     40 tokens: the same bits on this tiny model)."""
     float_model, native = float_and_native

@@ -16,18 +16,18 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
-from engine.decode.calibration import calibration_key
-from engine.decode.decoding import Decoder
-from engine.decode.generation import GenerationRequest, generate, prompt_ids
-from engine.decode.processing import Sampling
-from engine.drafts.registry import reads_only_target_weights
-from engine.model import gguf
-from engine.model.chat_tokenizer import ChatTokenizer, tokenizer_problem
-from engine.model.models import load_target, with_compute
-from engine.model.plain_llama import PlainLlama, PlainRotary, plain_problem
-from engine.model.row_kernels import load_row_kernels
-from engine.model.tiny import tiny_llama
-from engine.runtime.tree_lm import TreeLM
+from resispec.engine.decode.calibration import calibration_key
+from resispec.engine.decode.decoding import Decoder
+from resispec.engine.decode.generation import GenerationRequest, generate, prompt_ids
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.drafts.registry import reads_only_target_weights
+from resispec.engine.model import gguf
+from resispec.engine.model.chat_tokenizer import ChatTokenizer, tokenizer_problem
+from resispec.engine.model.models import load_target, with_compute
+from resispec.engine.model.plain_llama import PlainLlama, PlainRotary, plain_problem
+from resispec.engine.model.row_kernels import load_row_kernels
+from resispec.engine.model.tiny import tiny_llama
+from resispec.engine.runtime.tree_lm import TreeLM
 from tests.engine.model.test_checkpoints import word_tokenizer
 from tests.engine.model.test_models import requires_target_wheel
 
@@ -195,7 +195,7 @@ def test_a_transformers_free_target_decodes_todays_tokens(real_target, compute, 
 HEAVY = ("transformers", "scipy", "numba", "sympy", "matplotlib")
 """What a warm ``generate`` never imports: transformers (the plain target needs none), and what would only add
 to its start-up (SciPy alone took 0.4-1.0 s to import; numba ~0.7 s with what it imports: the native forward's
-kernels load compiled, `engine.model.row_kernels`)."""
+kernels load compiled, `resispec.engine.model.row_kernels`)."""
 
 WARM_GENERATE = f"HEAVY = {HEAVY!r}\n" + """
 import sys

@@ -1,5 +1,5 @@
-"""The native forward's row kernels (`engine.model.row_glue`) against the torch operations they replace, and
-their ahead-of-time build (`engine.model.row_kernels`) against the JIT functions."""
+"""The native forward's row kernels (`resispec.engine.model.row_glue`) against the torch operations they replace, and
+their ahead-of-time build (`resispec.engine.model.row_kernels`) against the JIT functions."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch.nn import functional
 
-from engine.model import row_glue, row_kernels
-from engine.model.row_kernels import bits, load_row_kernels
-from engine.runtime.compact_lm import rotate, signed_sin
+from resispec.engine.model import row_glue, row_kernels
+from resispec.engine.model.row_kernels import bits, load_row_kernels
+from resispec.engine.runtime.compact_lm import rotate, signed_sin
 
 HIDDEN, HEADS, KV_HEADS, DIM = 96, 3, 1, 32
 

@@ -1,4 +1,4 @@
-"""Tensors built at load time and cached beside the checkpoint (`engine.model.tensor_cache`), on the tiny Q4_1
+"""Tensors built at load time and cached beside the checkpoint (`resispec.engine.model.tensor_cache`), on the tiny Q4_1
 GGUF's checkpoint: the int4 self-draft's products are built once and then read (the copy equal to a fresh
 build, the target untouched), and a damaged or foreign cache file is named on one line, discarded and rebuilt."""
 
@@ -12,8 +12,8 @@ import transformers
 from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM
 
-from engine.model import gguf, quantize
-from engine.model.quantize import QUANTIZED_CACHE_FORMAT, quantized_copy
+from resispec.engine.model import gguf, quantize
+from resispec.engine.model.quantize import QUANTIZED_CACHE_FORMAT, quantized_copy
 from tests.engine.model.test_checkpoint_cache import _StubTokenizer
 from tests.engine.model.tiny_gguf import write_tiny_gguf
 

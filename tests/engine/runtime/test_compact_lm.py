@@ -6,14 +6,21 @@ import pytest
 import torch
 from torch.nn import functional
 
-import engine.runtime.compact_lm as compact_lm
-from engine.drafts.self_draft import SelfDraft
-from engine.model.quantize import INT4_GROUP, KERNEL_ALIGNMENT, Int4Linear, Int8Linear, int4_pack_rows, quantized_copy
-from engine.model.tiny import tiny_llama
-from engine.runtime.compact_lm import CompactLM, lm_for
-from engine.runtime.small_rows import PaddedLinear, mkl_packing_available
-from engine.runtime.tree import CandidateTree
-from engine.runtime.tree_lm import TreeLM
+import resispec.engine.runtime.compact_lm as compact_lm
+from resispec.engine.drafts.self_draft import SelfDraft
+from resispec.engine.model.quantize import (
+    INT4_GROUP,
+    KERNEL_ALIGNMENT,
+    Int4Linear,
+    Int8Linear,
+    int4_pack_rows,
+    quantized_copy,
+)
+from resispec.engine.model.tiny import tiny_llama
+from resispec.engine.runtime.compact_lm import CompactLM, lm_for
+from resispec.engine.runtime.small_rows import PaddedLinear, mkl_packing_available
+from resispec.engine.runtime.tree import CandidateTree
+from resispec.engine.runtime.tree_lm import TreeLM
 
 
 def _rounds(lm, prompt):
@@ -81,7 +88,7 @@ def test_int8_linear_error_is_within_the_quantization_bound():
 
 
 def _dequantized(layer: Int4Linear) -> torch.Tensor:
-    """W~ = (L - 8) s + z per group (engine.model.quantize), from the layer's levels and (s, z)."""
+    """W~ = (L - 8) s + z per group (resispec.engine.model.quantize), from the layer's levels and (s, z)."""
     scales, zeros = (layer.scales_and_zeros[..., i].float().t().repeat_interleave(INT4_GROUP, dim=1) for i in (0, 1))
     return (layer.levels.float() - 8) * scales + zeros
 
@@ -202,7 +209,7 @@ def test_prefill_from_copies_the_prompt_cache_and_checks_its_source():
 
 
 def test_the_decoder_starts_a_self_draft_on_its_targets_prompt_cache(monkeypatch):
-    from engine.decode.decoding import Decoder
+    from resispec.engine.decode.decoding import Decoder
 
     target = tiny_llama(6, hidden_size=32)
     draft = SelfDraft(target, "int8")
@@ -219,7 +226,7 @@ def test_the_decoder_starts_a_self_draft_on_its_targets_prompt_cache(monkeypatch
 
 @pytest.mark.skipif(not mkl_packing_available(torch.ones(1)), reason="torch built without MKL")
 def test_a_decoder_packs_the_targets_buckets_it_will_use_before_it_decodes(tiny_models):
-    from engine.decode.decoding import Decoder
+    from resispec.engine.decode.decoding import Decoder
 
     assert set(Decoder(tiny_llama(seed=11), None, "ar").target.weights.head.packed) == {1}
     target = tiny_llama(seed=12)

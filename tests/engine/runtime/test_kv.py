@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from engine.runtime.kv import keep_entries
+from resispec.engine.runtime.kv import keep_entries
 
 
 def filled_cache(num_layers: int, length: int) -> DynamicCache:

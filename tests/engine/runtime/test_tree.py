@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.runtime.tree import CandidateTree, additive_mask, ancestor_matrix, node_depths
+from resispec.engine.runtime.tree import CandidateTree, additive_mask, ancestor_matrix, node_depths
 
 branchings = st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple)
 

@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.runtime.tree import CandidateTree
-from engine.runtime.tree_lm import TreeLM
+from resispec.engine.runtime.tree import CandidateTree
+from resispec.engine.runtime.tree_lm import TreeLM
 from tests.engine.reference import last_logits
 
 ATOL = 1e-4  # float32

@@ -1,4 +1,5 @@
-"""Training the feature draft (`engine.train.train_feature_draft`): the head statistics, the pairs' alignment, the
+"""Training the feature draft (`resispec.engine.train.train_feature_draft`): the head statistics, the pairs'
+alignment, the
 two passes' losses, and the pipeline end to end on the tiny preset."""
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ import json
 import pytest
 import torch
 
-from engine.drafts.feature_draft import PRODUCTS, FeatureDraft, FeatureHead
-from engine.model.tiny import tiny_llama
-from engine.train.draft_data import Sequences
-from engine.train.train_feature_draft import head_statistics, pair_batch, pass_losses
+from resispec.engine.drafts.feature_draft import PRODUCTS, FeatureDraft, FeatureHead
+from resispec.engine.model.tiny import tiny_llama
+from resispec.engine.train.draft_data import Sequences
+from resispec.engine.train.train_feature_draft import head_statistics, pair_batch, pass_losses
 from tests.engine.model.test_models import requires_target_wheel
 
 
@@ -76,7 +77,7 @@ def test_training_script_smoke(tmp_path, capsys):
     assert 0 < results["depth1"] <= 1 and 0 < results["depth2"] <= 1 and results["train_positions"] > 0
     path = tmp_path / "draft_train" / "tiny" / "feature_draft.safetensors"
     assert all((path.parent / f"feature_draft_overlap.{kind}").is_file() for kind in ("png", "csv"))
-    from engine.train.train_draft import tiny_setup
+    from resispec.engine.train.train_draft import tiny_setup
 
     draft = FeatureDraft(tiny_setup()[0], path)
     assert len(draft.tokens) == results["head_tokens"]
@@ -85,8 +86,8 @@ def test_training_script_smoke(tmp_path, capsys):
 def test_committed_weights_are_small_and_hold_only_the_drafts_own_tensors():
     from safetensors import safe_open
 
-    from engine.drafts.feature_draft import FEATURE_WEIGHTS_PATH
-    from engine.drafts.trained import read_draft_meta
+    from resispec.engine.drafts.feature_draft import FEATURE_WEIGHTS_PATH
+    from resispec.engine.drafts.trained import read_draft_meta
 
     assert FEATURE_WEIGHTS_PATH.stat().st_size <= 25 * 10**6
     meta = read_draft_meta(FEATURE_WEIGHTS_PATH)
@@ -104,11 +105,11 @@ def test_committed_weights_are_small_and_hold_only_the_drafts_own_tensors():
 def test_the_committed_feature_draft_predicts_the_native_targets_next_token(real_target):
     """Teacher-forced on the native target's own sampled text (held-out prompts), the one-candidate acceptance
     sum min(p, q) is far above the untrained start (q = the previous position's p: about 0.09)."""
-    from engine.decode.calibration import lm_grow, sample_continuation
-    from engine.decode.processing import Sampling
-    from engine.model.models import with_compute
-    from engine.runtime.compact_lm import CompactLM
-    from engine.train.draft_data import encode_prompts, load_prompts
+    from resispec.engine.decode.calibration import lm_grow, sample_continuation
+    from resispec.engine.decode.processing import Sampling
+    from resispec.engine.model.models import with_compute
+    from resispec.engine.runtime.compact_lm import CompactLM
+    from resispec.engine.train.draft_data import encode_prompts, load_prompts
 
     model, tokenizer = real_target
     native = with_compute(model, "native")

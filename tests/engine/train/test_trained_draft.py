@@ -10,12 +10,12 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from engine.drafts import Draft, EarlyExitDraft, SelfDraft, TrainedDraft
-from engine.drafts.trained import WEIGHTS_PATH, DraftLayers, fits, read_draft_meta, save_draft
-from engine.model.tiny import tiny_llama
-from engine.runtime.tree_lm import TreeLM
-from engine.train.distill import TrainConfig, kl_and_overlap, learning_rate, step_sequences, train
-from engine.train.draft_data import GenerationConfig, Sequences, generate_shards, sample_continuations
+from resispec.engine.drafts import Draft, EarlyExitDraft, SelfDraft, TrainedDraft
+from resispec.engine.drafts.trained import WEIGHTS_PATH, DraftLayers, fits, read_draft_meta, save_draft
+from resispec.engine.model.tiny import tiny_llama
+from resispec.engine.runtime.tree_lm import TreeLM
+from resispec.engine.train.distill import TrainConfig, kl_and_overlap, learning_rate, step_sequences, train
+from resispec.engine.train.draft_data import GenerationConfig, Sequences, generate_shards, sample_continuations
 from tests.engine.model.test_models import requires_target_wheel
 
 MAX_WEIGHTS_BYTES = 25 * 10**6
@@ -202,7 +202,7 @@ def test_training_script_smoke(tmp_path, capsys):
 @pytest.mark.real_model
 @requires_target_wheel
 def test_real_trained_draft_beats_the_early_exit_draft(real_target):
-    from engine.train.draft_data import encode_prompts, load_prompts
+    from resispec.engine.train.draft_data import encode_prompts, load_prompts
 
     model, tokenizer = real_target
     draft = TrainedDraft(model)
@@ -222,7 +222,7 @@ def test_real_trained_draft_beats_the_early_exit_draft(real_target):
 
 
 def test_registry_names_the_trained_and_default_drafts():
-    from engine.drafts.registry import DEFAULT_DRAFT, make_draft
+    from resispec.engine.drafts.registry import DEFAULT_DRAFT, make_draft
 
     target = tiny_llama(seed=2, num_layers=3)
     assert DEFAULT_DRAFT == "default"
@@ -234,8 +234,8 @@ def test_registry_names_the_trained_and_default_drafts():
 
 
 def test_held_out_pairs_acceptance_and_tokens_per_round():
-    from engine.bench.draft_eval import draft_pairs, has_closed_form, mean_acceptance, tokens_per_round
     from resispec import get_verifier
+    from resispec.engine.bench.draft_eval import draft_pairs, has_closed_form, mean_acceptance, tokens_per_round
 
     target = tiny_llama(seed=8, num_layers=3)
     data = sample_continuations(target, [torch.tensor([1, 2, 3]), torch.tensor([4, 5])], 6, None,
@@ -269,8 +269,8 @@ def test_held_out_pairs_acceptance_and_tokens_per_round():
 def test_benchmark_prompts_are_not_training_prompts():
     """The engine benchmark measures the draft on text it was not distilled on: no benchmark prompt
     shares more than half of its words (Jaccard) with a training prompt."""
-    from engine.bench.bench_engine import load_prompts as load_bench_prompts
-    from engine.train.draft_data import load_prompts
+    from resispec.engine.bench.bench_engine import load_prompts as load_bench_prompts
+    from resispec.engine.train.draft_data import load_prompts
 
     def words(text: str) -> set[str]:
         return set(re.findall(r"[a-z]+", text.lower()))

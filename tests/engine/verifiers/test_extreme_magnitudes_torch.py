@@ -13,11 +13,11 @@ import pytest
 import torch
 from hypothesis import assume, given, settings
 
-from engine.decode.decoding import Decoder
-from engine.decode.processing import Sampling
-from engine.logs.node_log import NodeLog
-from engine.runtime.tree_lm import TreeLM
-from engine.verifiers import get_torch_verifier
+from resispec.engine.decode.decoding import Decoder
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.logs.node_log import NodeLog
+from resispec.engine.runtime.tree_lm import TreeLM
+from resispec.engine.verifiers import get_torch_verifier
 from resispec.verifiers import VERIFIERS
 from tests.engine.torch_verifier_helpers import one_thread  # noqa: F401  (autouse fixture)
 from tests.extreme import extreme_instances

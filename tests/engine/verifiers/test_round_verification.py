@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from engine.decode.decoding import Decoder
-from engine.decode.processing import Sampling
-from engine.model.tiny import tiny_pair
-from engine.runtime.tree_lm import TreeLM
 from resispec.audit.round_law import exact_round_law
 from resispec.cli import main
+from resispec.engine.decode.decoding import Decoder
+from resispec.engine.decode.processing import Sampling
+from resispec.engine.model.tiny import tiny_pair
+from resispec.engine.runtime.tree_lm import TreeLM
 
 PROMPT = torch.tensor([1, 4, 2])
 BRANCHING = {"block": (1, 1, 1), "traversal": (3, 2, 1), "traversal_wor": (3, 2, 1)}
@@ -61,7 +61,7 @@ def test_block_needs_a_chain_and_rounds_have_no_node_log(tiny_models, capsys):
 
 def test_the_strategy_resolves_the_drafting_verifier_and_the_shapes_once():
     """A sequence-level verifier drafts with the class that declares drafts_rounds for its drafting rule."""
-    from engine.verifiers.strategy import Verification
+    from resispec.engine.verifiers.strategy import Verification
 
     assert [Verification.of(name).node.name for name in ("traversal", "traversal_wor", "block")] == \
         ["rrs", "rrs_wor", "rrs"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine.verifiers import get_torch_verifier
+from resispec.engine.verifiers import get_torch_verifier
 from resispec.verifiers.resispec_wor import rule as resispec_wor
 from resispec.verifiers.resispec_wor.plan import LatestFirstPlan, latest_first_plan
 from tests.engine.torch_verifier_helpers import one_thread, random_batch  # noqa: F401 (fixture)

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import torch
 
-from engine.verifiers import TorchVerifier, get_torch_verifier
-from engine.verifiers.drafting import TORCH_DRAFTING_SCHEMES
 from resispec.audit import DEFAULT_ALPHA, exact_law
 from resispec.audit.goodness_of_fit import merged_chi_square
 from resispec.drafting import DRAFTING_SCHEMES
+from resispec.engine.verifiers import TorchVerifier, get_torch_verifier
+from resispec.engine.verifiers.drafting import TORCH_DRAFTING_SCHEMES
 from resispec.suite import get_suite
 from resispec.verifiers import VERIFIERS, get_verifier
 from tests.engine.torch_verifier_helpers import DEVICES, one_thread  # noqa: F401 (fixture)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from engine.verifiers import get_torch_verifier
-from engine.verifiers.validation import as_pair
+from resispec.engine.verifiers import get_torch_verifier
+from resispec.engine.verifiers.validation import as_pair
 from resispec.validation import ROUNDING_SLACK
 from resispec.validation import as_pair as numpy_as_pair
 from tests.engine.torch_verifier_helpers import one_thread, random_batch  # noqa: F401 (fixture)
@@ -112,7 +112,7 @@ def test_sums_within_the_tolerance_are_renormalised_to_the_same_decisions():
 
 
 def test_float32_rows_get_the_float32_tolerance():
-    from engine.verifiers.validation import as_distributions
+    from resispec.engine.verifiers.validation import as_distributions
 
     off = torch.tensor([[0.5, 0.50003], [0.25, 0.75]])
     assert torch.allclose(as_distributions(off, "p").sum(dim=-1), torch.ones(2, dtype=torch.float64))

@@ -1,5 +1,6 @@
 """The engine agrees with the NumPy core where the two have separate code: the registry (every verifier of
-the zoo runs its core rule on tensors through one adapter, ``engine.verifiers.base.TorchVerifier``), the batched
+the zoo runs its core rule on tensors through one adapter, ``resispec.engine.verifiers.base.TorchVerifier``), the
+batched
 inverse CDF (overshoot and empty rows), top-k ties, and the residual fallback of the decision loop.
 
 The engine's decisions are checked against
@@ -12,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from engine.verifiers import TorchVerifier, get_torch_verifier
-from engine.verifiers.base import CPU_ROWS
-from engine.verifiers.drafting import top_k_tokens
 from resispec.drafting import top_k_tokens as numpy_top_k_tokens
+from resispec.engine.verifiers import TorchVerifier, get_torch_verifier
+from resispec.engine.verifiers.base import CPU_ROWS
+from resispec.engine.verifiers.drafting import top_k_tokens
 from resispec.rows import namespace
 from resispec.sampling import inverse_cdf as numpy_inverse_cdf
 from resispec.sampling import inverse_cdf_rows

@@ -42,7 +42,7 @@ def _reference_law(row: np.ndarray, processing: Processing) -> np.ndarray:
 def test_the_processing_law_in_numpy_torch_and_the_engine(processing):
     """The core's law (NumPy and torch rows) equals the token-by-token definition, and the engine uses it."""
     torch = pytest.importorskip("torch")
-    from engine.decode.processing import target_probs
+    from resispec.engine.decode.processing import target_probs
 
     logits = np.random.default_rng(0).standard_normal((5, 9))
     logits[0, :3] = logits[0, 3]  # ties at the top-k / top-p cut

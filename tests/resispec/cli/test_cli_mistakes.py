@@ -11,7 +11,7 @@ import pytest
 
 from resispec.cli import main
 from resispec.cli.output import strict_json
-from sim.batch import SAMPLE_PATH
+from resispec.sim.batch import SAMPLE_PATH
 
 GENERATE = ["generate", "--prompt", "hi"]
 
@@ -159,7 +159,7 @@ def _bad_nodes(folder):
     import pyarrow.parquet as pq
 
     from resispec.formats.atomic import STAGING_MARKER
-    from sim.serving.io import nodes_table
+    from resispec.sim.serving.io import nodes_table
 
     def columns(rows, verifier="rrs", k=2):
         return {"node_id": np.arange(rows), "verifier": verifier, "token_ids": np.tile(np.arange(3), (rows, 1)),
@@ -188,9 +188,9 @@ def _bad_nodes(folder):
 
 @pytest.mark.parametrize("mistake", list(MISTAKES))
 def test_each_mistake_exits_2_with_one_line_on_stderr(mistake, bad_files, capsys, monkeypatch):
-    import engine.model.models
+    import resispec.engine.model.models
 
-    monkeypatch.setattr(engine.model.models, "load_target", _no_model)  # checked before any model loads
+    monkeypatch.setattr(resispec.engine.model.models, "load_target", _no_model)  # checked before any model loads
     argv = [part.replace("{tmp}", str(bad_files)) for part in MISTAKES[mistake]]
     status = main(argv)
     captured = capsys.readouterr()
@@ -205,7 +205,7 @@ def _no_model(*args, **kwargs):
 
 
 def test_theory_takes_no_coq_as_python_m_theory_does(monkeypatch):
-    import theory
+    from resispec import theory
 
     seen = []
     monkeypatch.setattr(theory, "main", lambda argv: seen.append(argv) or 0)

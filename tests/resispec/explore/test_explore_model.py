@@ -10,8 +10,8 @@ from resispec import VERIFIERS, get_verifier
 from resispec.audit.exact import exact_law
 from resispec.bounds import optimal_acceptance
 from resispec.explore import model, presets
+from resispec.sim import PairBatch, parse_source, step_stats
 from resispec.verifiers.resispec.plan import schedule
-from sim import PairBatch, parse_source, step_stats
 
 P, Q, _ = presets.counterexample()
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from resispec.formats.pairs import FORMAT, logged_pairs, read_logged, shrink, write_logged
-from sim.batch import SAMPLE_PATH, PairBatch
+from resispec.sim.batch import SAMPLE_PATH, PairBatch
 
 SHARED = Path("/work/shared/data/smollm2_pairs.npz")
 
@@ -58,7 +58,7 @@ def test_sparse_round_trip_and_the_tail_bucket(tmp_path):
 def test_tails_merged_and_split_bracket_the_true_overlap():
     """A full pair cut to its kept ids: one shared tail bucket overstates ``sum min(p, q)`` and
     separate buckets understate it, each by at most ``min(p_tail, q_tail)``."""
-    from sim.sources import parse_source
+    from resispec.sim.sources import parse_source
 
     rng = np.random.default_rng(3)
     full_p, full_q = rng.dirichlet(np.ones(30), size=50), rng.dirichlet(np.ones(30), size=50)

@@ -1,4 +1,4 @@
-"""``sim.serving``: the Parquet layout, conversion, synth, exactly mergeable statistics and the verdicts."""
+"""``resispec.sim.serving``: the Parquet layout, conversion, synth, exactly mergeable statistics and the verdicts."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from resispec.cli import main
 from resispec.formats.node_reader import read_unit, units
 from resispec.formats.nodes import SchemaError, check_schema, from_top_logprobs
 from resispec.formats.pairs import read_logged
+from resispec.sim.serving.convert import npz_to_parquet, parquet_to_npz
+from resispec.sim.serving.exact import as_float, fixed_sum, fixed_sums, node_uniforms
+from resispec.sim.serving.io import nodes_table, write_nodes
+from resispec.sim.serving.report import audit_report
+from resispec.sim.serving.runner_local import run_local
+from resispec.sim.serving.synth import SynthSpec, synth
 from resispec.verifiers import VERIFIERS
-from sim.serving.convert import npz_to_parquet, parquet_to_npz
-from sim.serving.exact import as_float, fixed_sum, fixed_sums, node_uniforms
-from sim.serving.io import nodes_table, write_nodes
-from sim.serving.report import audit_report
-from sim.serving.runner_local import run_local
-from sim.serving.synth import SynthSpec, synth
 
 ENGINE_LOG = Path(__file__).resolve().parents[3] / "engine" / "data" / "smollm2_decoding_log.npz"
 SMALL = dict(kept=8, family="llm:sigma=1,V=32")
@@ -216,8 +216,8 @@ def test_cli_synth_audit_and_bad_input(tmp_path, capsys):
 
 
 def test_step_stats_take_one_stream_per_pair():
-    from sim.kernels import step_stats
-    from sim.sources import parse_source
+    from resispec.sim.kernels import step_stats
+    from resispec.sim.sources import parse_source
 
     batch = parse_source("llm:V=12").sample(5, np.random.default_rng(0))
     spawned = step_stats("resispec_paper", batch, 3, np.random.default_rng(7))

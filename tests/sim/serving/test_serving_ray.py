@@ -8,10 +8,10 @@ import pytest
 
 from resispec.cli import main
 from resispec.formats.nodes import SchemaError
-from sim.serving.report import audit_report
-from sim.serving.runner_local import run_local
-from sim.serving.runner_ray import run_ray
-from sim.serving.synth import SynthSpec, synth
+from resispec.sim.serving.report import audit_report
+from resispec.sim.serving.runner_local import run_local
+from resispec.sim.serving.runner_ray import run_ray
+from resispec.sim.serving.synth import SynthSpec, synth
 from tests.sim.serving.test_serving import write_bad_shard
 
 pytestmark = pytest.mark.xdist_group("ray")  # one Ray instance (tests/conftest.py): its tests on one worker

@@ -24,11 +24,11 @@ from resispec.cli import main
 from resispec.formats.atomic import STAGING_MARKER
 from resispec.formats.node_reader import MANIFEST
 from resispec.formats.nodes import SchemaError
-from sim.serving.io import nodes_table
-from sim.serving.pool import descendants, running, worker_pool
-from sim.serving.report import audit_report
-from sim.serving.runner_local import run_local
-from sim.serving.synth import SynthSpec, synth
+from resispec.sim.serving.io import nodes_table
+from resispec.sim.serving.pool import descendants, running, worker_pool
+from resispec.sim.serving.report import audit_report
+from resispec.sim.serving.runner_local import run_local
+from resispec.sim.serving.synth import SynthSpec, synth
 
 ROOT = Path(__file__).resolve().parents[3]
 ENGINE_LOG = ROOT / "engine" / "data" / "smollm2_decoding_log.npz"
