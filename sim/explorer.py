@@ -133,21 +133,41 @@ def measured_verifiers(verifiers: list[str]) -> list[str]:
     return sorted(set(verifiers) | {"resispec"} | baselines, key=SUPPORTED.index)
 
 
+def stats_by_k(name: str, batch: PairBatch, ks: list[int], settings: Settings,
+               progress: Progress | None = None) -> dict[int, StepStats]:
+    """``name``'s step statistics on ``batch`` at every k of ``ks`` (one run at the largest k, truncated, where
+    the verifier's statistics at k' < k are the first k' steps of those at k)."""
+    nested = step_stats(name, batch, max(ks), _stream(settings, name), settings.monte_carlo) \
+        if VERIFIERS[name].k_independent else None
+    stats = {}
+    for k in ks:
+        stats[k] = nested.truncated(k) if nested else step_stats(name, batch, k, _stream(settings, name),
+                                                                   settings.monte_carlo)
+        if progress:
+            progress(f"{batch.source}: {name} k={k}: acceptance {stats[k].acceptance.mean():.4f} "
+                     f"over {len(batch)} pairs ({stats[k].method})")
+    return stats
+
+
+def acceptance_curves(batch: PairBatch, verifiers: list[str], max_k: int, settings: Settings,
+                      progress: Progress | None = None) -> dict[str, list[float]]:
+    """``A(1..max_k)`` per verifier: its mean exact acceptance over ``batch`` at k candidates (what a tree's node
+    with k children accepts, `resispec.engine.decode.tree_search`). ``sps`` (one candidate only) gets ``A(1)``."""
+    curves = {}
+    for name in verifiers:
+        if VERIFIERS[name].max_k == 1:  # sps: its one-candidate acceptance is every sps-at-k = 1 verifier's
+            curves[name] = [float(np.minimum(batch.p, batch.q).sum(axis=1).mean())]
+            continue
+        stats = stats_by_k(name, batch, list(range(1, max_k + 1)), settings, progress)
+        curves[name] = [float(stats[k].acceptance.mean()) for k in range(1, max_k + 1)]
+    return curves
+
+
 def evaluate(spec: str, verifiers: list[str], ks: list[int], settings: Settings,
              progress: Progress | None = None) -> Evaluation:
     """Sample ``settings.pairs`` pairs of the source ``spec`` and measure every verifier at every k."""
     batch = parse_source(spec).sample(settings.pairs, np.random.default_rng(settings.seed))
-    stats: dict[str, dict[int, StepStats]] = {}
-    for name in measured_verifiers(verifiers):
-        stats[name] = {}
-        nested = step_stats(name, batch, max(ks), _stream(settings, name), settings.monte_carlo) \
-            if VERIFIERS[name].k_independent else None
-        for k in ks:
-            stats[name][k] = nested.truncated(k) if nested else step_stats(
-                name, batch, k, _stream(settings, name), settings.monte_carlo)
-            if progress:
-                progress(f"{batch.source}: {name} k={k}: acceptance {stats[name][k].acceptance.mean():.4f} "
-                         f"over {len(batch)} pairs ({stats[name][k].method})")
+    stats = {name: stats_by_k(name, batch, ks, settings, progress) for name in measured_verifiers(verifiers)}
     best = optima(batch, ks, {k: stats["resispec"][k].acceptance for k in ks}, settings.wor)
     if progress:
         progress(f"{batch.source}: optima done (alpha*-WOR: {best[max(ks)].wor_method}; "

@@ -203,7 +203,7 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
         acceptance = measure_acceptance(p_all, q_all, verifier, max_children)
         correlation = survival_correlation([np.minimum(p, q).sum(axis=1).clip(0.0, 1.0).tolist()
                                             for p, q in zip(p_rows, q_rows)])
-        verify_seconds = _verify_costs(p_all, q_all, verifier, len(acceptance))
+        verify_seconds = verify_costs(p_all, q_all, verifier, len(acceptance))
         prompt = prompts[0]
         costs = {}
         for name, lm, points in (("target", target, COST_POINTS), ("draft", draft, DRAFT_COST_POINTS)):
@@ -284,7 +284,7 @@ def sample_continuation(target, prompt: torch.Tensor, new_tokens: int, sampling:
     return torch.tensor(tokens)
 
 
-def _verify_costs(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_children: int,
+def verify_costs(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_children: int,
                   rows: int = VERIFY_COST_ROWS) -> dict[int, float]:
     """``u(k)``, k = 1..max_children: mean seconds of one node's verification with k candidates drawn by
     the verifier's rule (on tensors, full vocabulary), over ``rows`` calibration rows spread along the

@@ -21,6 +21,7 @@ BENCH_MODULES: list[str] = [
     "resispec.cli.bench_draft",
     "resispec.cli.bench_layer_skip",
     "resispec.cli.bench_headroom",
+    "resispec.cli.bench_zoo_headroom",
     "resispec.cli.bench_explore",
 ]
 

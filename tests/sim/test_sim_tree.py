@@ -49,3 +49,18 @@ def test_replay_over_stationary_chains_agrees_with_the_analytic_value():
     acceptance = {k: step_stats("rrs", correlated, k).acceptance for k in set(shape)}
     replay = replay_tokens(acceptance, shape, correlated)  # each chain repeats one pair: Jensen makes it larger
     assert replay.accepted.value > analytic_tokens({k: float(v.mean()) for k, v in acceptance.items()}, shape)
+
+
+def test_acceptance_curves_are_the_kernels_means_per_k_and_sps_has_one_point():
+    from resispec.sim.explorer import Settings, acceptance_curves, stats_by_k
+    from resispec.sim.sources import parse_source
+
+    batch = parse_source("logged:sample").sample(8, np.random.default_rng(0))
+    curves = acceptance_curves(batch, ["sps", "rrs", "pooled"], 3, Settings(pairs=8))
+    overlap = float(np.minimum(batch.p, batch.q).sum(axis=1).mean())
+    assert curves["sps"] == pytest.approx([overlap], abs=1e-12)
+    assert len(curves["rrs"]) == len(curves["pooled"]) == 3
+    assert curves["rrs"][0] == pytest.approx(overlap, abs=1e-12) and curves["pooled"][0] == pytest.approx(overlap)
+    pooled = stats_by_k("pooled", batch, [2], Settings(pairs=8))[2]
+    assert curves["pooled"][1] == pytest.approx(float(pooled.acceptance.mean()), abs=1e-15)
+    assert all(p >= r - 1e-12 for p, r in zip(curves["pooled"], curves["rrs"]))  # pooled reaches alpha*
