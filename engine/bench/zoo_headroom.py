@@ -143,7 +143,7 @@ def plot_zoo(points: Sequence[ZooPoint], path: Path, title: str) -> None:
     axes.set_xticks(range(len(curves)), curves)
     axes.set_ylabel("predicted tokens/s over plain decoding")
     axes.set_title(title, fontsize=7)
-    axes.legend(fontsize=7, ncol=3, loc="upper left")
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     axes.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

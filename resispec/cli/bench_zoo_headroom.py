@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from resispec.engine.drafts.registry import make_draft, resolve_draft_name
     from resispec.engine.model.models import check_target_compute, fastest_target_compute, load_target, with_compute
     from resispec.sim.explorer import Settings, acceptance_curves
-    from resispec.sim.sources import parse_source
+    from resispec.sim.sources import parse_source, readable_spec
 
     try:
         batch = parse_source(args.rows).sample(args.pairs, np.random.default_rng(0))
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     points = zoo_table(costs, acceptance, verify_seconds, args.widths)
     cpu = cpu_description()
     title = (f"Predicted speedup over plain decoding per verifier: {compute} target, {args.threads} thread(s), "
-             f"costs of draft {resolved}; A(k) on {batch.source} ({len(batch)} rows)\n{cpu}")
+             f"costs of draft {resolved}; A(k) on {readable_spec(batch.source)} ({len(batch)} rows)\n{cpu}")
     if args.plot is not None:
         plot_zoo(points, args.plot, title)
     if args.json:
