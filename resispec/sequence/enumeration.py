@@ -27,6 +27,20 @@ MAX_TREES = 100_000
 """Default ceiling on the number of drafted trees one enumeration may visit."""
 
 
+def dirichlet_conditional(vocab_size: int, seed: int, concentration: float = 1.0) -> Conditional:
+    """A small random model: at each prefix a fresh ``Dirichlet(concentration)`` draw over ``vocab_size`` tokens,
+    reproducible from ``(seed, prefix)`` (the models of the round-law audits and the round LP's instances)."""
+    cache: dict[tuple[int, ...], np.ndarray] = {}
+
+    def conditional(prefix: tuple[int, ...]) -> np.ndarray:
+        if prefix not in cache:
+            rng = np.random.default_rng([seed, len(prefix), *prefix])
+            cache[prefix] = rng.dirichlet(np.full(vocab_size, concentration))
+        return cache[prefix]
+
+    return conditional
+
+
 def branching_parents(branching: Sequence[int]) -> np.ndarray:
     """Parent links of the tree with ``branching[d]`` children per depth-d node, breadth first."""
     parents, level = [-1], [0]
