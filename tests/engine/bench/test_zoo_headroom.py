@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -21,7 +23,7 @@ def costs(target: dict[int, float] = LINEAR) -> Calibration:
 def test_the_flat_curve_is_one_forward_up_to_the_width_then_grows_in_proportion():
     curve = costs()
     flat = flat_curve(curve, 8)
-    as_measured = curve.__class__(**{**curve.__dict__, "target_seconds": flat})
+    as_measured = replace(curve, target_seconds=flat)
     assert [as_measured.target_cost(n) for n in (1, 2, 5, 8, 16, 32)] == pytest.approx([1, 1, 1, 1, 2, 4])
     with pytest.raises(ValueError, match="width"):
         flat_curve(curve, 0)
