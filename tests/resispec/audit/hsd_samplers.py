@@ -140,3 +140,17 @@ def hsd_round_law(p, q, gamma: int, approxi: bool = False) -> np.ndarray:
                 tail = np.multiply.outer(tail, p64)
             law[head] += probability * final[token] * tail
     return law
+
+
+def hsd_paths(p, q, paths):  # p (B, L, D + 1, V), q (B, L, D, V) logits; paths (B, L, D): L drafted paths
+    """HSD's multi-draft mode as its multi-draft script runs it (``--multidraft K --parallel``: K drafted sequences,
+    verified path after path against the previous path's residual), on a tree of L paths that share only the
+    root (branching ``(L, 1, ..., 1)``: L i.i.d. draft sequences)."""
+    verify = load_hsd()
+    count, depth = paths.shape[1], paths.shape[2]
+    out = torch.full((paths.shape[0], depth + 1), -1)
+    for b in range(paths.shape[0]):
+        tokens, _, _ = verify(paths[b], q[b], depth, p[b], torch.tensor([False] * count), backward=True,
+                              clever=True, approxi=False, multidraft=count, parallel=True, stop=_never_stop)
+        out[b, :tokens.shape[1]] = tokens[0]
+    return out

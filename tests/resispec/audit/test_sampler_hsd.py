@@ -4,7 +4,8 @@ a cache path at a named commit and skips without it): biased, with ``approxi`` o
 The exact law of one round comes from running the shipped function once per random branch with its uniforms
 forced (``hsd_round_law``); on HSD's own README example (V = 2, p = (1/3, 2/3), q = (2/3, 1/3)) it is sps at
 gamma = 1 (the harness's control: TV 1e-17) and off the target by TV = 1/9 at gamma = 2, the smallest chain
-where it can differ. ``resispec audit-sampler`` finds the bias by sampling too. docs/verifiers/hsd.md."""
+where it can differ. ``resispec audit-sampler`` finds the bias by sampling too, at chain level and in its multi-draft
+mode (two paths). docs/verifiers/hsd.md."""
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from tests.resispec.audit.hsd_samplers import (  # noqa: E402
     hsd_branches,
     hsd_chain,
     hsd_chain_approxi,
+    hsd_paths,
     hsd_round_law,
     hsd_source,
     load_hsd,
@@ -74,6 +76,15 @@ def test_the_block_is_accepted_on_the_uncapped_ratio():
 def test_the_sampling_audit_rejects_it_at_chain_level(sampler):
     report = audit_sampler(sampler, "chain", gamma=4, samples=6000, families=["dirichlet"], arrays="torch",
                            dtype="float32", inputs="logits")
+    assert report.verdict == "REJECTED", report.format()
+    assert any(test.dimension == "law" for test in report.rejected_tests)
+    assert report.output.clean
+
+
+@pytest.mark.slow
+def test_the_sampling_audit_rejects_its_multi_draft_mode_on_two_paths():
+    report = audit_sampler(hsd_paths, "tree", branching=(2, 1, 1), samples=2000, families=["suite"],
+                           arrays="torch", dtype="float32", inputs="logits")
     assert report.verdict == "REJECTED", report.format()
     assert any(test.dimension == "law" for test in report.rejected_tests)
     assert report.output.clean
