@@ -30,7 +30,7 @@ For each verifier and curve: the best shape (plain decoding competing) and its s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -73,7 +73,7 @@ class ZooPoint:
 
 
 def verification_costs(p_rows: np.ndarray, q_rows: np.ndarray, counts: dict[str, int], vocab: int,
-                       progress=None) -> dict[str, dict[int, float]]:
+                       progress: Callable[[str], None] | None = None) -> dict[str, dict[int, float]]:
     """``u(1..K)`` per verifier, ``K = counts[name]`` (module docstring), from rows ``(N, V')`` of p and q padded
     with zeros to ``vocab >= V'`` tokens; ``progress(name)`` is called after each verifier."""
     if p_rows.shape != q_rows.shape or p_rows.ndim != 2:
