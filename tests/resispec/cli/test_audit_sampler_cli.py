@@ -56,7 +56,6 @@ def test_json_is_strict_and_carries_the_verdict(samplers, capsys):
 
 
 @pytest.mark.parametrize("target, extra, message", [
-    ("samplers.py:raising", [], "raised RuntimeError: broken on purpose"),
     ("samplers.py:wrong_shape", [], "returned shape"),
     ("samplers.py:floats", [], "returned float64 values"),
     ("samplers.py:hanging", ["--time-limit", "0.3"], "did not return within the time limit"),
@@ -76,6 +75,15 @@ def test_usage_errors_exit_2_with_one_line(samplers, capsys, target, extra, mess
     err = capsys.readouterr().err
     assert status == 2 and message in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_sampler_that_raises_shows_its_own_frames_and_the_failing_call(samplers, capsys, monkeypatch):
+    monkeypatch.chdir(samplers)
+    status = main(["audit-sampler", "samplers.py:raising"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and lines[0].endswith("raised RuntimeError: broken on purpose (call 1, 1 row(s))")
+    assert "samplers.py\", line 9, in raising" in lines[1] and 'raise RuntimeError("broken on purpose")' in lines[2]
+    assert lines[3] == "  the failing call: fn(float64 (1, 3), float64 (1, 3), int64 (1, 2) (first row [0, 1]))"
 
 
 def test_an_audit_that_saw_nothing_exits_2(samplers, capsys, monkeypatch):
