@@ -5,9 +5,9 @@ callable or a ``FILE.py:FUNCTION`` spec); the contract per level: ``contract``; 
 ``zoo_sampler``.
 """
 
-from resispec.audit.sampler.isolation import audit_sampler
 from resispec.audit.sampler.contract import LEVELS, SamplerContract, SamplerError
 from resispec.audit.sampler.edges import EDGES
+from resispec.audit.sampler.isolation import audit_sampler
 from resispec.audit.sampler.report import SamplerReport, SamplerTest
 from resispec.audit.sampler.zoo import zoo_sampler
 
