@@ -12,12 +12,14 @@ import importlib.util
 import sys
 
 from resispec.cli.arguments import (
+    audit_samples,
     branching,
     integer_in,
     nonneg_seed,
     positive_int,
-    positive_seconds,
     temperature,
+    thread_count,
+    time_limit,
     top_p,
 )
 from resispec.cli.output import strict_json
@@ -55,12 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"per-row keyword arguments FUNCTION takes: {', '.join(EXTRAS)}")
     parser.add_argument("--probe-edges", action="store_true",
                         help="force every uniform to the edges of [0, 1) and check the output contract")
-    parser.add_argument("--samples", type=positive_int, default=DEFAULT_SAMPLES, metavar="N",
+    parser.add_argument("--samples", type=audit_samples, default=DEFAULT_SAMPLES, metavar="N",
                         help="samples per context (default: %(default)s)")
     parser.add_argument("--seed", type=nonneg_seed, default=0, metavar="S", help="(default: %(default)s)")
-    parser.add_argument("--time-limit", type=positive_seconds, default=60.0, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=time_limit, default=60.0, metavar="SECONDS",
                         help="per call of FUNCTION (default: %(default)s)")
-    parser.add_argument("--threads", type=positive_int, default=1,
+    parser.add_argument("--threads", type=thread_count, default=1,
                         help="torch CPU threads, if torch is installed (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     parser.set_defaults(handler=run)

@@ -15,6 +15,7 @@ from resispec.cli.arguments import (
     positive_int,
     probability,
     temperature,
+    thread_count,
     top_p,
     tree_shape,
 )
@@ -64,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="re-decide this fraction of nodes with the NumPy reference and count disagreements")
     parser.add_argument("--raw", action="store_true", help="use the prompt as raw text, no chat template")
     parser.add_argument("--device", type=device, default="cpu")
-    parser.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
+    parser.add_argument("--threads", type=thread_count, default=2, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
     parser.set_defaults(handler=run)
 

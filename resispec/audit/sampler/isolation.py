@@ -40,6 +40,7 @@ from typing import Any
 
 from resispec.audit.sampler.audit import audit_sampler as audit_in_process
 from resispec.audit.sampler.contract import DEFAULT_TIME_LIMIT, EXTRAS, SamplerError
+from resispec.limits import MAX_AUDIT_SAMPLES, MAX_TIME_LIMIT, check_limit
 
 KILL_GRACE = 2.0
 """Seconds past the time limit before the parent kills a call that its own alarm did not stop."""
@@ -111,6 +112,12 @@ def audit_sampler(sampler: Callable[..., Any] | str, level: str = "node", **opti
     ``SamplerReport``; raises the audit's ``ValueError`` or a ``SamplerError`` naming how the sampler ended
     the child."""
     time_limit = options.get("time_limit", DEFAULT_TIME_LIMIT)
+    if isinstance(time_limit, (int, float)) and time_limit > MAX_TIME_LIMIT:
+        raise ValueError(f"time_limit: {time_limit:g} s exceeds the limit MAX_TIME_LIMIT = {MAX_TIME_LIMIT:g} s "
+                         "(resispec.limits)")
+    samples = options.get("samples")
+    if isinstance(samples, int):
+        check_limit(samples, MAX_AUDIT_SAMPLES, "samples", "samples per context")
     return _Supervisor(time_limit).run(functools.partial(_audit_in_child, sampler, level, options))
 
 

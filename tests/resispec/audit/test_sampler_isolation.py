@@ -146,3 +146,12 @@ def test_the_api_isolates_a_callable_too():
     assert report.verdict == "PASS"
     with pytest.raises(ValueError, match="drafting: expected one of"):
         audit_sampler(zoo_sampler("rrs"), "node", drafting="bogus")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"samples": 10**12}, "samples: samples per context = 1000000000000 exceeds the limit"),
+    ({"time_limit": 1e300}, "time_limit: 1e\\+300 s exceeds the limit MAX_TIME_LIMIT"),
+])
+def test_the_api_bounds_samples_and_the_time_limit_before_starting(options, message):
+    with pytest.raises(ValueError, match=message):
+        audit_sampler(zoo_sampler("rrs"), "node", **options)

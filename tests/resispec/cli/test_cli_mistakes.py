@@ -114,6 +114,12 @@ MISTAKES = {
     "log synth out is a file": ["log", "synth", "--rows", "10", "--verifier", "rrs", "--out", "{tmp}/file"],
     "log convert an empty set": ["log", "convert", "{tmp}/nodes_empty", "{tmp}/x.npz"],
     "log convert into a missing folder": ["log", "convert", "{tmp}/nodes_empty", "/no/such/dir/x.npz"],
+    # issue 42: bounded options name themselves (resispec.limits)
+    "audit-sampler samples 10**12": ["audit-sampler", "x.py:f", "--samples", str(10**12)],
+    "audit-sampler threads past an int": ["audit-sampler", "x.py:f", "--threads", "2147483648"],
+    "audit-sampler time limit 1e300": ["audit-sampler", "x.py:f", "--time-limit", "1e300"],
+    "audit samples 10**12": ["audit", "--samples", str(10**12)],
+    "generate threads past an int": [*GENERATE, "--threads", "2147483648"],
     "log convert rows-per-group 0": ["log", "convert", "{tmp}/nodes_empty", "{tmp}/x.npz", "--rows-per-group", "0"],
 }
 
