@@ -39,7 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "the audit passes, 1 if it rejects, 2 on a usage error.")
     parser.add_argument("sampler", metavar="FILE.py:FUNCTION", help="the sampler: a function in a Python file")
     parser.add_argument("--level", choices=LEVELS, default="node", help="node, chain or tree (default: %(default)s)")
-    parser.add_argument("--k", type=small_count, default=2, help="node: candidates per node (default: %(default)s)")
+    parser.add_argument("--k", type=small_count, default=None,
+                        help="node: candidates per node (default: the one count the sampler takes; required when "
+                             "it takes several)")
     parser.add_argument("--gamma", type=small_count, default=4, help="chain: draft length (default: %(default)s)")
     parser.add_argument("--branching", type=branching, default=(2, 2), metavar="B1,B2,...",
                         help="tree: children per node at each depth (default: 2,2)")

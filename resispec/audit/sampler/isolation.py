@@ -38,9 +38,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from resispec.audit.sampler.audit import audit_sampler as audit_in_process
-from resispec.audit.sampler.contract import DEFAULT_TIME_LIMIT, EXTRAS, SamplerError
+from resispec.audit.sampler.contract import (
+    DEFAULT_TIME_LIMIT,
+    EXTRAS,
+    SamplerContract,
+    SamplerError,
+    as_ids,
+    as_inputs,
+    call_sampler,
+    extra_arguments,
+)
 from resispec.limits import MAX_AUDIT_SAMPLES, MAX_TIME_LIMIT, check_limit
+
+DEFAULT_K = 2
+"""Candidates per node where the audit is not asked to infer them (the in-process audit's default)."""
+
+MAX_K = 8
+"""Candidate counts a probe tries when ``k=None`` (the contract's range)."""
 
 KILL_GRACE = 2.0
 """Seconds past the time limit before the parent kills a call that its own alarm did not stop."""
@@ -108,7 +125,8 @@ def check_extras(fn: Callable[..., Any], extras: tuple[str, ...] | list[str]) ->
 
 def audit_sampler(sampler: Callable[..., Any] | str, level: str = "node", **options: Any) -> Any:
     """``resispec.audit.sampler.audit.audit_sampler(fn, level, **options)`` run in a forked child (module
-    doc); ``sampler`` is the callable or a ``FILE.py:FUNCTION`` spec imported in the child. Returns the
+    doc); ``sampler`` is the callable or a ``FILE.py:FUNCTION`` spec imported in the child; ``k=None`` (node
+    level): the one candidate count the sampler takes, found by probe calls (``_inferred_k``). Returns the
     ``SamplerReport``; raises the audit's ``ValueError`` or a ``SamplerError`` naming how the sampler ended
     the child."""
     time_limit = options.get("time_limit", DEFAULT_TIME_LIMIT)
@@ -133,7 +151,39 @@ def _audit_in_child(sampler: Callable[..., Any] | str, level: str, options: dict
         fn = sampler
     channel.idle()
     check_extras(fn, tuple(options.get("extras", ())))
-    return audit_in_process(channel.watched(fn), level, **options)
+    watched = channel.watched(fn)
+    if options.get("k", DEFAULT_K) is None:
+        options = {**options, "k": _inferred_k(watched, channel, options) if level == "node" else DEFAULT_K}
+    return audit_in_process(watched, level, **options)
+
+
+def _inferred_k(fn: Callable[..., Any], channel: _Channel, options: dict) -> int:
+    """The one candidate count in ``[1, MAX_K]`` for which one probe call of ``fn`` (one row, V = 8, uniform
+    p and q) returns a valid output; ``ValueError`` asking for ``k`` when it takes several (a sampler that
+    takes any k may be meant for one and ignore the rest); ``DEFAULT_K`` when it takes none (the audit then
+    reports why)."""
+    vocab = 8
+    taken = []
+    for k in range(1, MAX_K + 1):
+        contract = SamplerContract(level="node", k=k, arrays=options.get("arrays", "numpy"),
+                                   dtype=options.get("dtype", "float64"), inputs=options.get("inputs", "probs"),
+                                   extras=tuple(options.get("extras", ())),
+                                   time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT))
+        uniform = np.full((1, vocab), 1.0 / vocab)
+        arguments = (as_inputs(uniform, contract, np.zeros(1)), as_inputs(uniform, contract, np.zeros(1)),
+                     as_ids(np.arange(k)[None] % vocab, contract))
+        try:
+            call_sampler(fn, contract, arguments, extra_arguments(contract, [None], None, k), (1,), f"probe k = {k}")
+        except SamplerError:
+            continue
+        taken.append(k)
+    channel.calls = 0
+    if len(taken) == 1:
+        return taken[0]
+    if taken:
+        raise ValueError(f"k: the sampler takes {len(taken)} candidate counts ({taken[0]} to {taken[-1]}); say "
+                         "which it is meant for with --k (k= in the API), or it may pass while ignoring candidates")
+    return DEFAULT_K
 
 
 class _Channel:

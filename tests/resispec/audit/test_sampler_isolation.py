@@ -109,7 +109,7 @@ def folder(tmp_path, monkeypatch):
     ("fork_at_import.py:exact", "a process it forked (pid"),
 ])
 def test_a_sampler_that_ends_its_process_gets_a_named_exit_2_line(folder, capsys, target, message):
-    status = main(["audit-sampler", target, "--samples", "50", "--json"])
+    status = main(["audit-sampler", target, "--k", "2", "--samples", "50", "--json"])
     captured = capsys.readouterr()
     assert status == 2 and not captured.out, captured
     assert captured.err.startswith("resispec audit-sampler: error: sampler") or "extras" in captured.err
@@ -118,14 +118,14 @@ def test_a_sampler_that_ends_its_process_gets_a_named_exit_2_line(folder, capsys
 
 def test_a_hang_with_the_alarm_blocked_is_killed_at_the_time_limit(folder, capsys):
     start = time.monotonic()
-    status = main(["audit-sampler", "hostile.py:deaf", "--time-limit", "0.3"])
+    status = main(["audit-sampler", "hostile.py:deaf", "--k", "2", "--time-limit", "0.3"])
     err = capsys.readouterr().err
     assert status == 2 and "did not return within the time limit of 0.3 s (call 1)" in err
     assert time.monotonic() - start < 10
 
 
 def test_prints_go_to_stderr_and_json_stays_alone_on_stdout(folder, capsys):
-    status = main(["audit-sampler", "hostile.py:prints", "--samples", "100", "--json"])
+    status = main(["audit-sampler", "hostile.py:prints", "--k", "2", "--samples", "100", "--json"])
     captured = capsys.readouterr()
     assert status == 0 and json.loads(captured.out)["verdict"] == "PASS"
     assert "sampler stdout: hello from the sampler" in captured.err
@@ -133,7 +133,7 @@ def test_prints_go_to_stderr_and_json_stays_alone_on_stdout(folder, capsys):
 
 
 def test_the_file_is_a_real_module_so_dataclasses_pickling_and_pools_work(folder, capsys):
-    status = main(["audit-sampler", "friendly.py:pooled", "--samples", "20"])
+    status = main(["audit-sampler", "friendly.py:pooled", "--k", "2", "--samples", "20"])
     assert status == 0 and "verdict: PASS" in capsys.readouterr().out
 
 
