@@ -235,9 +235,16 @@ def check_device(name: str) -> None:
 
 
 def nonempty_text(text: str) -> str:
-    """A string with at least one non-space character."""
+    """A string with at least one non-space character, valid UTF-8 (argv bytes that are not arrive as lone
+    surrogates)."""
     if not text.strip():
         fail("expected a non-empty text")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        byte = ord(text[error.start]) - 0xDC00 if 0xDC80 <= ord(text[error.start]) <= 0xDCFF else None
+        what = f"byte 0x{byte:02x}" if byte is not None else f"{text[error.start]!r}"
+        fail(f"not UTF-8 text ({what} at character {error.start})")
     return text
 
 

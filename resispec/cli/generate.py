@@ -74,7 +74,13 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from resispec.engine.decode.decoding import AUTOREGRESSIVE
-    from resispec.engine.decode.generation import GenerationRequest, generate, node_log_for, summary
+    from resispec.engine.decode.generation import (
+        GenerationRequest,
+        check_request_fits,
+        generate,
+        node_log_for,
+        summary,
+    )
     from resispec.engine.decode.processing import Sampling
     from resispec.engine.drafts.registry import DEFAULT_DRAFT, reads_only_target_weights
     from resispec.engine.model.models import check_target_compute, fastest_target_compute, load_target
@@ -90,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     dtype = getattr(torch, args.dtype)
     compute = args.target_compute or fastest_target_compute(args.device, dtype, args.target)
     check_target_compute(compute, args.device, dtype, args.target)
+    check_request_fits(request, args.target)
     torch.set_num_threads(args.threads)
     transformers_free = args.verifier == AUTOREGRESSIVE or reads_only_target_weights(request.draft)
     model, tokenizer = load_target(device=args.device, dtype=dtype, path=args.target, compute=compute,
