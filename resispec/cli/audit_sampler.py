@@ -8,7 +8,6 @@ function that raises, hangs or returns the wrong shape, an audit that tested not
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 
 from resispec.cli.arguments import (
@@ -73,16 +72,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from resispec.audit.sampler import SamplerError, audit_sampler
 
-    if importlib.util.find_spec("torch") is not None and args.arrays == "torch":
-        import torch
-
-        torch.set_num_threads(args.threads)
     try:
         report = audit_sampler(
             args.sampler, args.level, k=args.k, gamma=args.gamma, branching=args.branching, drafting=args.drafting,
             rule=args.rule, arrays=args.arrays, dtype=args.dtype, inputs=args.inputs, temperature=args.temperature,
             top_k=args.top_k, top_p=args.top_p, extras=args.extras, samples=args.samples, seed=args.seed,
-            probe_edges=args.probe_edges, time_limit=args.time_limit)
+            probe_edges=args.probe_edges, time_limit=args.time_limit, threads=args.threads)
     except SamplerError as error:  # its line, then where in the sampler's own file and on what it failed
         print(f"resispec audit-sampler: error: {' '.join(str(error).split())}", file=sys.stderr)
         for line in getattr(error, "details", []):

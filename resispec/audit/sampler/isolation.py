@@ -123,7 +123,8 @@ def check_extras(fn: Callable[..., Any], extras: tuple[str, ...] | list[str]) ->
                          f"(extras={required!r} in the API)")
 
 
-def audit_sampler(sampler: Callable[..., Any] | str, level: str = "node", **options: Any) -> Any:
+def audit_sampler(sampler: Callable[..., Any] | str, level: str = "node", *, threads: int = 1,
+                  **options: Any) -> Any:
     """``resispec.audit.sampler.audit.audit_sampler(fn, level, **options)`` run in a forked child (module
     doc); ``sampler`` is the callable or a ``FILE.py:FUNCTION`` spec imported in the child; ``k=None`` (node
     level): the one candidate count the sampler takes, found by probe calls (``_inferred_k``). Returns the
@@ -136,13 +137,18 @@ def audit_sampler(sampler: Callable[..., Any] | str, level: str = "node", **opti
     samples = options.get("samples")
     if isinstance(samples, int):
         check_limit(samples, MAX_AUDIT_SAMPLES, "samples", "samples per context")
-    return _Supervisor(time_limit).run(functools.partial(_audit_in_child, sampler, level, options))
+    return _Supervisor(time_limit).run(functools.partial(_audit_in_child, sampler, level, threads, options))
 
 
 audit_sampler.__doc__ = (audit_sampler.__doc__ or "") + "\n\nThe audit itself:\n" + (audit_in_process.__doc__ or "")
 
 
-def _audit_in_child(sampler: Callable[..., Any] | str, level: str, options: dict, channel: _Channel) -> Any:
+def _audit_in_child(sampler: Callable[..., Any] | str, level: str, threads: int, options: dict, channel: _Channel
+                    ) -> Any:
+    if "torch" in sys.modules or options.get("arrays") == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
     if isinstance(sampler, str):
         channel.phase(f"importing {sampler.rpartition(':')[0]}", max(channel.time_limit, IMPORT_TIME_LIMIT))
         fn = load_sampler(sampler)

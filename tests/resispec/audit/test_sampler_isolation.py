@@ -155,3 +155,20 @@ def test_the_api_isolates_a_callable_too():
 def test_the_api_bounds_samples_and_the_time_limit_before_starting(options, message):
     with pytest.raises(ValueError, match=message):
         audit_sampler(zoo_sampler("rrs"), "node", **options)
+
+
+def test_a_torch_sampler_runs_after_this_process_ran_parallel_torch_work():
+    """A child forked after OpenMP's threads started deadlocks in its first parallel region unless it runs on one
+    thread (the child's default)."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        matrix = torch.randn(1500, 1500)
+        (matrix @ matrix).sum()
+        exact = zoo_sampler("rrs")
+        report = audit_sampler(lambda p, q, c: ((matrix @ matrix).sum(), exact(p, q, c))[1], "node", samples=20,
+                               pairs=["dirichlet-1"], time_limit=20)
+    finally:
+        torch.set_num_threads(threads)
+    assert report.verdict in ("PASS", "NOT TESTED")
