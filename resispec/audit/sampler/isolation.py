@@ -396,7 +396,11 @@ def _child(work: Callable[[_Channel], Any], channel: _Channel, output_write: int
                        f"{' '.join(str(error).split())[:300]}", _frames(error, work))
         channel.guard_fork()
         sys.stdout.flush()
-        channel.send(message)
+        try:
+            channel.send(message)
+        except (pickle.PicklingError, TypeError, AttributeError) as error:  # e.g. an exception holding a lambda
+            channel.send(("error", "SamplerError", f"sampler: the audit's outcome could not be sent back "
+                          f"({type(error).__name__}: {error})", []))
     except BaseException:  # nothing of the child's may run on in the parent's code
         status = 1
     finally:
