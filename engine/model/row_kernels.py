@@ -14,9 +14,9 @@ the reason is said on one line and the JIT functions are used, at that start-up 
 Loading machine code from a cache is trusted only as far as the cache: the build records the file's size and
 SHA-256 beside it (``<name>.digest.json``), and a file that does not match its record (cut by a full disk or a
 killed copy: importing it died with "Bus error" before) is named and rebuilt, never imported; the cache root, the
-kernels folder and the file must belong to this user (or root) and be writable by no one else
-(``check_trusted``), or the load is refused in one line saying how to fix it (whoever can write a shared cache
-would run code as the user).
+kernels folder and the file must belong to this user (or root) and be writable by no one else (their group's
+write bit allowed only for the user's private group; ``check_trusted``), or the load is refused in one line
+saying how to fix it (whoever can write a shared cache would run code as the user).
 """
 
 from __future__ import annotations
@@ -102,10 +102,23 @@ def check_trusted(path: Path) -> None:
     if info.st_uid not in (os.getuid(), 0):
         raise ValueError(f"cache: {path} belongs to uid {info.st_uid}, not to you (uid {os.getuid()}); the row "
                          "kernels are machine code loaded from it: set RESISPEC_CACHE to a folder of your own")
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if info.st_mode & stat.S_IWOTH or info.st_mode & stat.S_IWGRP and not _private_group(info.st_gid):
         raise ValueError(f"cache: {path} is writable by others (mode {stat.S_IMODE(info.st_mode):o}); the row kernels "
                          f"are machine code loaded from it: chmod go-w {path}, or set RESISPEC_CACHE to a folder of "
                          "your own")
+
+
+def _private_group(gid: int) -> bool:
+    """Whether ``gid`` is this user's own group (a user private group, as a umask of 002 assumes: named like the
+    user, no other members), whose write bit lets no one else write."""
+    import grp
+    import pwd
+
+    try:
+        group, user = grp.getgrgid(gid), pwd.getpwuid(os.getuid())
+    except KeyError:
+        return False
+    return gid == user.pw_gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
 
 
 def _record_path(path: Path) -> Path:
