@@ -51,6 +51,7 @@ from resispec.audit.sampler.contract import (
     call_sampler,
     extra_arguments,
 )
+from resispec.audit.sampler.report import SamplerReport
 from resispec.limits import MAX_AUDIT_SAMPLES, MAX_TIME_LIMIT, check_limit
 
 DEFAULT_K = 2
@@ -124,7 +125,7 @@ def check_extras(fn: Callable[..., Any], extras: tuple[str, ...] | list[str]) ->
 
 
 def audit_sampler(sampler: Callable[..., Any] | str, level: str = "node", *, threads: int = 1,
-                  **options: Any) -> Any:
+                  **options: Any) -> SamplerReport:
     """``resispec.audit.sampler.audit.audit_sampler(fn, level, **options)`` run in a forked child (module
     doc); ``sampler`` is the callable or a ``FILE.py:FUNCTION`` spec imported in the child; ``k=None`` (node
     level): the one candidate count the sampler takes, found by probe calls (``_inferred_k``). Returns the
