@@ -331,6 +331,8 @@ class _Supervisor:
                 else:
                     buffer, found = self._messages(buffer + data)
                     result = found if found is not None else result
+            if self.forked:  # stop at the first notice: the child would fork again at every call
+                break
             if status is None:
                 status = _reaped(self.pid)
                 ended_at = time.monotonic()

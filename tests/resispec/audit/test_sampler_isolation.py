@@ -121,7 +121,7 @@ def test_a_hang_with_the_alarm_blocked_is_killed_at_the_time_limit(folder, capsy
     status = main(["audit-sampler", "hostile.py:deaf", "--k", "2", "--time-limit", "0.3"])
     err = capsys.readouterr().err
     assert status == 2 and "did not return within the time limit of 0.3 s (call 1)" in err
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 30  # 0.3 s, the 2 s grace, the start under load
 
 
 def test_prints_go_to_stderr_and_json_stays_alone_on_stdout(folder, capsys):
