@@ -38,6 +38,7 @@ HOSTILE = textwrap.dedent('''
 
     def prints(p, q, candidates):
         print("hello from the sampler")
+        os.write(1, b"raw bytes on descriptor 1\n")  # below Python's sys.stdout
         return exact(p, q, candidates)
 
     def deaf(p, q, candidates):
@@ -129,6 +130,7 @@ def test_prints_go_to_stderr_and_json_stays_alone_on_stdout(folder, capsys):
     captured = capsys.readouterr()
     assert status == 0 and json.loads(captured.out)["verdict"] == "PASS"
     assert "sampler stdout: hello from the sampler" in captured.err
+    assert "sampler stdout: raw bytes on descriptor 1" in captured.err
     assert "more line(s) not shown" in captured.err  # relayed up to RELAYED_LINES, the rest counted
 
 
