@@ -38,7 +38,7 @@ HOSTILE = textwrap.dedent('''
 
     def prints(p, q, candidates):
         print("hello from the sampler")
-        os.write(1, b"raw bytes on descriptor 1\n")  # below Python's sys.stdout
+        os.write(1, b"raw bytes on descriptor 1\\n")  # below Python's sys.stdout
         return exact(p, q, candidates)
 
     def deaf(p, q, candidates):
@@ -128,7 +128,7 @@ def test_a_hang_with_the_alarm_blocked_is_killed_at_the_time_limit(folder, capsy
 def test_prints_go_to_stderr_and_json_stays_alone_on_stdout(folder, capsys):
     status = main(["audit-sampler", "hostile.py:prints", "--k", "2", "--samples", "100", "--json"])
     captured = capsys.readouterr()
-    assert status == 0 and json.loads(captured.out)["verdict"] == "PASS"
+    assert status == 0 and json.loads(captured.out)["verdict"] == "PASS", captured.err
     assert "sampler stdout: hello from the sampler" in captured.err
     assert "sampler stdout: raw bytes on descriptor 1" in captured.err
     assert "more line(s) not shown" in captured.err  # relayed up to RELAYED_LINES, the rest counted
