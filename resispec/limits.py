@@ -53,6 +53,21 @@ MAX_LOGGED_ARRAY_BYTES = 1 << 31
 """Total uncompressed size the arrays of one logged-pairs file may declare in their headers (2 GiB)."""
 
 
+MAX_THREADS = 1024
+"""Torch CPU threads a command may ask for: torch takes a C ``int`` (2**31 overflowed in its argument parser)
+and past the cores a machine has more threads only add OpenMP spin-waits."""
+
+MAX_AUDIT_SAMPLES = 1_000_000
+"""Samples per context of ``audit`` and ``audit-sampler``: each sample is a drafted row per context, held
+with its target and draft rows; 20,000 took 27 s and 117 MB peak at node level, 59 s and 166 MB at chain
+level (gamma 4) on 2 shared cores (Xeon, load 10, 2026-12-07), so the limit is 20-50 minutes and 2-5 GB;
+``10**12`` asked for terabytes before (a 23-line MemoryError that read as a rejection)."""
+
+MAX_TIME_LIMIT = 86_400.0
+"""Seconds ``--time-limit`` may give one call of an audited sampler (a day): ``setitimer`` overflows past
+about 2**63 microseconds, and a call that needs more is not a sampler one can audit by sampling."""
+
+
 def check_limit(value: int, limit: int, name: str, what: str) -> int:
     """``value`` if it is at most ``limit``; else a ``ValueError`` naming the argument and the limit."""
     if value > limit:

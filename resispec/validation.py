@@ -71,9 +71,14 @@ def _real_array(values: Sequence[float] | np.ndarray, name: str) -> tuple[np.nda
         raise ValueError(f"{name}: not an array of numbers ({error})") from None
     if raw.dtype.kind not in "iuf":
         raise ValueError(f"{name}: expected real numbers, got dtype {raw.dtype} "
-                         "(strings, booleans and complex numbers are not probabilities)")
+                         "(strings, booleans and complex numbers are refused)")
     low_precision = raw.dtype.kind == "f" and raw.dtype.itemsize < 8
     return raw.astype(np.float64, copy=False), FLOAT32_SUM_TOLERANCE if low_precision else SUM_TOLERANCE
+
+
+def as_reals(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
+    """``values`` as float64; ``ValueError`` naming ``name`` for strings, booleans or complex numbers."""
+    return _real_array(values, name)[0]
 
 
 def as_pair(p: Sequence[float] | np.ndarray, q: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:

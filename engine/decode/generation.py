@@ -79,6 +79,30 @@ def prompt_ids(tokenizer, prompt: str, chat: bool) -> torch.Tensor:
     return torch.tensor(tokenizer.encode(text), dtype=torch.long)
 
 
+def check_request_fits(request: GenerationRequest, path: str | None = None) -> int:
+    """The prompt's token count, once the target (the built-in one, or ``path``) is known to be a Llama and the
+    prompt plus ``max_new_tokens`` to fit its context (``max_position_embeddings``: 8,192 for the built-in
+    target); ``ValueError`` naming the option otherwise. Reads the config and the tokenizer only, before any
+    weights load (a prompt past the context ran on for minutes; a GPT-2 folder ended in a TypeError)."""
+    from resispec.engine.model.checkpoints import checkpoint_folder, tokenizer_or_none
+    from resispec.engine.model.gguf import target_gguf_path
+    from resispec.engine.model.models import target_config
+
+    config = target_config(path)
+    if config.model_type != "llama":
+        raise ValueError(f"--target: {path} is a {config.model_type} checkpoint; the engine runs Llama-architecture "
+                         "targets (config model_type 'llama', like SmolLM2)")
+    tokenizer = tokenizer_or_none(checkpoint_folder(target_gguf_path() if path is None else path, "target"))
+    if tokenizer is None:
+        return 0  # load_target names the missing tokenizer
+    tokens = len(prompt_ids(tokenizer, request.prompt, request.chat))
+    context = getattr(config, "max_position_embeddings", None)
+    if context is not None and tokens + request.max_new_tokens > context:
+        raise ValueError(f"--prompt: {tokens} tokens plus --max-new-tokens {request.max_new_tokens} pass the target's "
+                         f"context of {context} tokens; shorten the prompt or ask for fewer tokens")
+    return tokens
+
+
 def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[str], None] | None = None,
              log: NodeLog | None = None) -> tuple[list[int], DecodeStats]:
     """Run one generation; ``on_text`` receives the newly decoded text after every token; ``log``

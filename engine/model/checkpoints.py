@@ -40,7 +40,7 @@ def checkpoint_folder(path: str | Path, role: str) -> Path:
     raise ValueError(f"{role}: no checkpoint at {path}")
 
 
-def _tokenizer_or_none(folder: Path) -> PreTrainedTokenizerBase | None:
+def tokenizer_or_none(folder: Path) -> PreTrainedTokenizerBase | None:
     """The folder's tokenizer, or None when it holds no tokenizer files."""
     from transformers import AutoTokenizer
 
@@ -60,7 +60,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", dtype:
     from transformers import AutoModelForCausalLM
 
     folder = checkpoint_folder(path, role)
-    tokenizer = _tokenizer_or_none(folder)
+    tokenizer = tokenizer_or_none(folder)
     if tokenizer is None:
         raise ValueError(f"{role}: {path} holds no tokenizer files (save one with tokenizer.save_pretrained)")
     model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=dtype)
@@ -76,9 +76,9 @@ def check_same_vocabulary(draft: PreTrainedModel, draft_folder: Path, target: Pr
     if draft.config.vocab_size != target.config.vocab_size:
         raise ValueError(f"draft: {draft_folder} has a vocabulary of {draft.config.vocab_size} tokens, the target's "
                          f"has {target.config.vocab_size}; a draft must use the target's tokenizer")
-    draft_tokenizer = _tokenizer_or_none(draft_folder)
+    draft_tokenizer = tokenizer_or_none(draft_folder)
     target_folder = Path(target.name_or_path) if target.name_or_path else None
-    target_tokenizer = _tokenizer_or_none(target_folder) if target_folder and target_folder.is_dir() else None
+    target_tokenizer = tokenizer_or_none(target_folder) if target_folder and target_folder.is_dir() else None
     if draft_tokenizer is None or target_tokenizer is None:
         return
     draft_vocab, target_vocab = draft_tokenizer.get_vocab(), target_tokenizer.get_vocab()

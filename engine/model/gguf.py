@@ -135,6 +135,7 @@ def write_checkpoint(gguf_path: Path, destination: Path) -> None:
     Written into a temporary sibling folder first and renamed into place, so a crash or a concurrent
     writer never leaves a half-written checkpoint behind.
     """
+    from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer  # here: a warm start imports no transformers
 
     directory, name = str(gguf_path.parent), gguf_path.name
@@ -152,6 +153,8 @@ def write_checkpoint(gguf_path: Path, destination: Path) -> None:
         tokenizer.save_pretrained(staging)
         (staging / MANIFEST).write_text(json.dumps(_manifest(gguf_path, staging)))  # last: marks it complete
         staging.rename(destination)
+    except SafetensorError as error:  # its multi-line text on a full disk: one line naming the checkpoint
+        raise OSError(f"cannot write the checkpoint {destination}: {' '.join(str(error).split())[:200]}") from None
     except OSError:
         if not (destination / "model.safetensors").is_file():
             raise

@@ -10,6 +10,13 @@ same bits; pycc compiles for the architecture's generic CPU model, so a cache fo
 different ISA extensions (x86-64 with and without AVX-512) serves them all, at no cost here (the loops are scalar
 or memory-bound: 1.02 vs 1.01 us for a one-row RMSNorm). Where the ahead-of-time build fails (no C compiler, say)
 the reason is said on one line and the JIT functions are used, at that start-up cost.
+
+Loading machine code from a cache is trusted only as far as the cache: the build records the file's size and
+SHA-256 beside it (``<name>.digest.json``), and a file that does not match its record (cut by a full disk or a
+killed copy: importing it died with "Bus error" before) is named and rebuilt, never imported; the cache root, the
+kernels folder and the file must belong to this user (or root) and be writable by no one else (their group's
+write bit allowed only for the user's private group; ``check_trusted``), or the load is refused in one line
+saying how to fix it (whoever can write a shared cache would run code as the user).
 """
 
 from __future__ import annotations
@@ -17,8 +24,10 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 import platform
+import stat
 import sys
 import sysconfig
 import tempfile
@@ -31,6 +40,7 @@ import numpy as np
 import torch
 
 from resispec.engine.model.gguf import cache_root
+from resispec.formats.atomic import atomic_write_text
 
 SOURCE = Path(__file__).with_name("row_glue.py")
 
@@ -50,22 +60,29 @@ def module_name() -> str:
 @cache
 def row_kernels() -> ModuleType:
     """The kernels for this process: `load_row_kernels` from ``<cache root>/kernels``, once."""
-    return load_row_kernels(cache_root() / "kernels")
+    return load_row_kernels(cache_root() / "kernels", trusted_root=cache_root())
 
 
-def load_row_kernels(folder: Path) -> ModuleType:
+def load_row_kernels(folder: Path, trusted_root: Path | None = None) -> ModuleType:
     """The kernels (`resispec.engine.model.row_glue`'s functions by name): the compiled module cached in ``folder``,
-    built
-    there first if missing (a file that does not load is named, replaced and rebuilt); the JIT module where
-    building fails (module doc)."""
+    built there first if missing (a file that does not match its recorded digest, or does not load, is named,
+    replaced and rebuilt); the JIT module where building fails (module doc). ``folder`` (and ``trusted_root``,
+    the cache root above it) pass ``check_trusted`` first: ``ValueError`` otherwise."""
     name = module_name()
     path = folder / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+    for checked in (trusted_root, folder):
+        if checked is not None and checked.exists():
+            check_trusted(checked)
     if path.exists():
+        check_trusted(path)
+        problem = digest_problem(path)
         try:
-            return _load(name, path)
+            if problem is None:
+                return _load(name, path)
         except ImportError as error:
-            print(f"resispec: the cached row kernels {path} do not load ({error}); rebuilding them", file=sys.stderr)
-            path.unlink(missing_ok=True)
+            problem = f"does not load: {error}"
+        print(f"resispec: the cached row kernels {path} are unusable ({problem}); rebuilding them", file=sys.stderr)
+        path.unlink(missing_ok=True)
     print(f"resispec: compiling the native forward's row kernels (once, ~8 s; cached in {path})", file=sys.stderr,
           flush=True)
     try:
@@ -77,6 +94,55 @@ def load_row_kernels(folder: Path) -> ModuleType:
         from resispec.engine.model import row_glue  # here: imports numba (module doc)
 
         return row_glue
+
+
+def check_trusted(path: Path) -> None:
+    """``ValueError`` in one line unless ``path`` belongs to this user (or root) and no one else may write it."""
+    info = os.stat(path)
+    if info.st_uid not in (os.getuid(), 0):
+        raise ValueError(f"cache: {path} belongs to uid {info.st_uid}, not to you (uid {os.getuid()}); the row "
+                         "kernels are machine code loaded from it: set RESISPEC_CACHE to a folder of your own")
+    if info.st_mode & stat.S_IWOTH or info.st_mode & stat.S_IWGRP and not _private_group(info.st_gid):
+        raise ValueError(f"cache: {path} is writable by others (mode {stat.S_IMODE(info.st_mode):o}); the row kernels "
+                         f"are machine code loaded from it: chmod go-w {path}, or set RESISPEC_CACHE to a folder of "
+                         "your own")
+
+
+def _private_group(gid: int) -> bool:
+    """Whether ``gid`` is this user's own group (a user private group, as a umask of 002 assumes: named like the
+    user, no other members), whose write bit lets no one else write."""
+    import grp
+    import pwd
+
+    try:
+        group, user = grp.getgrgid(gid), pwd.getpwuid(os.getuid())
+    except KeyError:
+        return False
+    return gid == user.pw_gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
+
+
+def _record_path(path: Path) -> Path:
+    return path.with_name(f"{path.name}.digest.json")
+
+
+def _digest(path: Path) -> dict:
+    with path.open("rb") as handle:
+        return {"size": path.stat().st_size, "sha256": hashlib.file_digest(handle, "sha256").hexdigest()}
+
+
+def digest_problem(path: Path) -> str | None:
+    """Why the compiled file ``path`` is not the one that was built (None: it is): no record, another size or
+    another SHA-256 than recorded when it was built."""
+    try:
+        recorded = json.loads(_record_path(path).read_text())
+    except (OSError, ValueError):
+        return "no digest recorded when it was built"
+    actual = _digest(path)
+    if actual["size"] != recorded.get("size"):
+        return f"{actual['size']} bytes where {recorded.get('size')} were built"
+    if actual["sha256"] != recorded.get("sha256"):
+        return "its SHA-256 differs from the one recorded when it was built"
+    return None
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -104,4 +170,6 @@ def _build(name: str, path: Path) -> None:
         for function, signature in row_glue.SIGNATURES.items():
             compiler.export(function, signature)(getattr(row_glue, function).py_func)
         compiler.compile()
-        os.replace(next(Path(folder).glob(f"{name}*")), path)
+        built = next(Path(folder).glob(f"{name}*"))
+        atomic_write_text(_record_path(path), json.dumps(_digest(built)))
+        os.replace(built, path)

@@ -13,9 +13,7 @@ products (`resispec.engine.model.quantize.quantized_copy`).
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from resispec.engine.model.gguf import source_fingerprint
+from resispec.formats.atomic import atomic_path
 
 
 def cache_problem(path: Path, expected: dict[str, str]) -> str | None:
@@ -59,11 +58,10 @@ def cached_tensors(path: Path, cache_format: str, source: Path, build: Callable[
     print(f"resispec: building {what} (once; cached in {path})", file=sys.stderr)
     tensors = build()
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(handle)
     try:
-        save_file({name: tensor.contiguous() for name, tensor in tensors.items()}, staging, metadata=expected)
-        os.replace(staging, path)
-    finally:
-        Path(staging).unlink(missing_ok=True)
+        with atomic_path(path) as staging:
+            save_file({name: tensor.contiguous() for name, tensor in tensors.items()}, staging, metadata=expected)
+    except SafetensorError as error:  # its 25-line text on a full disk: one line naming the file instead
+        reason = " ".join(str(error).split())[:200]
+        raise OSError(f"cannot write the cached {what} {path}: {reason}") from None
     return tensors

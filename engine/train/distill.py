@@ -23,6 +23,7 @@ from transformers import PreTrainedModel
 
 from resispec.engine.drafts.trained import DraftLayers
 from resispec.engine.train.draft_data import Sequences
+from resispec.formats.atomic import atomic_path
 
 CURVE_FIELDS = ("step", "train_tokens", "heldout_overlap", "heldout_kl", "train_kl", "train_overlap", "elapsed_s")
 
@@ -142,10 +143,9 @@ def evaluate(
 
 
 def _save(path: Path, state: dict) -> None:
-    """`torch.save` into a sibling file, then rename over `path` (never half-written)."""
-    staging = path.with_suffix(".tmp")
-    torch.save(state, staging)
-    staging.replace(path)
+    """`torch.save` through ``resispec.formats.atomic.atomic_path`` (never half-written)."""
+    with atomic_path(path) as staging:
+        torch.save(state, staging)
 
 
 def train(

@@ -24,6 +24,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
+from resispec.formats.atomic import atomic_path
+
 PROMPTS_PATH = Path(__file__).parents[1] / "data" / "prompts.json"
 
 
@@ -197,9 +199,8 @@ def generate_shards(
             part = Sequences(
                 part.tokens, part.lengths, part.prompt_lengths, torch.tensor([i for i, _ in batch]), part.hidden
             )
-            staging = path.with_suffix(".tmp")
-            save_file({f: getattr(part, f).contiguous() for f in Sequences.__dataclass_fields__}, staging)
-            staging.rename(path)
+            with atomic_path(path) as staging:
+                save_file({f: getattr(part, f).contiguous() for f in Sequences.__dataclass_fields__}, staging)
             log(f"data: shard {b + 1}/{len(batches)}, {part.num_targets} generated tokens -> {path.name}")
         parts.append(Sequences(**load_file(path)))
     return Sequences.concat(parts)

@@ -137,9 +137,9 @@ def subset(data: Sequences, indices: Sequence[int]) -> Sequences:
 
 
 def write_curve(curve: list[dict], path: Path, fields: Sequence[str] = CURVE_FIELDS) -> None:
-    """The training curve as CSV (columns ``fields``)."""
+    """The training curve as CSV (columns ``fields``), through ``resispec.formats.atomic.atomic_path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as handle:
+    with atomic_path(path) as staged, staged.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(fields))
         writer.writeheader()
         writer.writerows({k: row[k] for k in fields} for row in curve)

@@ -21,6 +21,7 @@ from resispec.audit.goodness_of_fit import (
 )
 from resispec.audit.result import AuditResult
 from resispec.audit.sampling import DEFAULT_ALPHA
+from resispec.validation import as_reals
 
 MAX_BINS = 20
 MIN_TESTED_VALUES = 2 * int(MIN_EXPECTED)
@@ -61,7 +62,7 @@ def pit_audit(values: Sequence[float] | np.ndarray, alpha: float = DEFAULT_ALPHA
     expected count is below ``MIN_EXPECTED`` and they merge into one): the result's verdict is then
     ``Verdict.UNTESTED`` (``passed`` False, ``min_detectable_tv`` NaN), never a pass.
     """
-    array = np.asarray(values, dtype=np.float64)
+    array = as_reals(values, "values")
     if array.ndim != 1 or array.size < 2:
         raise ValueError(f"values: expected a 1-D stream of at least 2 PIT values, got shape {array.shape}")
     bad = ~(np.isfinite(array) & (array >= 0.0) & (array <= 1.0))

@@ -18,7 +18,15 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from resispec.limits import MAX_CANDIDATES, MAX_VOCAB, MIN_TEMPERATURE, check_tree_size
+from resispec.limits import (
+    MAX_AUDIT_SAMPLES,
+    MAX_CANDIDATES,
+    MAX_THREADS,
+    MAX_TIME_LIMIT,
+    MAX_VOCAB,
+    MIN_TEMPERATURE,
+    check_tree_size,
+)
 
 MAX_SEED = 2**63 - 1
 """Seeds lie in ``[0, MAX_SEED]`` (what both NumPy's ``default_rng`` and ``torch.manual_seed`` take)."""
@@ -81,6 +89,12 @@ nonneg_seed = integer_in(0, MAX_SEED, what="a seed")
 
 candidate_count = integer_in(1, MAX_CANDIDATES, what="a candidate count k")
 """k in ``[1, MAX_CANDIDATES]``."""
+
+thread_count = integer_in(1, MAX_THREADS, what="a thread count")
+"""Torch CPU threads in ``[1, MAX_THREADS]``."""
+
+audit_samples = integer_in(1, MAX_AUDIT_SAMPLES, what="a sample count")
+"""Samples per context of an audit, in ``[1, MAX_AUDIT_SAMPLES]``."""
 
 vocab_size = integer_in(2, MAX_VOCAB, what="a vocabulary size V")
 """V in ``[2, MAX_VOCAB]``."""
@@ -167,6 +181,14 @@ positive_seconds = number_above(0.0, what="a number of seconds")
 """A finite number of seconds > 0."""
 
 
+def time_limit(text: str) -> float:
+    """Seconds in ``(0, MAX_TIME_LIMIT]``."""
+    value = positive_seconds(text)
+    if value > MAX_TIME_LIMIT:
+        fail(f"expected at most {MAX_TIME_LIMIT:g} seconds (MAX_TIME_LIMIT), got {value:g}")
+    return value
+
+
 def verifier_name(text: str) -> str:
     """A name in ``resispec.VERIFIERS``."""
     from resispec.verifiers import VERIFIERS
@@ -213,9 +235,16 @@ def check_device(name: str) -> None:
 
 
 def nonempty_text(text: str) -> str:
-    """A string with at least one non-space character."""
+    """A string with at least one non-space character, valid UTF-8 (argv bytes that are not arrive as lone
+    surrogates)."""
     if not text.strip():
         fail("expected a non-empty text")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        byte = ord(text[error.start]) - 0xDC00 if 0xDC80 <= ord(text[error.start]) <= 0xDCFF else None
+        what = f"byte 0x{byte:02x}" if byte is not None else f"{text[error.start]!r}"
+        fail(f"not UTF-8 text ({what} at character {error.start})")
     return text
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from resispec.cli.arguments import candidate_count, nonneg_seed, positive_int, verifier_name
+from resispec.cli.arguments import audit_samples, candidate_count, nonneg_seed, verifier_name
 from resispec.cli.output import strict_json
 
 
@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--k", nargs="+", type=candidate_count, default=list(DEFAULT_KS), metavar="K",
                         help="candidate counts (default: %(default)s; sps always uses k = 1)")
     parser.add_argument("--suite", choices=SUITE_NAMES, default="standard", help="pair suite (default: %(default)s)")
-    parser.add_argument("--samples", type=positive_int, default=DEFAULT_SAMPLES, metavar="N",
+    parser.add_argument("--samples", type=audit_samples, default=DEFAULT_SAMPLES, metavar="N",
                         help="samples per sampling audit (default: %(default)s)")
     parser.add_argument("--seed", type=nonneg_seed, default=0, metavar="S", help="base seed (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")

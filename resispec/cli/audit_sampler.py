@@ -8,18 +8,17 @@ function that raises, hangs or returns the wrong shape, an audit that tested not
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
-from pathlib import Path
-from typing import Any
 
 from resispec.cli.arguments import (
+    audit_samples,
     branching,
     integer_in,
     nonneg_seed,
     positive_int,
-    positive_seconds,
     temperature,
+    thread_count,
+    time_limit,
     top_p,
 )
 from resispec.cli.output import strict_json
@@ -39,7 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "the audit passes, 1 if it rejects, 2 on a usage error.")
     parser.add_argument("sampler", metavar="FILE.py:FUNCTION", help="the sampler: a function in a Python file")
     parser.add_argument("--level", choices=LEVELS, default="node", help="node, chain or tree (default: %(default)s)")
-    parser.add_argument("--k", type=small_count, default=2, help="node: candidates per node (default: %(default)s)")
+    parser.add_argument("--k", type=small_count, default=None,
+                        help="node: candidates per node (default: the one count the sampler takes; required when "
+                             "it takes several)")
     parser.add_argument("--gamma", type=small_count, default=4, help="chain: draft length (default: %(default)s)")
     parser.add_argument("--branching", type=branching, default=(2, 2), metavar="B1,B2,...",
                         help="tree: children per node at each depth (default: 2,2)")
@@ -57,55 +58,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"per-row keyword arguments FUNCTION takes: {', '.join(EXTRAS)}")
     parser.add_argument("--probe-edges", action="store_true",
                         help="force every uniform to the edges of [0, 1) and check the output contract")
-    parser.add_argument("--samples", type=positive_int, default=DEFAULT_SAMPLES, metavar="N",
+    parser.add_argument("--samples", type=audit_samples, default=DEFAULT_SAMPLES, metavar="N",
                         help="samples per context (default: %(default)s)")
     parser.add_argument("--seed", type=nonneg_seed, default=0, metavar="S", help="(default: %(default)s)")
-    parser.add_argument("--time-limit", type=positive_seconds, default=60.0, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=time_limit, default=60.0, metavar="SECONDS",
                         help="per call of FUNCTION (default: %(default)s)")
-    parser.add_argument("--threads", type=positive_int, default=1,
+    parser.add_argument("--threads", type=thread_count, default=1,
                         help="torch CPU threads, if torch is installed (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     parser.set_defaults(handler=run)
 
 
-def load_sampler(spec: str) -> Any:
-    """The function ``FUNCTION`` of ``FILE.py:FUNCTION``; ``ValueError`` in one line naming the problem."""
-    path, _, name = spec.rpartition(":")
-    if not path or not name:
-        raise ValueError(f"sampler: expected FILE.py:FUNCTION, got {spec!r}")
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"sampler: no file {path}")
-    module_spec = importlib.util.spec_from_file_location(f"audited_sampler_{file.stem}", file)
-    if module_spec is None or module_spec.loader is None:
-        raise ValueError(f"sampler: {path} is not a Python file")
-    module = importlib.util.module_from_spec(module_spec)
-    sys.path.insert(0, str(file.resolve().parent))
-    try:
-        module_spec.loader.exec_module(module)
-    except Exception as error:  # the user's file: any failure to import it is their mistake, in one line
-        raise ValueError(f"sampler: cannot import {path}: {type(error).__name__}: {error}") from None
-    finally:
-        sys.path.pop(0)
-    function = getattr(module, name, None)
-    if not callable(function):
-        raise ValueError(f"sampler: {path} has no function {name!r}")
-    return function
-
-
 def run(args: argparse.Namespace) -> int:
-    from resispec.audit.sampler import audit_sampler
+    from resispec.audit.sampler import SamplerError, audit_sampler
 
-    fn = load_sampler(args.sampler)
-    if importlib.util.find_spec("torch") is not None and args.arrays == "torch":
-        import torch
-
-        torch.set_num_threads(args.threads)
-    report = audit_sampler(
-        fn, args.level, k=args.k, gamma=args.gamma, branching=args.branching, drafting=args.drafting, rule=args.rule,
-        arrays=args.arrays, dtype=args.dtype, inputs=args.inputs, temperature=args.temperature, top_k=args.top_k,
-        top_p=args.top_p, extras=args.extras, samples=args.samples, seed=args.seed, probe_edges=args.probe_edges,
-        time_limit=args.time_limit)
+    try:
+        report = audit_sampler(
+            args.sampler, args.level, k=args.k, gamma=args.gamma, branching=args.branching, drafting=args.drafting,
+            rule=args.rule, arrays=args.arrays, dtype=args.dtype, inputs=args.inputs, temperature=args.temperature,
+            top_k=args.top_k, top_p=args.top_p, extras=args.extras, samples=args.samples, seed=args.seed,
+            probe_edges=args.probe_edges, time_limit=args.time_limit, threads=args.threads)
+    except SamplerError as error:  # its line, then where in the sampler's own file and on what it failed
+        print(f"resispec audit-sampler: error: {' '.join(str(error).split())}", file=sys.stderr)
+        for line in getattr(error, "details", []):
+            print(line, file=sys.stderr)
+        return 2
     print(strict_json(report.to_dict()) if args.json else report.format())
     if report.verdict == "NOT TESTED":
         print("resispec audit-sampler: error: no test had a degree of freedom, so the audit saw nothing; use more "

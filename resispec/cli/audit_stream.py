@@ -8,7 +8,16 @@ from __future__ import annotations
 import argparse
 import json
 
-from resispec.cli.arguments import check_device, device, nonneg_seed, positive_int, significance, temperature, top_p
+from resispec.cli.arguments import (
+    check_device,
+    device,
+    nonneg_seed,
+    positive_int,
+    significance,
+    temperature,
+    thread_count,
+    top_p,
+)
 from resispec.cli.generate import parse_tree
 from resispec.cli.model_options import add_target_argument, add_target_compute_argument
 from resispec.cli.output import strict_json
@@ -41,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=nonneg_seed, default=0)
     parser.add_argument("--alpha", type=significance, default=None, help="significance level (default: 1e-3)")
     parser.add_argument("--device", type=device, default="cpu")
-    parser.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
+    parser.add_argument("--threads", type=thread_count, default=2, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     parser.set_defaults(handler=run)
 

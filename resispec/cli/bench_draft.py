@@ -10,7 +10,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from resispec.cli.arguments import candidate_count, draft_name, nonneg_seed, positive_int, tree_shape, verifier_name
+from resispec.cli.arguments import (
+    candidate_count,
+    draft_name,
+    nonneg_seed,
+    positive_int,
+    thread_count,
+    tree_shape,
+    verifier_name,
+)
 from resispec.cli.model_options import add_target_compute_argument
 from resispec.cli.table import format_table
 
@@ -32,7 +40,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     add_target_compute_argument(parser)
     parser.add_argument("--repeats", type=positive_int, default=7, help="timed one-row forwards per cost (median)")
     parser.add_argument("--seed", type=nonneg_seed, default=0)
-    parser.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
+    parser.add_argument("--threads", type=thread_count, default=2, help="torch CPU threads")
     parser.set_defaults(handler=run)
 
 

@@ -16,6 +16,7 @@ from resispec.cli.arguments import (
     nonneg_seed,
     positive_int,
     temperature,
+    thread_count,
     verifier_name,
 )
 from resispec.cli.generate import DRAFT_HELP, TREE_HELP, parse_tree
@@ -51,7 +52,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
                              "one line without it); the option with no value skips llama.cpp")
     parser.add_argument("--seed", type=nonneg_seed, default=0)
     parser.add_argument("--device", type=device, default="cpu")
-    parser.add_argument("--threads", type=positive_int, default=1)
+    parser.add_argument("--threads", type=thread_count, default=1)
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=run)
 

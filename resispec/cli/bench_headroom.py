@@ -17,8 +17,8 @@ from resispec.cli.arguments import (
     draft_name,
     nonnegative_number,
     output_file,
-    positive_int,
     positive_number,
+    thread_count,
     verifier_name,
 )
 from resispec.cli.model_options import add_target_argument, add_target_compute_argument
@@ -41,7 +41,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--plot", type=output_file, default=None, help="write the chart here (PNG)")
     add_target_argument(parser)
     add_target_compute_argument(parser, fastest_default=True)
-    parser.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--threads", type=thread_count, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     parser.set_defaults(handler=run)
 

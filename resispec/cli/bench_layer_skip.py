@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from resispec.cli.arguments import nonneg_seed, positive_int
+from resispec.cli.arguments import nonneg_seed, positive_int, thread_count
 from resispec.cli.model_options import add_target_argument
 from resispec.cli.output import strict_json
 
@@ -19,7 +19,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--new-tokens", type=positive_int, default=32, help="tokens sampled per text (T = 1)")
     parser.add_argument("--repeats", type=positive_int, default=7, help="timed forwards per cost (median)")
     parser.add_argument("--seed", type=nonneg_seed, default=0)
-    parser.add_argument("--threads", type=positive_int, default=1)
+    parser.add_argument("--threads", type=thread_count, default=1)
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=run)
 

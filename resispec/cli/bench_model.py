@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from resispec.cli.arguments import candidate_count, positive_int
+from resispec.cli.arguments import candidate_count, positive_int, thread_count
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
@@ -14,7 +14,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--branching", type=candidate_count, nargs="+", default=[4, 2, 2, 1], help="children per depth")
     parser.add_argument("--draft-layers", type=positive_int, nargs="+", default=[2, 4, 6, 10], help="early-exit depths")
     parser.add_argument("--repeats", type=positive_int, default=20, help="timed runs per figure (median)")
-    parser.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
+    parser.add_argument("--threads", type=thread_count, default=2, help="torch CPU threads")
     parser.add_argument("--skip-load", action="store_true", help="skip the (slow) first-load timing")
     parser.add_argument("--node-counts", type=positive_int, nargs="+", default=None,
                         help="forward cost per node count, transformers' forward vs CompactLM (default 1..64)")

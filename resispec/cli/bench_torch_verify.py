@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from resispec.cli.arguments import device, positive_int, verifier_name
+from resispec.cli.arguments import device, positive_int, thread_count, verifier_name
 from resispec.cli.bench import add_ratio_arguments, allocator_note
 from resispec.cli.output import strict_json
 
@@ -23,7 +23,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch", type=positive_int, default=64, help="nodes B (default: %(default)s)")
     parser.add_argument("--device", type=device, default="cpu",
                         help="torch device, e.g. cpu or cuda (default: %(default)s)")
-    parser.add_argument("--threads", type=positive_int, default=1,
+    parser.add_argument("--threads", type=thread_count, default=1,
                         help="torch CPU threads (default: %(default)s; on a shared machine a second thread "
                              "makes the medians swing)")
     add_ratio_arguments(parser, [49152], [4], "timed calls per verifier (sps runs at k = 1)")

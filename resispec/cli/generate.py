@@ -15,6 +15,7 @@ from resispec.cli.arguments import (
     positive_int,
     probability,
     temperature,
+    thread_count,
     top_p,
     tree_shape,
 )
@@ -64,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="re-decide this fraction of nodes with the NumPy reference and count disagreements")
     parser.add_argument("--raw", action="store_true", help="use the prompt as raw text, no chat template")
     parser.add_argument("--device", type=device, default="cpu")
-    parser.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
+    parser.add_argument("--threads", type=thread_count, default=2, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
     parser.set_defaults(handler=run)
 
@@ -73,7 +74,13 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from resispec.engine.decode.decoding import AUTOREGRESSIVE
-    from resispec.engine.decode.generation import GenerationRequest, generate, node_log_for, summary
+    from resispec.engine.decode.generation import (
+        GenerationRequest,
+        check_request_fits,
+        generate,
+        node_log_for,
+        summary,
+    )
     from resispec.engine.decode.processing import Sampling
     from resispec.engine.drafts.registry import DEFAULT_DRAFT, reads_only_target_weights
     from resispec.engine.model.models import check_target_compute, fastest_target_compute, load_target
@@ -89,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     dtype = getattr(torch, args.dtype)
     compute = args.target_compute or fastest_target_compute(args.device, dtype, args.target)
     check_target_compute(compute, args.device, dtype, args.target)
+    check_request_fits(request, args.target)
     torch.set_num_threads(args.threads)
     transformers_free = args.verifier == AUTOREGRESSIVE or reads_only_target_weights(request.draft)
     model, tokenizer = load_target(device=args.device, dtype=dtype, path=args.target, compute=compute,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from resispec.cli.arguments import draft_name, nonneg_seed, output_file, positive_int, tree_shape
+from resispec.cli.arguments import draft_name, nonneg_seed, output_file, positive_int, thread_count, tree_shape
 
 DRAFTINGS = ("iid", "wor", "chain")
 """How the tree is drafted: i.i.d. children (traversal), without replacement (traversal_wor), a chain (block)."""
@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--keep", type=positive_int, default=256, help="kept ids per row")
     parser.add_argument("--seed", type=nonneg_seed, default=0)
     parser.add_argument("--draft", type=draft_name, default=None, help="draft name (default: the engine's)")
-    parser.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads")
+    parser.add_argument("--threads", type=thread_count, default=1, help="torch CPU threads")
     parser.add_argument("--log", type=output_file, required=True, metavar="FILE",
                         help="write the round log (.npz) here")
     parser.set_defaults(handler=run)

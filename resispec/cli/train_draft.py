@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from resispec.cli.arguments import output_dir, positive_int
+from resispec.cli.arguments import output_dir, positive_int, thread_count
 from resispec.cli.output import strict_json
 
 
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--draft", choices=("trained", "feature"), default="trained",
                         help="trained (3 layers of its own on tokens) or feature (one layer on the target's states)")
     parser.add_argument("--steps", type=positive_int, default=None, help="override the preset's optimizer steps")
-    parser.add_argument("--threads", type=positive_int, default=1,
+    parser.add_argument("--threads", type=thread_count, default=1,
                         help="torch threads (default 1: on a shared, oversubscribed CPU two threads stall each other)")
     parser.set_defaults(handler=run)
 

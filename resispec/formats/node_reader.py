@@ -2,8 +2,10 @@
 group and row checked at the boundary, every error one line naming the file, the row group, the row and
 the field.
 
-A *set* is one Parquet file or a folder of them (``*.parquet`` below it, hidden names left out: they are
-files being written, ``resispec.formats.atomic``). Before any row is audited:
+A *set* is one Parquet file or a folder of them (``*.parquet`` files below it, hidden names left out: they
+are files being written, ``resispec.formats.atomic``); a Parquet *dataset* folder (a folder named ``*.parquet``
+holding part files, what Spark and Ray write) is a folder like any other, alone or inside a set. Before any
+row is audited:
 
 - every file's schema is checked (``check_schema``: format version, vocabulary, column types);
 - a folder holding a ``MANIFEST`` (written by ``resispec log synth``: the run id, the rows, the shards and
@@ -56,8 +58,8 @@ def shard_files(path: str | Path) -> list[Path]:
     if path.is_dir():
         if (path / STAGING_MARKER).exists():
             raise SchemaError(f"path: {path} is a staging folder, an incomplete set left by an interrupted write")
-        files = sorted(file for file in path.rglob("*.parquet")
-                       if not any(part.startswith(".") for part in file.relative_to(path).parts))
+        files = sorted(file for file in path.rglob("*.parquet") if file.is_file()  # not a dataset folder itself
+                       and not any(part.startswith(".") for part in file.relative_to(path).parts))
         if not files:
             raise ValueError(f"path: no .parquet files under {path}")
         return files

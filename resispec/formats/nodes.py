@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from resispec.formats.pairs import LOG_SUM_TOLERANCE
+from resispec.limits import MAX_CANDIDATES
 from resispec.verifiers import VERIFIERS
 
 FORMAT = "resispec-nodes/1"
@@ -173,6 +174,10 @@ class NodeBatch:
             self.fail("token_ids has a repeated id", int(np.flatnonzero(repeated)[0]))
         if (self.k < 1).any():
             self.fail("no candidates", int(np.flatnonzero(self.k < 1)[0]))
+        if (self.k > MAX_CANDIDATES).any():
+            row = int(np.flatnonzero(self.k > MAX_CANDIDATES)[0])
+            self.fail(f"field candidates: {self.k[row]} candidates, past the limit MAX_CANDIDATES = {MAX_CANDIDATES} "
+                      "(resispec.limits)", row)
         for name, values in (("candidates", flat), ("emitted", self.emitted)):
             if ((values < 0) | (values >= vocab_size)).any():
                 self.fail(f"{name} has an id outside the vocabulary [0, {vocab_size})")

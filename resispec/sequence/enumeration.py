@@ -139,7 +139,13 @@ class RoundModels:
                 yield DraftedRound(tree, probability, list(prefixes), p, q)
                 return
             node = internal[position]
-            for drawn, chance in scheme.tuples(self.draft(prefixes[node]), len(children[node])):
+            draft = self.draft(prefixes[node])
+            limit = scheme.max_candidates(draft)
+            if limit is not None and len(children[node]) > limit:  # the tuples would miss mass: never a wrong law
+                raise ValueError(f"branching: {scheme.name} drafting of {len(children[node])} children at prefix "
+                                 f"{prefixes[node]} needs at least that many tokens with q > 0, but only {limit} "
+                                 "have; use a narrower tree")
+            for drawn, chance in scheme.tuples(draft, len(children[node])):
                 for child, token in zip(children[node], drawn):
                     tokens[child] = token
                     prefixes[child] = (*prefixes[node], token)

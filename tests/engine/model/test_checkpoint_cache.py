@@ -63,3 +63,18 @@ def test_a_checkpoint_of_another_source_is_rebuilt(tiny_file, monkeypatch, capsy
     manifest = json.loads((folder / gguf.MANIFEST).read_text())
     (folder / gguf.MANIFEST).write_text(json.dumps({**manifest, "source": "1:0"}))
     assert gguf.checkpoint_problem(tiny_file, folder) == "made from another file"
+
+
+def test_a_full_disk_while_writing_the_checkpoint_ends_in_one_line_and_leaves_nothing(tiny_file, monkeypatch):
+    from safetensors import SafetensorError
+
+    def full_disk(self, folder, *args, **kwargs):
+        (folder / "model.safetensors").write_bytes(b"half")
+        raise SafetensorError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No '
+                              'space left on device" })')
+
+    monkeypatch.setattr(transformers.PreTrainedModel, "save_pretrained", full_disk)
+    with pytest.raises(OSError, match=r"^cannot write the checkpoint .*: Error while serializing: .*No space left"):
+        gguf.ensure_checkpoint(tiny_file)
+    cache = tiny_file.parent / "cache"
+    assert not cache.exists() or not [path for path in cache.rglob("*") if path.is_file()]

@@ -113,12 +113,45 @@ def test_the_compiled_module_is_reused_and_a_corrupt_one_is_named_and_rebuilt(co
     folder, kernels = compiled
     assert load_row_kernels(folder).__file__ == kernels.__file__
     assert "compiling" not in capsys.readouterr().err
-    corrupt = tmp_path / next(folder.glob("row_glue_*")).name  # another folder: the loaded file stays mapped
+    corrupt = tmp_path / next(folder.glob("row_glue_*.so")).name  # another folder: the loaded file stays mapped
     corrupt.write_bytes(b"not an extension module")
     rebuilt = load_row_kernels(tmp_path)
     err = capsys.readouterr().err
-    assert "do not load" in err and "rebuilding" in err
+    assert "unusable (no digest recorded when it was built); rebuilding" in err
     assert rebuilt is not row_glue and corrupt.stat().st_size > 1000
+
+
+def _copy_of_the_build(compiled, into):
+    """Stand-in for ``_build``: the fixture's compiled file and its digest record copied into ``into``."""
+    folder, _ = compiled
+    for source in folder.glob("row_glue_*"):
+        (into / source.name).write_bytes(source.read_bytes())
+
+
+def test_a_cut_extension_is_never_imported_and_is_rebuilt(compiled, tmp_path, monkeypatch, capsys):
+    _copy_of_the_build(compiled, tmp_path)
+    module = next(tmp_path.glob("row_glue_*.so"))
+    size = module.stat().st_size
+    module.write_bytes(module.read_bytes()[: size // 2])  # cut inside its code: importing it died of SIGBUS
+    loaded = []
+    monkeypatch.setattr(row_kernels, "_load", lambda name, path: loaded.append(path.stat().st_size) or row_glue)
+    monkeypatch.setattr(row_kernels, "_build", lambda name, path: _copy_of_the_build(compiled, tmp_path))
+    load_row_kernels(tmp_path)
+    assert f"unusable ({size // 2} bytes where {size} were built); rebuilding" in capsys.readouterr().err
+    assert loaded == [size]  # only the rebuilt, whole file was imported
+
+
+@pytest.mark.parametrize("where", ["root", "folder", "file"])
+def test_a_cache_others_can_write_is_refused_with_how_to_fix_it(compiled, tmp_path, monkeypatch, where):
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    _copy_of_the_build(compiled, folder)
+    module = next(folder.glob("row_glue_*.so"))
+    target = {"root": tmp_path, "folder": folder, "file": module}[where]
+    target.chmod(target.stat().st_mode | 0o022)
+    monkeypatch.setattr(row_kernels, "_load", lambda name, path: pytest.fail("loaded from an untrusted cache"))
+    with pytest.raises(ValueError, match=rf"^cache: {target} is writable by others .*chmod go-w {target}"):
+        load_row_kernels(folder, trusted_root=tmp_path)
 
 
 def test_a_failed_build_says_so_and_falls_back_to_the_jit_kernels(tmp_path, monkeypatch, capsys):

@@ -71,3 +71,23 @@ def test_a_damaged_or_foreign_cache_file_is_named_discarded_and_rebuilt(target, 
     assert torch.equal(built(TOKENS).logits, rebuilt(TOKENS).logits)
     quantized_copy(target, "int4")
     assert builds == [1]  # the rebuilt file is whole
+
+
+def test_a_full_disk_while_building_ends_in_one_line_naming_the_cache_file(tmp_path, monkeypatch):
+    from safetensors import SafetensorError
+
+    from resispec.engine.model import tensor_cache
+
+    def full_disk(tensors, filename, metadata=None):
+        Path(filename).write_bytes(b"half")
+        raise SafetensorError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No '
+                              'space left on device" })')
+
+    source = tmp_path / "source.bin"
+    source.write_bytes(b"weights")
+    monkeypatch.setattr(tensor_cache, "save_file", full_disk)
+    with pytest.raises(OSError, match=r"^cannot write the cached test tensors .*cache\.safetensors: Error while "
+                                      r"serializing: .*No space left on device"):
+        tensor_cache.cached_tensors(tmp_path / "cache.safetensors", "f/1", source, lambda: {"a": torch.zeros(3)},
+                                    "test tensors")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["source.bin"]  # nothing half-written is left

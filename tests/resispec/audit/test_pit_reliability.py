@@ -70,3 +70,10 @@ def test_ten_values_are_tested_and_state_the_detectable_tv():
     assert result.verdict is Verdict.PASS and result.passed
     assert 0 < result.min_detectable_tv <= 1
     result.require_tested()
+
+
+@pytest.mark.parametrize("values", [["0.1", "0.5", "0.9"], [0.1 + 1j, 0.5, 0.9], np.array([0.1, 0.5, 0.9]) * 1j,
+                                    [True, False, True]])
+def test_strings_complex_numbers_and_booleans_are_a_value_error_naming_values(values):
+    with pytest.raises(ValueError, match="^values: expected real numbers"):
+        pit_audit(values)

@@ -41,7 +41,8 @@ def samplers(tmp_path):
 
 
 def test_a_pass_exits_0_and_a_rejection_exits_1(samplers, capsys):
-    assert main(["audit-sampler", f"{samplers}/samplers.py:exact", "--samples", "300", "--rule", "rrs"]) == 0
+    assert main(["audit-sampler", f"{samplers}/samplers.py:exact", "--k", "2", "--samples", "300",
+                 "--rule", "rrs"]) == 0
     assert "verdict: PASS" in capsys.readouterr().out
     assert main(["audit-sampler", f"{samplers}/samplers.py:paper_chain", "--level", "chain", "--gamma", "2",
                  "--samples", "600"]) == 1
@@ -49,14 +50,14 @@ def test_a_pass_exits_0_and_a_rejection_exits_1(samplers, capsys):
 
 
 def test_json_is_strict_and_carries_the_verdict(samplers, capsys):
-    status = main(["audit-sampler", f"{samplers}/samplers.py:exact", "--samples", "200", "--probe-edges", "--json"])
+    status = main(["audit-sampler", f"{samplers}/samplers.py:exact", "--k", "2", "--samples", "200", "--probe-edges",
+                   "--json"])
     record = json.loads(capsys.readouterr().out, parse_constant=lambda name: pytest.fail(f"bare {name}"))
     assert status == 0 and record["verdict"] == "PASS" and len(record["edges"]) == 4
     assert all(test["detectable_tv"] is None or test["detectable_tv"] > 0 for test in record["tests"])
 
 
 @pytest.mark.parametrize("target, extra, message", [
-    ("samplers.py:raising", [], "raised RuntimeError: broken on purpose"),
     ("samplers.py:wrong_shape", [], "returned shape"),
     ("samplers.py:floats", [], "returned float64 values"),
     ("samplers.py:hanging", ["--time-limit", "0.3"], "did not return within the time limit"),
@@ -68,7 +69,8 @@ def test_json_is_strict_and_carries_the_verdict(samplers, capsys):
     ("samplers.py:exact", ["--level", "forest"], "invalid choice"),
     ("samplers.py:exact", ["--k", "0"], "expected a count in [1, 8]"),
     ("samplers.py:exact", ["--branching", "2,x"], "comma-separated integers"),
-    ("samplers.py:exact", ["--rule", "rrs_wor"], "drafts by wor"),
+    ("samplers.py:exact", ["--rule", "rrs_wor", "--k", "2"], "drafts by wor"),
+    ("samplers.py:exact", [], "k: the sampler takes 8 candidate counts (1 to 8); say which it is meant for with --k"),
 ])
 def test_usage_errors_exit_2_with_one_line(samplers, capsys, target, extra, message, monkeypatch):
     monkeypatch.chdir(samplers)
@@ -78,13 +80,31 @@ def test_usage_errors_exit_2_with_one_line(samplers, capsys, target, extra, mess
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+def test_a_sampler_that_raises_shows_its_own_frames_and_the_failing_call(samplers, capsys, monkeypatch):
+    monkeypatch.chdir(samplers)
+    status = main(["audit-sampler", "samplers.py:raising"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and lines[0].endswith("raised RuntimeError: broken on purpose (call 1, 1 row(s))")
+    assert "samplers.py\", line 9, in raising" in lines[1] and 'raise RuntimeError("broken on purpose")' in lines[2]
+    assert lines[3] == "  the failing call: fn(float64 (1, 3), float64 (1, 3), int64 (1, 2) (first row [0, 1]))"
+
+
+def test_k_defaults_to_the_one_count_the_sampler_takes(samplers, capsys):
+    (samplers / "three.py").write_text(
+        "from resispec.audit.sampler import zoo_sampler\nexact = zoo_sampler('rrs')\n"
+        "def three(p, q, candidates):\n    assert candidates.shape[1] == 3\n    return exact(p, q, candidates)\n")
+    assert main(["audit-sampler", f"{samplers}/three.py:three", "--samples", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "node (k = 3)" in out and "verdict: PASS" in out
+
+
 def test_an_audit_that_saw_nothing_exits_2(samplers, capsys, monkeypatch):
     import resispec.audit.sampler as api
 
     real = api.audit_sampler
     monkeypatch.setattr(api, "audit_sampler", lambda fn, level, **options: real(
         fn, level, **{**options, "samples": 1, "pairs": ["one-hot-p"]}))
-    status = main(["audit-sampler", f"{samplers}/samplers.py:exact"])
+    status = main(["audit-sampler", f"{samplers}/samplers.py:exact", "--k", "2"])
     captured = capsys.readouterr()
     assert status == 2 and "verdict: NOT TESTED" in captured.out
     assert "saw nothing" in captured.err and len(captured.err.strip().splitlines()) == 1

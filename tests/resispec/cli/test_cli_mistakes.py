@@ -119,6 +119,15 @@ MISTAKES = {
     "log synth out is a file": ["log", "synth", "--rows", "10", "--verifier", "rrs", "--out", "{tmp}/file"],
     "log convert an empty set": ["log", "convert", "{tmp}/nodes_empty", "{tmp}/x.npz"],
     "log convert into a missing folder": ["log", "convert", "{tmp}/nodes_empty", "/no/such/dir/x.npz"],
+    # issue 42: bounded options name themselves (resispec.limits)
+    "audit-sampler samples 10**12": ["audit-sampler", "x.py:f", "--samples", str(10**12)],
+    "audit-sampler threads past an int": ["audit-sampler", "x.py:f", "--threads", "2147483648"],
+    "audit-sampler time limit 1e300": ["audit-sampler", "x.py:f", "--time-limit", "1e300"],
+    "audit samples 10**12": ["audit", "--samples", str(10**12)],
+    "generate threads past an int": [*GENERATE, "--threads", "2147483648"],
+    "generate prompt not UTF-8": ["generate", "--prompt", "caf\udce9"],  # argv's byte 0xe9, surrogate-escaped
+    "generate prompt past the context": ["generate", "--prompt", "word " * 9000],
+    "generate a GPT-2 target": [*GENERATE, "--target", "{tmp}/gpt2"],
     "log convert rows-per-group 0": ["log", "convert", "{tmp}/nodes_empty", "{tmp}/x.npz", "--rows-per-group", "0"],
 }
 
@@ -128,6 +137,9 @@ def bad_files(tmp_path_factory):
     """A folder with a plain file ``file`` and broken logged-pairs files."""
     folder = tmp_path_factory.mktemp("mistakes")
     (folder / "file").write_text("")
+    (folder / "gpt2").mkdir()
+    (folder / "gpt2" / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_layer": 1, "n_head": 2,
+                                                            "n_embd": 8, "n_positions": 64}))
     sample = SAMPLE_PATH.read_bytes()
     (folder / "truncated.npz").write_bytes(sample[: len(sample) // 2])
     (folder / "empty.npz").write_bytes(b"")

@@ -48,3 +48,11 @@ def test_exact_round_law_refuses_past_its_sequence_limit_before_allocating():
     assert vocab**3 <= MAX_ROUND_SEQUENCES
     flat = lambda prefix: np.full(vocab, 1 / vocab)  # noqa: E731
     assert exact_round_law("block", flat, flat, vocab, [1, 1]).exact
+
+
+def test_a_without_replacement_tree_wider_than_the_draft_support_is_refused_never_a_wrong_law():
+    target, draft = (lambda prefix: np.array([0.6, 0.4])), (lambda prefix: np.array([0.3, 0.7]))
+    with pytest.raises(ValueError, match=r"branching: wor drafting of 3 children at prefix \(\) needs"):
+        exact_round_law("traversal_wor", target, draft, 2, (3, 1))
+    wide = (lambda prefix: np.array([0.5, 0.3, 0.2])), (lambda prefix: np.array([0.2, 0.3, 0.5]))
+    assert exact_round_law("traversal_wor", *wide, 3, (3, 1)).max_error < 1e-12  # V = 3 serves three children

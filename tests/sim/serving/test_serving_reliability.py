@@ -278,3 +278,28 @@ def test_sigint_during_audit_log_on_ray_ends_in_one_line_and_its_instance(tmp_pa
     assert status == 130 and err.strip().splitlines()[-1].endswith("interrupted; nothing half-written is left"), err
     assert "Traceback" not in err and len(children) >= 3 and not _alive(children)
 
+
+
+def test_a_row_past_the_candidate_limit_is_named_by_file_and_row_group_and_skipped_when_asked(tmp_path, capsys):
+    columns = _columns(40)
+    columns["candidates"] = [np.arange(2)] * 39 + [np.zeros(1025, dtype=int)]  # MAX_CANDIDATES + 1 in row 39
+    (tmp_path / "set").mkdir()
+    pq.write_table(nodes_table(columns, 10), tmp_path / "set" / "a.parquet", row_group_size=10)
+    line = _one_line_exit_2(["audit-log", str(tmp_path / "set"), "--workers", "1"], capsys)
+    assert line.endswith("a.parquet row group 3: row 9: field candidates: 1025 candidates, past the limit "
+                         "MAX_CANDIDATES = 1024 (resispec.limits)")
+    merged = run_local(tmp_path / "set", workers=1, skip_bad=True)
+    assert merged.rows == 30 and [where.split("/")[-1] for where, _ in merged.skipped] == ["a.parquet row group 3"]
+    main(["audit-log", str(tmp_path / "set"), "--workers", "1", "--skip-bad"])
+    assert "skipped 1 bad file(s) or row group(s) (--skip-bad)" in capsys.readouterr().out
+
+
+def test_a_parquet_dataset_folder_is_a_shard_alone_or_in_a_set(exact_set, tmp_path):
+    """Spark and Ray write a folder named ``*.parquet`` of part files (and ``_SUCCESS``)."""
+    dataset = tmp_path / "set" / "nodes.parquet"
+    dataset.mkdir(parents=True)
+    for index, shard in enumerate(sorted(exact_set.glob("*.parquet"))):
+        shutil.copy(shard, dataset / f"part-{index:05d}.snappy.parquet")
+    (dataset / "_SUCCESS").write_text("")
+    assert run_local(dataset, workers=1).rows == 400
+    assert run_local(tmp_path / "set", workers=1).rows == 400
