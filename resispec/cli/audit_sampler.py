@@ -94,6 +94,7 @@ def load_sampler(spec: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from resispec.audit import Verdict
     from resispec.audit.sampler import audit_sampler
 
     fn = load_sampler(args.sampler)
@@ -107,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         top_p=args.top_p, extras=args.extras, samples=args.samples, seed=args.seed, probe_edges=args.probe_edges,
         time_limit=args.time_limit)
     print(strict_json(report.to_dict()) if args.json else report.format())
-    if report.verdict == "NOT TESTED":
+    if report.verdict is Verdict.UNTESTED:
         print("resispec audit-sampler: error: no test had a degree of freedom, so the audit saw nothing; use more "
               "samples or contexts where the sampler's output varies", file=sys.stderr)
         return 2

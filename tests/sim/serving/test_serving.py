@@ -198,7 +198,7 @@ def test_cli_synth_audit_and_bad_input(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert not report["passed"] and report["verifiers"][0]["verifier"] == "resispec_paper"
     assert main(["audit-log", str(out), "--workers", "1"]) == 1
-    assert "REJECTED" in capsys.readouterr().out
+    assert "FAIL" in capsys.readouterr().out
     write_bad_shard(out)
     assert main(["audit-log", str(out), "--workers", "1", "--skip-bad"]) == 2  # a shard beside a synth run
     assert "a mixed or incomplete set: bad.parquet is not part of run" in capsys.readouterr().err
