@@ -12,7 +12,7 @@ from resispec.audit.runner import PROMISED_TV, _audit_seed, run_audit
 from resispec.cli.audit import audit_table
 from resispec.suite import get_suite
 from resispec.verifiers import Verifier
-from tests.readme import readme_section
+from tests.readme import ROOT, doc_section
 
 CONTROLS = [name for name, cls in VERIFIERS.items() if not cls.claims_exact]
 
@@ -66,11 +66,11 @@ def test_default_audit_covers_the_suite_with_a_bonferroni_level(default_report):
 
 
 @ONE_WORKER
-def test_the_readme_shows_the_default_audit(default_report):
-    """README.md's sample table is what ``resispec audit`` prints (``audit_table`` of the default report), and
+def test_the_docs_show_the_default_audit(default_report):
+    """docs/audits.md's sample table is what ``resispec audit`` prints (``audit_table`` of the default report), and
     the sample size and per-audit level quoted under it are the report's. An exact verifier's exact-law
     error is float rounding (~1e-16, it moves with summation order), so there both need only be < 1e-12."""
-    section = readme_section("## The main job: `resispec audit`")
+    section = doc_section(ROOT / "docs" / "audits.md", "### The default run")
     printed = [line.rstrip() for line in audit_table(default_report).splitlines()]
     shown = section.split("```\n")[1].splitlines()
     column = printed[0].index("max exact-law err")
@@ -81,7 +81,7 @@ def test_the_readme_shows_the_default_audit(default_report):
         return line[:column] + ("< 1e-12" if rounding else error) + line[column + len(error):]
 
     assert [comparable(line) for line in shown] == [comparable(line) for line in printed], (
-        "README.md: paste the table `resispec audit` prints now:\n" + "\n".join(printed))
+        "docs/audits.md: paste the table `resispec audit` prints now:\n" + "\n".join(printed))
     assert f"Each sampling audit draws {default_report.samples} samples" in section
     assert f"(Bonferroni, {default_report.alpha:.2g} per audit here)" in section
 
