@@ -159,7 +159,7 @@ def _bad_nodes(folder):
     import pyarrow.parquet as pq
 
     from resispec.formats.atomic import STAGING_MARKER
-    from resispec.sim.serving.io import nodes_table
+    from resispec.formats.node_writer import nodes_table
 
     def columns(rows, verifier="rrs", k=2):
         return {"node_id": np.arange(rows), "verifier": verifier, "token_ids": np.tile(np.arange(3), (rows, 1)),

@@ -1,5 +1,6 @@
-"""Writing ``resispec-nodes/1`` Parquet files: tables from arrays (the one reader is
-``resispec.formats.node_reader``)."""
+"""Writing ``resispec-nodes/1`` Parquet files: tables from arrays, beside the format's schema
+(``resispec.formats.nodes``) and its one reader (``resispec.formats.node_reader``). Needs ``pyarrow`` (the ``sim``
+extra), so it is imported on use."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import pyarrow.parquet as pq
 
 from resispec.formats.atomic import atomic_path
 from resispec.formats.nodes import NodeBatch, check_schema, file_metadata, node_schema
-from resispec.sim.serving.defaults import ROWS_PER_GROUP
 
 OPTIONAL_COLUMNS = ("sequence_id", "position", "depth")
 NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float32(): np.float32, pa.float64(): np.float64}
@@ -54,8 +54,9 @@ def _candidates(candidates: np.ndarray | list[np.ndarray]) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat.astype(np.int32)))
 
 
-def write_nodes(path: str | Path, table: pa.Table, rows_per_group: int = ROWS_PER_GROUP) -> Path:
-    """Write ``table`` (checked row group by row group first) as one zstd-compressed Parquet file, through
+def write_nodes(path: str | Path, table: pa.Table, rows_per_group: int) -> Path:
+    """Write ``table`` (checked row group by row group first) as one zstd-compressed Parquet file of row groups of
+    ``rows_per_group`` rows (the serving tools' default: ``resispec.sim.serving.defaults.ROWS_PER_GROUP``), through
     ``resispec.formats.atomic.atomic_path`` (a failed write leaves what was at ``path``)."""
     path = Path(path)
     _, vocab_size = check_schema(table.schema, str(path))
