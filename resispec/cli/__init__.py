@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     exit 130: the commands write through ``resispec.formats.atomic``, so an interrupted write leaves
     what was there before.
     """
+    if hasattr(sys.stdout, "reconfigure"):  # each line as it is printed, also into a pipe or a log file
+        sys.stdout.reconfigure(line_buffering=True)
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help (0) or a bad option (2, its one line already printed)
