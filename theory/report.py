@@ -115,7 +115,7 @@ def formal_section() -> list[str]:
         "Tokens are any finite type, probabilities any real field (the rationals are one). A sequential",
         "verifier is a step function: in state `s` a candidate is drawn from `draft s`, accepted with",
         "`accept s x`, and on rejection the run continues from `next s x`; after the last candidate it",
-        "emits `final s`. Its output law is the recursion of `theory/sequential.py`'s `emit`, which is the",
+        "emits `final s`. Its output law is the recursion of `theory/common/sequential.py`'s `emit`, which is the",
         "modelling assumption: each candidate is drawn afresh given the state. `python -m resispec.theory`",
         "compiles it when `coqc` is on the PATH (`tests/theory/test_coq.py` does in CI) and prints a line per",
         "theorem; without `coqc` it says so and skips it.",
