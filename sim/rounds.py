@@ -19,15 +19,14 @@ for what that does to the measured numbers.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm import tqdm
 
 from resispec.formats.pairs import LoggedPairs, has_children, root_rows, round_starts
 from resispec.formats.stats import standard_error
+from resispec.progress import progress as progress_of
 from resispec.sequence import get_round_verifier
 from resispec.sequence.tree import RoundTree, round_tree
 
@@ -111,7 +110,7 @@ def score_rounds(rounds: Sequence[LoggedRound] | Iterator[LoggedRound], names: S
     """Per verifier, ``E[accepted draft tokens | tree]`` of every round (exact, from its round law)."""
     verifiers = {name: get_round_verifier(name) for name in names}
     accepted: dict[str, list[float]] = {name: [] for name in names}
-    for logged in tqdm(rounds, total=total, desc="rounds", unit="round", file=sys.stderr, disable=not progress):
+    for logged in progress_of(rounds, total=total, desc="rounds", unit="round", disable=None if progress else True):
         for name, verifier in verifiers.items():
             accepted[name].append(verifier.law(logged.tree, logged.p, logged.q).expected_accepted(logged.tree))
     return {name: np.array(values) for name, values in accepted.items()}

@@ -49,39 +49,40 @@ FORMAL: tuple[FormalTheorem, ...] = (
         "its start state if every state reachable with m candidates left satisfies the kernel identity "
         "sum_x draft(x) (1 - accept(x)) target(next x) = target - draft * accept, and every final state "
         "emits its target.",
-        ("resispec_wor.recursion_exact",), "theory/sequential.py (emit)",
+        ("resispec_wor.recursion_exact",), "theory/common/sequential.py (emit)",
     ),
     FormalTheorem(
         "law_defect", "Sequential.v",
         "At a state whose continuations are exact, the emitted law minus the target equals the kernel "
         "identity's defect (the state-by-state converse).",
-        ("resispec_wor.recursion_exact", "resispec_paper.condition"), "theory/sequential.py (emit)",
+        ("resispec_wor.recursion_exact", "resispec_paper.condition"), "theory/common/sequential.py (emit)",
     ),
     FormalTheorem(
         "sps_exact", "Sps.v",
         "sps emits p, for every finite token type.",
-        ("sps.exact",), "theory/sps.py (SPSChain, k = 1); resispec/verifiers/sps.py (SPS)",
+        ("sps.exact",), "theory/rejection/sps.py (SPSChain, k = 1); resispec/verifiers/sps.py (SPS)",
     ),
     FormalTheorem(
         "sps_acceptance_TV", "Sps.v",
         "sps accepts with probability 1 - sum_x (p - q)+(x) = 1 - TV(p, q).",
-        ("sps.exact",), "theory/sps.py (SPSChain, k = 1); resispec/verifiers/sps.py (SPS)",
+        ("sps.exact",), "theory/rejection/sps.py (SPSChain, k = 1); resispec/verifiers/sps.py (SPS)",
     ),
     FormalTheorem(
         "sps_accept_range", "Sps.v",
         "The sps acceptance min(1, r(x)/q(x)) lies in [0, 1] (so rrs and rrs_wor are valid rules).",
         ("sps.exact", "rrs.exact", "rrs_wor.exact"),
-        "theory/sps.py (accept_probability); resispec/verifiers/rrs.py, rrs_wor.py",
+        "theory/rejection/sps.py (accept_probability); resispec/verifiers/rrs.py, rrs_wor.py",
     ),
     FormalTheorem(
         "rrs_exact", "Sps.v",
         "rrs with k i.i.d. candidates emits p, for every token type and every k.",
-        ("rrs.exact",), "theory/sps.py (SPSChain); resispec/verifiers/rrs.py (RRS)",
+        ("rrs.exact",), "theory/rejection/sps.py (SPSChain); resispec/verifiers/rrs.py (RRS)",
     ),
     FormalTheorem(
         "rrs_wor_exact", "RrsWor.v",
         "rrs_wor (candidates without replacement) emits p for every token type and every k <= |supp q|.",
-        ("rrs_wor.exact",), "theory/rrs_wor.py (SPSChainWOR); resispec/verifiers/rrs_wor.py (RRSWithoutReplacement)",
+        ("rrs_wor.exact",),
+        "theory/rejection/rrs_wor.py (SPSChainWOR); resispec/verifiers/rrs_wor.py (RRSWithoutReplacement)",
     ),
     FormalTheorem(
         "resispec_wor_exact", "ResispecWor.v",
@@ -89,34 +90,35 @@ FORMAL: tuple[FormalTheorem, ...] = (
         "(any step mass 0 <= A <= min(r, q') at every state): its targets r_x = Pi(x, .) a_2 + "
         "(1 - <Pi(x, .), a_2>) norm(f) satisfy the kernel identity and are distributions.",
         ("resispec_wor.recursion_exact", "resispec_wor.exact_law"),
-        "theory/wor_shaping.py (ResiSpecWOR, any planner); "
+        "theory/resispec_wor/wor_shaping.py (ResiSpecWOR, any planner); "
         "resispec/verifiers/resispec_wor/rule.py (ResiSpecWithoutReplacement)",
     ),
     FormalTheorem(
         "resispec_exact", "Resispec.v",
         "resispec's threshold schedule emits p for every token type, every k and any thresholds "
         "T_1 >= ... >= T_k >= 0 (exactness does not need the tight schedule).",
-        ("resispec.telescoping",), "theory/resispec.py (ResiSpec); resispec/verifiers/resispec/rule.py (ResiSpec)",
+        ("resispec.telescoping",),
+        "theory/resispec/resispec.py (ResiSpec); resispec/verifiers/resispec/rule.py (ResiSpec)",
     ),
     FormalTheorem(
         "rs_accept_range", "Resispec.v",
         "With feasible thresholds (T_j - T_{j+1} <= R_j) every acceptance a_j(x) of resispec lies in [0, 1].",
         ("resispec.acceptance_bounds",),
-        "theory/resispec.py (ResiSpec.accept); resispec/verifiers/resispec/rule.py (ResiSpec)",
+        "theory/resispec/resispec.py (ResiSpec.accept); resispec/verifiers/resispec/rule.py (ResiSpec)",
     ),
     FormalTheorem(
         "paper_counterexample", "Paper.v",
         "The published rule (reconstructed reserve) on p = (2/5, 3/10, 3/10), q = (3/5, 3/10, 1/10), "
         "k = 1 emits token 1 with probability 12/25, not p(1) = 3/10 (computed in the rationals).",
         ("resispec_paper.counterexample",),
-        "theory/resispec_paper.py (PaperRule, reconstruction, CE); "
+        "theory/controls/resispec_paper.py (PaperRule, reconstruction, CE); "
         "resispec/verifiers/resispec_paper.py (ResiSpecPaper)",
     ),
     FormalTheorem(
         "paper_not_exact", "Paper.v",
         "Hence some token's output probability differs from p: the published rule is not exact.",
         ("resispec_paper.counterexample",),
-        "theory/resispec_paper.py (PaperRule, reconstruction, CE); "
+        "theory/controls/resispec_paper.py (PaperRule, reconstruction, CE); "
         "resispec/verifiers/resispec_paper.py (ResiSpecPaper)",
     ),
     FormalTheorem(
@@ -124,12 +126,12 @@ FORMAL: tuple[FormalTheorem, ...] = (
         "Any exact verifier of one candidate (acceptance in [0, 1], non-negative laws after a rejection, "
         "which may depend on the candidate) accepts at most sum_y min(p(y), q(y)): the k = 1 case of the "
         "i.i.d. optimum alpha*.",
-        ("iid_optimum.min_cut", "sps.exact"), "theory/sequential.py (any rule with k = 1)",
+        ("iid_optimum.min_cut", "sps.exact"), "theory/common/sequential.py (any rule with k = 1)",
     ),
     FormalTheorem(
         "sps_optimal", "Optimal.v",
         "sps attains it: no exact single-draft verifier drafting from q accepts more than sps.",
-        ("sps.exact",), "theory/sps.py (SPSChain, k = 1); resispec/verifiers/sps.py (SPS)",
+        ("sps.exact",), "theory/rejection/sps.py (SPSChain, k = 1); resispec/verifiers/sps.py (SPS)",
     ),
 )
 

@@ -11,20 +11,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 FAMILIES: list[str] = [
-    "resispec.theory.sps",
-    "resispec.theory.rrs",
-    "resispec.theory.rrs_wor",
-    "resispec.theory.resispec_wor",
-    "resispec.theory.spectr",
-    "resispec.theory.topk",
-    "resispec.theory.resispec",
-    "resispec.theory.iid_optimum",
-    "resispec.theory.pooled",
-    "resispec.theory.pooled_wor",
-    "resispec.theory.resispec_paper",
-    "resispec.theory.tree",
-    "resispec.theory.block",
-    "resispec.theory.traversal",
+    "resispec.theory.rejection.sps",
+    "resispec.theory.rejection.rrs",
+    "resispec.theory.rejection.rrs_wor",
+    "resispec.theory.resispec_wor.resispec_wor",
+    "resispec.theory.spectr.spectr",
+    "resispec.theory.topk.topk",
+    "resispec.theory.resispec.resispec",
+    "resispec.theory.bounds.iid_optimum",
+    "resispec.theory.pooled.pooled",
+    "resispec.theory.pooled_wor.pooled_wor",
+    "resispec.theory.controls.resispec_paper",
+    "resispec.theory.sequence.tree",
+    "resispec.theory.sequence.block",
+    "resispec.theory.sequence.traversal",
 ]
 
 

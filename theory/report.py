@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -114,7 +115,7 @@ def formal_section() -> list[str]:
         "Tokens are any finite type, probabilities any real field (the rationals are one). A sequential",
         "verifier is a step function: in state `s` a candidate is drawn from `draft s`, accepted with",
         "`accept s x`, and on rejection the run continues from `next s x`; after the last candidate it",
-        "emits `final s`. Its output law is the recursion of `theory/sequential.py`'s `emit`, which is the",
+        "emits `final s`. Its output law is the recursion of `theory/common/sequential.py`'s `emit`, which is the",
         "modelling assumption: each candidate is drawn afresh given the state. `python -m resispec.theory`",
         "compiles it when `coqc` is on the PATH (`tests/theory/test_coq.py` does in CI) and prints a line per",
         "theorem; without `coqc` it says so and skips it.",
@@ -142,9 +143,13 @@ def _anchor(name: str) -> str:
 
 
 def run_all(docs: Path | None = DOCS_PATH, echo: bool = True) -> list[Result]:
-    """Check every theorem (printing a line for each when ``echo``) and write the docs to ``docs``."""
+    """Check every theorem (printing a line for each when ``echo``, on stdout, and a line on stderr before each,
+    so a pipe sees the progress) and write the docs to ``docs``."""
     results = []
-    for theorem in all_theorems():
+    theorems = all_theorems()
+    for index, theorem in enumerate(theorems):
+        if echo:
+            print(f"theory: [{index + 1}/{len(theorems)}] checking {theorem.name}", file=sys.stderr, flush=True)
         results.append(run_one(theorem))
         if echo:
             print(line(results[-1]), flush=True)
@@ -168,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
           + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     if args.no_coq:
         return 1 if failed else 0
+    print("theory: compiling the Coq development (about 20 s of CPU where coqc is installed)", file=sys.stderr,
+          flush=True)
     compiled = formal.compile_development()
     for text in coq_lines(compiled):
         print(text, flush=True)

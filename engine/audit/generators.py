@@ -19,7 +19,9 @@ inside ``torch.random.fork_rng`` so the caller's global state is left as it was.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,6 +139,28 @@ def _hf_settings(sampling: Sampling) -> dict:
             "top_p": sampling.top_p or 1.0}
 
 
+ASSISTANT_NOTICE = "Passing `generation_config` together with generation-related"
+"""The start of the deprecation warning transformers' assisted generation logs about its own call of the assistant's
+``generate`` (``generation_config`` and keyword arguments together): nothing a caller can change, so
+``quiet_assistant_notice`` drops it (issue 46: it leaked into ``resispec audit-stream``)."""
+
+
+def _not_the_assistant_notice(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith(ASSISTANT_NOTICE)
+
+
+@contextmanager
+def quiet_assistant_notice() -> Iterator[None]:
+    """Drop ``ASSISTANT_NOTICE`` from transformers' generation logger while the block runs; every other line
+    still shows."""
+    logger = logging.getLogger("transformers.generation.utils")
+    logger.addFilter(_not_the_assistant_notice)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_not_the_assistant_notice)
+
+
 def _hf_sequences(spec: GeneratorSpec, model, prompts: Sequence[torch.Tensor], counts: list[int],
                   max_new_tokens: int, sampling: Sampling, seed: int, draft: str | TreeLM, eos: int | None
                   ) -> Iterator[GeneratedSequence]:
@@ -148,7 +172,7 @@ def _hf_sequences(spec: GeneratorSpec, model, prompts: Sequence[torch.Tensor], c
         kwargs["assistant_model"] = _draft(draft, model).model
         kwargs["assistant_ensemble_weight"] = spec.ensemble_weight
         batch = 1
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), quiet_assistant_notice():
         torch.manual_seed(seed)
         for prompt, count in zip(prompts, counts):
             ids = prompt[None].to(model.device)

@@ -38,7 +38,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from tqdm import tqdm
 from transformers import PreTrainedModel
 
 from resispec.engine.bench.llama_peer import LlamaPeer
@@ -48,6 +47,7 @@ from resispec.engine.decode.generation import AUTO_TREE, GenerationRequest, gene
 from resispec.engine.decode.processing import Sampling
 from resispec.engine.drafts.registry import assistant_model, make_draft, resolve_draft_name
 from resispec.engine.verifiers.strategy import Verification
+from resispec.progress import Progress
 
 PROMPTS_FILE = Path(__file__).parents[1] / "data" / "bench_prompts.json"
 HF = "hf"
@@ -183,7 +183,7 @@ def bench_engine(targets: Mapping[str, PreTrainedModel], tokenizer, verifiers: S
     rows.update({name: EngineRow(name) for name in [*peers, *llama_peers]})
     runs = [(compute, name) for compute in computes for name in names[compute]]
     runs.sort(key=lambda run: names[run[0]].index(run[1]))  # verifier by verifier, each target in turn
-    bar = tqdm(total=len(prompts) * len(rows), desc="bench engine", unit="run", disable=not progress)
+    bar = Progress(total=len(prompts) * len(rows), desc="bench engine", unit="run", disable=None if progress else True)
     for index, prompt in enumerate(prompts):
         for compute, name in runs:
             request = GenerationRequest(prompt=prompt, verifier=name, draft=draft, branching=trees[compute],
@@ -231,6 +231,6 @@ def _add(total: EngineRow, part: EngineRow) -> None:
     total.tree = part.tree if total.tree in ("", part.tree) else "varies"
 
 
-def _report(bar: tqdm, name: str, tokens: int, seconds: float, forwards: int) -> None:
+def _report(bar: Progress, name: str, tokens: int, seconds: float, forwards: int) -> None:
     bar.set_postfix_str(f"{name}: {tokens / seconds:.1f} tokens/s, {tokens / max(forwards, 1):.2f} tokens/forward")
     bar.update()

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from resispec.engine.bench.draft_eval import forward_seconds
 from resispec.engine.decode.calibration import COST_POINTS, interpolate, lm_grow, measure_costs, sample_continuation
@@ -32,6 +31,7 @@ from resispec.engine.decode.processing import Sampling, draft_probs, target_prob
 from resispec.engine.decode.tree_search import best_tree
 from resispec.engine.drafts.layer_skip import LayerSkipDraft
 from resispec.engine.runtime.compact_lm import CompactLM
+from resispec.progress import Progress
 
 COST_LAYER_COUNTS = (4, 16, 28)
 """Kept-layer counts at which the draft's one-row forward is timed (then fitted linearly)."""
@@ -94,8 +94,8 @@ def search_layers(model, prompts: Sequence[torch.Tensor], new_tokens: int = 32, 
     """Run the search of the module docstring for the target ``model`` on the tokenized ``prompts``."""
     total = model.config.num_hidden_layers
     everything = list(range(total))
-    with tqdm(total=2 * total + len(COST_LAYER_COUNTS) + 1, desc="layer-skip search", unit="set",
-              disable=not progress) as bar:
+    with Progress(total=2 * total + len(COST_LAYER_COUNTS) + 1, desc="layer-skip search", unit="set",
+                  disable=None if progress else True) as bar:
         texts = _Texts(model, prompts, new_tokens, sampling, seed)
         full = texts.acceptance(everything)
         bar.update()

@@ -14,10 +14,7 @@ Run: ``resispec replay --tree 4,2,2,1 --drafting iid --rounds 400 --log /tmp/iid
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
-
-from tqdm import tqdm
 
 from resispec.engine.decode.decoding import Decoder
 from resispec.engine.decode.generation import prompt_ids
@@ -26,6 +23,7 @@ from resispec.engine.drafts.registry import DEFAULT_DRAFT, make_draft, resolve_d
 from resispec.engine.logs.node_log import DEFAULT_KEEP
 from resispec.engine.logs.round_log import LoggingRound, RoundLog
 from resispec.formats.pairs import LoggedPairs
+from resispec.progress import Progress
 
 DRIVERS = {"iid": "traversal", "wor": "traversal_wor", "chain": "block"}
 
@@ -40,8 +38,8 @@ def log_rounds(model, tokenizer, drafting: str, branching: tuple[int, ...], prom
                     "temperature": 1.0,
                     "note": f"resispec replay: tree {','.join(map(str, branching))}, driver {DRIVERS[drafting]}, "
                             f"seed {seed}"})
-    with tqdm(total=rounds, desc=f"rounds ({drafting}, tree {','.join(map(str, branching))})", unit="round",
-              file=sys.stderr) as bar:
+    with Progress(total=rounds, desc=f"rounds ({drafting}, tree {','.join(map(str, branching))})",
+                  unit="round") as bar:
         generation = 0
         while log.rounds < rounds:
             decoder = Decoder(model, draft, DRIVERS[drafting], branching, Sampling(1.0), seed=seed + generation)

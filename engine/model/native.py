@@ -41,7 +41,7 @@ The layers read from the file are cached (``native-q4_1-v2.safetensors`` beside 
 the source file's fingerprint in its metadata, `resispec.engine.model.tensor_cache`; a Q8_0 head's levels and
 scales too): reading the GGUF's header alone
 takes seconds (its 49,152 tokenizer strings). A cache file that cannot be read or does not match is named on
-one line on stderr, discarded and rebuilt (a tqdm bar shows the build).
+one line on stderr, discarded and rebuilt (progress on stderr: ``resispec.progress``).
 
 Supported: Q4_1 decoder linear layers (``attn_q/k/v/output``, ``ffn_gate/up/down``); Q8_0, F16 or F32
 for the embedding / head; F32 norms. Anything else raises one ``ValueError`` naming the tensor, its type
@@ -58,12 +58,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from resispec.engine.model.compute import NATIVE, native_head_of
 from resispec.engine.model.gguf import checkpoint_dir
 from resispec.engine.model.quantize import INT4_LEVELS, Int4Linear
 from resispec.engine.model.tensor_cache import cached_tensors
+from resispec.progress import Progress
 
 if TYPE_CHECKING:
     from gguf import GGUFReader
@@ -201,12 +201,12 @@ def read_layers(gguf_path: Path, config) -> tuple[dict[tuple[int, str], Q4_1Line
     with a progress bar; ValueError for a tensor type the native target does not take (`check_native_types`)."""
     from gguf import GGUFReader  # here: the layers are read once, then cached (`cached_layers`)
 
-    with tqdm(total=2, desc=f"native target: reading {gguf_path.name}", unit="step", disable=None) as bar:
+    with Progress(total=2, desc=f"native target: reading {gguf_path.name}", unit="step") as bar:
         reader = GGUFReader(gguf_path)
         check_native_types(reader, gguf_path)
         bar.update()
         tensors = [t for t in reader.tensors if t.name.startswith("blk.") and t.name.split(".")[2] in LINEAR_LAYERS]
-        bar.total = 2 + len(tensors)
+        bar.set_total(2 + len(tensors))
         layers = {}
         for tensor in tensors:
             parts = tensor.name.split(".")

@@ -31,7 +31,6 @@ from pathlib import Path
 
 import torch
 from torch.nn import functional
-from tqdm import tqdm
 from transformers import PreTrainedModel
 
 from resispec.engine.drafts.feature_draft import FEATURE_WEIGHTS_PATH, FeatureHead, feature_layer
@@ -41,6 +40,7 @@ from resispec.engine.train.distill import Schedule, learning_rate, step_sequence
 from resispec.engine.train.draft_data import Sequences
 from resispec.engine.train.train_draft import PRESETS as DATA_PRESETS
 from resispec.engine.train.train_draft import REPO, load_data, overlap_figure, write_curve
+from resispec.progress import progress
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -179,7 +179,7 @@ def train_feature_draft(target: PreTrainedModel, data: dict[str, Sequences], con
     model = FeatureHead(target, tokens, config.init_layer)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=(0.9, 0.98), weight_decay=0.0)
     curve, best = [], None
-    for step in tqdm(range(config.steps + 1), desc="training the feature draft", unit="step", disable=None):
+    for step in progress(range(config.steps + 1), desc="training the feature draft", unit="step"):
         if step % config.eval_every == 0 or step == config.steps:
             depth1, depth2 = evaluate(model, target, heldout, heldout_log_z)
             curve.append(dict(step=step, heldout_depth1=depth1, heldout_depth2=depth2,

@@ -5,15 +5,24 @@ and a sampling audit. Sampling audits are judged at a Bonferroni-corrected level
 ``alpha = FAMILY_ALPHA / (number of sampling audits of exact verifiers)``, so the chance that any
 exact verifier fails by bad luck is at most ``FAMILY_ALPHA``; controls are judged at the same level.
 
-Verdicts: an exact verifier's row passes iff every exact-law error is <= ``EXACT_TOLERANCE`` and
-every sampling audit passes. A control is *caught* iff some sampling audit rejects it; a control
-whose exact law equals p on every audited pair has nothing to catch there ("no bias here").
-The job succeeds iff every exact row passes and every control with a bias is caught somewhere.
+Power: each sampling audit states the TV from p its chi-square detects with power 0.9 at that level
+(``AuditResult.min_detectable_tv``); a row's *detectable TV* is the largest over its pairs whose law has a
+degree of freedom (a one-point law leaves only impossible tokens to see, which reject whatever n is). The job
+promises to see a bias of ``PROMISED_TV`` on every such pair; a row whose sample cannot (too few samples) has
+tested nothing by sampling.
+
+Verdicts (``resispec.audit.Verdict`` for exact verifiers and for the job): an exact verifier's row is
+``FAIL`` iff some exact-law error exceeds ``EXACT_TOLERANCE`` or some sampling audit rejects, else
+``UNTESTED`` if its detectable TV exceeds ``PROMISED_TV`` (or no pair has a degree of freedom), else
+``PASS``. A control is *caught* iff some sampling audit rejects it; *not caught* if it was not although its
+exact bias on some pair reaches that pair's detectable TV; *too small to see* if its bias stays below the
+detectable TV on every pair; *no bias here* if its exact law equals p on every audited pair. The job is
+``FAIL`` if an exact row fails or a control is not caught, else ``UNTESTED`` if an exact row is untested or
+a control is too small to see or has no bias at any k (``AuditReport.untested_controls``), else ``PASS``.
 
 Nothing tested is an error, never a pass: a row whose every pair is skipped (k beyond the draft's
 support for WOR/top-k drafting, or more candidate tuples than the exact enumeration visits,
-``MAX_TUPLES``) is refused with a ``ValueError`` before any work; a control that shows no bias on any
-audited pair at any k could not be caught, which ``AuditReport.untested_controls`` reports.
+``MAX_TUPLES``) is refused with a ``ValueError`` before any work.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import numpy as np
 
 from resispec.audit.exact import EXACT_TOLERANCE, bound_exact_law
 from resispec.audit.family import FAMILY_ALPHA, bonferroni_level
+from resispec.audit.result import Verdict
 from resispec.audit.sampling import DEFAULT_SAMPLES, bound_sample_audit
 from resispec.bounds import optimal_acceptance
 from resispec.limits import MAX_TUPLES
@@ -34,6 +44,7 @@ from resispec.validation import as_count
 from resispec.verifiers import VERIFIERS, Verifier, get_verifier
 
 DEFAULT_KS = (2, 4)
+PROMISED_TV = 0.1  # the bias from p every sampling audit of the job must detect with power 0.9 (module doc)
 
 
 @dataclass
@@ -48,6 +59,7 @@ class PairOutcome:
     rejected: bool
     acceptance: float
     optimum: float
+    detectable_tv: float  # NaN where the law has no degree of freedom (one point)
 
 
 @dataclass
@@ -72,6 +84,17 @@ class AuditRow:
     @property
     def min_chi2_pvalue(self) -> float:
         return min((o.chi2_pvalue for o in self.outcomes), default=float("nan"))
+
+    @property
+    def detectable_tv(self) -> float:
+        """The largest detectable TV over the pairs with a degree of freedom (NaN if none has one)."""
+        return max((o.detectable_tv for o in self.outcomes if o.detectable_tv == o.detectable_tv),
+                   default=float("nan"))
+
+    @property
+    def powered(self) -> bool:
+        """Whether every sampling audit with a degree of freedom detects ``PROMISED_TV`` (and one has one)."""
+        return self.detectable_tv <= PROMISED_TV
 
     @property
     def mean_acceptance(self) -> float:
@@ -100,18 +123,28 @@ class AuditRow:
         return max(self.outcomes, key=lambda o: o.exact_tv).pair
 
     @property
+    def visible(self) -> bool:
+        """Whether some pair's exact bias reaches what its sampling audit detects with power 0.9 (a pair with no
+        degree of freedom states no such figure, so a bias there is not counted as visible)."""
+        return any(o.exact_tv > EXACT_TOLERANCE and o.exact_tv >= o.detectable_tv for o in self.outcomes)
+
+    @property
     def verdict(self) -> str:
+        """An exact verifier's ``Verdict`` value, or a control's outcome (module doc)."""
         if self.claims_exact:
-            return "FAIL" if self.biased or self.caught else "PASS"
+            return Verdict.of(not (self.biased or self.caught), self.biased or self.caught or self.powered).value
         if self.caught:
             return "caught"
-        return "not caught" if self.biased else "no bias here"
+        if not self.biased:
+            return "no bias here"
+        return "not caught" if self.visible else "too small to see"
 
     def to_dict(self) -> dict:
         record = {key: value for key, value in asdict(self).items() if key != "outcomes"}
         record.update(
             max_exact_error=self.max_exact_error, max_sampled_tv=self.max_sampled_tv,
-            min_chi2_pvalue=self.min_chi2_pvalue, mean_acceptance=self.mean_acceptance,
+            min_chi2_pvalue=self.min_chi2_pvalue, detectable_tv=self.detectable_tv,
+            mean_acceptance=self.mean_acceptance,
             mean_ratio_to_iid_optimum=self.mean_ratio_to_optimum, worst_pair=self.worst_pair,
             verdict=self.verdict, pairs=[asdict(o) for o in self.outcomes],
         )
@@ -129,16 +162,23 @@ class AuditReport:
     seed: int
 
     @property
-    def passed(self) -> bool:
-        exact_ok = all(row.verdict == "PASS" for row in self.rows if row.claims_exact)
+    def verdict(self) -> Verdict:
+        """The job's verdict (module doc); a control counts as caught if some k caught it."""
         by_control: dict[str, list[AuditRow]] = {}
         for row in self.rows:
             if not row.claims_exact:
                 by_control.setdefault(row.verifier, []).append(row)
-        controls_ok = all(
-            any(r.caught for r in rows) or not any(r.biased for r in rows) for rows in by_control.values()
-        )
-        return exact_ok and controls_ok
+        missed = [rows for rows in by_control.values() if not any(r.caught for r in rows)]
+        exact = {row.verdict for row in self.rows if row.claims_exact}
+        if Verdict.FAIL.value in exact or any(any(r.visible for r in rows) for rows in missed):
+            return Verdict.FAIL
+        if Verdict.UNTESTED.value in exact or missed:
+            return Verdict.UNTESTED
+        return Verdict.PASS
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict is Verdict.PASS
 
     @property
     def untested_controls(self) -> list[str]:
@@ -147,9 +187,30 @@ class AuditReport:
         return [name for name in controls
                 if not any(row.biased for row in self.rows if row.verifier == name)]
 
+    @property
+    def untested(self) -> list[str]:
+        """What the job could not test, one short phrase per kind: exact rows whose sample cannot see
+        ``PROMISED_TV``, controls whose bias no sample here could see, controls with no bias at any k."""
+        notes = []
+        rows = [row for row in self.rows if row.verdict == Verdict.UNTESTED.value]
+        if rows:
+            worst = max((row.detectable_tv for row in rows), key=lambda tv: tv if tv == tv else np.inf)
+            seen = "no degree of freedom" if worst != worst else f"detectable TV up to {worst:.2g}"
+            notes.append(f"{len(rows)} exact row(s) cannot see a TV of {PROMISED_TV} ({seen})")
+        controls = dict.fromkeys(row.verifier for row in self.rows if not row.claims_exact)
+        hidden = [name for name in controls if name not in self.untested_controls
+                  and all(row.verdict in ("too small to see", "no bias here")
+                          for row in self.rows if row.verifier == name)]
+        if hidden:
+            notes.append(f"control(s) {', '.join(hidden)}: bias below what the sample detects on every pair")
+        if self.untested_controls:
+            notes.append(f"control(s) {', '.join(self.untested_controls)}: no bias on any audited pair")
+        return notes
+
     def to_dict(self) -> dict:
         return {"suite": self.suite, "samples": self.samples, "seed": self.seed, "alpha": self.alpha,
-                "family_alpha": FAMILY_ALPHA, "passed": self.passed, "untested_controls": self.untested_controls,
+                "family_alpha": FAMILY_ALPHA, "promised_tv": PROMISED_TV, "verdict": self.verdict.value,
+                "passed": self.passed, "untested": self.untested, "untested_controls": self.untested_controls,
                 "rows": [row.to_dict() for row in self.rows]}
 
 
@@ -210,7 +271,7 @@ def run_audit(verifier_names: Sequence[str] | None = None, ks: Sequence[int] = D
             row.outcomes.append(PairOutcome(
                 pair=pair.name, exact_error=law.max_error, exact_tv=law.tv, sampled_tv=result.tv,
                 chi2_pvalue=result.chi2_pvalue, rejected=not result.passed, acceptance=law.acceptance,
-                optimum=optimal_acceptance(pair.p, pair.q, k),
+                optimum=optimal_acceptance(pair.p, pair.q, k), detectable_tv=result.min_detectable_tv,
             ))
         rows.append(row)
         if progress:

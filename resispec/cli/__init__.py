@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 
+from resispec import __version__
 from resispec.cli.arguments import OneLineParser, report_error
 
 COMMAND_MODULES: list[str] = [
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="resispec",
         description="Exact multi-candidate speculative sampling: audits, theory, simulation, decoding.",
     )
+    parser.add_argument("--version", action="version", version=f"resispec {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
@@ -70,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     exit 130: the commands write through ``resispec.formats.atomic``, so an interrupted write leaves
     what was there before.
     """
+    if hasattr(sys.stdout, "reconfigure"):  # each line as it is printed, also into a pipe or a log file
+        sys.stdout.reconfigure(line_buffering=True)
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help (0) or a bad option (2, its one line already printed)

@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from resispec.audit.runner import FAMILY_ALPHA, run_audit
+    from resispec.audit.runner import FAMILY_ALPHA, PROMISED_TV, run_audit
+    from resispec.cli.table import wrap
 
     report = run_audit(args.verifier, args.k, args.suite, args.samples, args.seed,
                        progress=lambda line: print(line, file=sys.stderr, flush=True))
@@ -40,16 +41,17 @@ def run(args: argparse.Namespace) -> int:
         print(strict_json(report.to_dict()))
         return _status(report)
     print(audit_table(report))
-    print(f"\nsuite {report.suite}: {report.samples} samples per sampling audit, seed {report.seed}; "
-          f"chi-square level {report.alpha:.2g} per audit (Bonferroni: {FAMILY_ALPHA} over every sampling "
-          f"audit of an exact verifier); exact-law tolerance 1e-12. Acceptance and its ratio to the i.i.d. "
-          f"optimum are means over the suite pairs.")
+    print("\n" + wrap(
+        f"suite {report.suite}: {report.samples} samples per sampling audit, seed {report.seed}; chi-square level "
+        f"{report.alpha:.2g} per audit (Bonferroni: {FAMILY_ALPHA} over every sampling audit of an exact verifier); "
+        f"exact-law tolerance 1e-12. Detectable TV: the largest TV from p a row's sampling audits detect with power "
+        f"0.9; the audit promises {PROMISED_TV}, UNTESTED beyond. Acceptance and its ratio to the i.i.d. optimum "
+        f"are means over the suite pairs."))
     skipped = sorted({(row.verifier, row.k, name) for row in report.rows for name in row.skipped})
     if skipped:
-        print("skipped (k exceeds the draft's support for WOR/top-k drafting, or the exact enumeration's tuple limit): "
-              + ", ".join(f"{v} k={k} on {name}" for v, k, name in skipped))
-    verdict = "UNTESTED CONTROL" if report.untested_controls else "PASS" if report.passed else "FAIL"
-    print(f"\nverdict: {verdict}")
+        print(wrap("skipped (k exceeds the draft's support for WOR/top-k drafting, or the exact enumeration's tuple "
+                   "limit): " + ", ".join(f"{v} k={k} on {name}" for v, k, name in skipped)))
+    print(f"\nverdict: {report.verdict.value}")
     return _status(report)
 
 
@@ -57,20 +59,22 @@ def audit_table(report) -> str:
     """The table ``resispec audit`` prints: one line per (verifier, k) of an ``AuditReport`` (the README shows it)."""
     from resispec.cli.table import format_table
 
-    headers = ["verifier", "exact?", "drafting", "k", "max exact-law err", "sampled TV", "chi2 p (min)",
-               "acceptance", "acc / iid opt", "worst pair", "verdict"]
+    headers = ["verifier", "exact?", "drafting", "k", "max exact-law err", "sampled TV", "detectable TV",
+               "chi2 p (min)", "acceptance", "acc / iid opt", "worst pair", "verdict"]
     rows = [[row.verifier, "yes" if row.claims_exact else "no (control)", row.drafting, row.k,
-             f"{row.max_exact_error:.1e}", f"{row.max_sampled_tv:.3f}", f"{row.min_chi2_pvalue:.2g}",
+             f"{row.max_exact_error:.1e}", f"{row.max_sampled_tv:.3f}", f"{row.detectable_tv:.3f}",
+             f"{row.min_chi2_pvalue:.2g}",
              f"{row.mean_acceptance:.4f}", f"{row.mean_ratio_to_optimum:.4f}", row.worst_pair, row.verdict]
             for row in report.rows]
     return format_table(headers, rows)
 
 
 def _status(report) -> int:
-    """0 if the audit passed, 1 if it failed, 2 (with one line on stderr) if a control tested nothing."""
-    if report.untested_controls:
-        print(f"resispec audit: error: {', '.join(report.untested_controls)}: no bias on any audited pair, so "
-              "the audit could not test whether it is caught; audit it at a k or suite where it is biased",
-              file=sys.stderr)
+    """0 if the audit passed, 1 if it failed, 2 (with one line on stderr) if it could not test what it promises."""
+    from resispec.audit import Verdict
+
+    if report.verdict is Verdict.UNTESTED:
+        print(f"resispec audit: error: untested: {'; '.join(report.untested)}; raise --samples, or audit a control "
+              "at a k or suite where it is biased", file=sys.stderr)
         return 2
     return 0 if report.passed else 1

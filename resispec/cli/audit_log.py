@@ -35,10 +35,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_audit_log)
 
 
-VERDICTS = {"PASS": "PASS", "FAIL": "REJECTED", "UNTESTED": "UNTESTED"}
-"""How the report words each ``resispec.audit.Verdict``."""
-
-
 def _number(value: float, digits: int = 4) -> str:
     return "-" if value != value else f"{value:.{digits}f}"
 
@@ -53,7 +49,7 @@ def print_report(report: dict) -> None:
     rows = [[r["verifier"] + ("" if r["claims_exact"] else " (control)"), r["nodes"], r["impossible"],
              _pvalue(r["pit"]["pvalue"]), _pvalue(r["pit_ratio"]["pvalue"]),
              _number(r["pit"]["min_detectable_tv"], 3) if r["pit"]["tested"] else "none (untested)",
-             VERDICTS[r["verdict"]]] for r in report["verifiers"]]
+             r["verdict"]] for r in report["verifiers"]]
     print(format_table(["verifier", "nodes", "impossible", "PIT p", "PIT p (ratio order)", "min detectable TV",
                         "verdict"], rows))
     groups = [g for r in report["verifiers"] for g in r["groups"]]
@@ -74,17 +70,16 @@ def print_report(report: dict) -> None:
     if report["skipped"]:
         print(f"skipped {len(report['skipped'])} bad file(s) or row group(s) (--skip-bad)")
     print(f"\n{report['rows']} rows; {report['tests']} tests at level {report['level_per_test']:.2g} each "
-          f"(family-wise {report['alpha']:g}): {VERDICTS[report['verdict']]}")
+          f"(family-wise {report['alpha']:g}): {report['verdict']}")
 
 
 def run_audit_log(args: argparse.Namespace) -> int:
     import os
 
-    from tqdm import tqdm
-
     from resispec.audit import NothingTested, Verdict
     from resispec.audit.pit import MIN_TESTED_VALUES
     from resispec.cli.output import strict_json
+    from resispec.progress import Progress
     from resispec.sim.serving.report import audit_report
     from resispec.sim.serving.runner_local import run_local
     from resispec.sim.serving.runner_ray import run_ray
@@ -95,8 +90,7 @@ def run_audit_log(args: argparse.Namespace) -> int:
     settings = AuditSettings(seed=args.seed, optimum=not args.no_optimum)
     cores = args.workers or os.cpu_count() or 1
     start = time.perf_counter()
-    with tqdm(unit="rows", unit_scale=True, file=sys.stderr, desc="audit-log", mininterval=1.0,
-              disable=None) as bar:
+    with Progress(desc="audit-log", unit="rows", unit_scale=True) as bar:
         if args.engine == "local":
             merged = run_local(args.path, settings, args.workers, args.skip_bad, bar.update)
         else:

@@ -70,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from resispec.audit import Verdict
     from resispec.audit.sampler import SamplerError, audit_sampler
 
     try:
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr)
         return 2
     print(strict_json(report.to_dict()) if args.json else report.format())
-    if report.verdict == "NOT TESTED":
+    if report.verdict is Verdict.UNTESTED:
         print("resispec audit-sampler: error: no test had a degree of freedom, so the audit saw nothing; use more "
               "samples or contexts where the sampler's output varies", file=sys.stderr)
         return 2

@@ -77,7 +77,6 @@ def read_prompts(path: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     import torch
-    from tqdm import tqdm
 
     from resispec.audit import DEFAULT_ALPHA, Verdict
     from resispec.engine.audit.generators import generate_sequences, parse_generator, read_jsonl
@@ -87,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from resispec.engine.decode.processing import Sampling
     from resispec.engine.drafts.registry import DEFAULT_DRAFT
     from resispec.engine.model.models import check_target_compute, load_target, target_config
+    from resispec.progress import Progress, progress
 
     spec = parse_generator(args.generator)
     sampling = Sampling(args.temperature, args.top_k, args.top_p)
@@ -106,8 +106,8 @@ def run(args: argparse.Namespace) -> int:
         prompts = [prompt_ids(tokenizer, message, chat=True) for message in messages]
         generated = generate_sequences(spec, model, prompts, args.sequences, args.max_new_tokens, sampling, args.seed,
                                        draft, args.tree, tokenizer.eos_token_id)
-        sequences = list(tqdm(generated, total=args.sequences, desc="generate", unit="seq", disable=None))
-    with tqdm(total=len(sequences), desc="score", unit="seq", disable=None) as bar:
+        sequences = list(progress(generated, total=args.sequences, desc="generate", unit="seq"))
+    with Progress(total=len(sequences), desc="score", unit="seq") as bar:
         pit = stream_pit(model, sequences, sampling, args.seed, progress=bar.update)
     laws = sorted({law_description(s.sampling) for s in sequences})
     result = audit_pit(pit, "; ".join(laws), alpha)

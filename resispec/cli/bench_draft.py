@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from resispec.engine.model.models import check_target_compute, with_compute
     from resispec.engine.runtime.compact_lm import lm_for
     from resispec.engine.train.train_draft import REPO, first_samples, load_data
+    from resispec.progress import progress
 
     check_target_compute(args.target_compute)
     torch.set_num_threads(args.threads)
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"target ({args.target_compute}): one-row forward {1000 * target_seconds:.1f} ms; "
           f"{len(rows)} held-out positions drawn from {heldout.num_targets}")
     summary = []
-    for name in args.drafts:
+    for name in progress(args.drafts, desc="bench draft", unit="draft"):
         draft = make_draft(name, model)
         p, q, drafts = draft_pairs(target, draft, heldout, rows, p_model)
         overlap = np.minimum(p, q).sum(-1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from resispec.cli.arguments import candidate_count, positive_int, thread_count
 
@@ -28,9 +29,12 @@ def run(args: argparse.Namespace) -> int:
     from resispec.engine.decode.timing import NODE_COUNTS, time_forwards, time_loads, time_node_counts
 
     torch.set_num_threads(args.threads)
+    stage = lambda text: print(f"bench model: {text}", file=sys.stderr, flush=True)  # noqa: E731
     if not args.skip_load:
+        stage("timing the target's first load (GGUF -> cache) and a cached one")
         loads = time_loads()
         print(f"load_target: first (GGUF -> cache) {loads.first_s:.2f} s, cached {loads.cached_s:.2f} s")
+    stage(f"timing the target's and the drafts' forwards, median of {args.repeats}")
     times = time_forwards(args.prompt_len, args.branching, args.draft_layers, args.repeats)
     print(f"on a cached prompt of {times.prompt_len} tokens, {args.threads} threads, median of {args.repeats}:")
     print(f"  target, 1 token:            {1e3 * times.target_token_s:7.1f} ms")
@@ -40,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         levels = times.draft_levels_s[label]
         print(f"  {label + ', 1 token:':27s} {1e3 * seconds:7.1f} ms"
               f"  ({seconds / times.target_token_s:.2f} x target); levels of the tree: {1e3 * levels:7.1f} ms")
+    stage("timing the forward per node count")
     nodes = time_node_counts(args.node_counts or NODE_COUNTS, args.prompt_len, args.repeats)
     print("\nforward cost per node count (chain of n nodes on the cached prompt), ms, one run:")
     print(format_table(

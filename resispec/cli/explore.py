@@ -24,4 +24,6 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as error:
         raise ValueError(f"needs the explore extra (pip install 'resispec[explore]'): {error}") from None
     serve(args.host, args.port, not args.no_browser)
-    return 0
+    # serve returns only once the server stopped, on Ctrl-C (the server catches the interrupt itself): end as
+    # every command ends on Ctrl-C, with one line and exit 130 (resispec.cli.main)
+    raise KeyboardInterrupt

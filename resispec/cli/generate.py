@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from resispec.cli.arguments import (
     check_device,
@@ -83,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from resispec.engine.decode.processing import Sampling
     from resispec.engine.drafts.registry import DEFAULT_DRAFT, reads_only_target_weights
+    from resispec.engine.model.first_run import first_run, first_run_notice
     from resispec.engine.model.models import check_target_compute, fastest_target_compute, load_target
 
     request = GenerationRequest(
@@ -98,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     check_target_compute(compute, args.device, dtype, args.target)
     check_request_fits(request, args.target)
     torch.set_num_threads(args.threads)
+    if args.target is None and first_run():
+        print(first_run_notice(), file=sys.stderr, flush=True)
     transformers_free = args.verifier == AUTOREGRESSIVE or reads_only_target_weights(request.draft)
     model, tokenizer = load_target(device=args.device, dtype=dtype, path=args.target, compute=compute,
                                    transformers_free=transformers_free)

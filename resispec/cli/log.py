@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from resispec.cli.arguments import (
@@ -72,14 +71,14 @@ def run_convert(args: argparse.Namespace) -> int:
 
 
 def run_synth(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from resispec.sim.serving.synth import SynthSpec, synth
 
     spec = SynthSpec(rows=args.rows, verifier=args.verifier, k=args.k, kept=args.kept, family=args.family,
                      seed=args.seed, rows_per_file=args.rows_per_file, rows_per_group=args.rows_per_group,
                      first_node_id=args.first_node_id)
-    with tqdm(total=spec.rows, unit="rows", unit_scale=True, file=sys.stderr, desc="synth", disable=None) as bar:
+    from resispec.progress import Progress
+
+    with Progress(total=spec.rows, desc="synth", unit="rows", unit_scale=True) as bar:
         files = synth(spec, Path(args.out), args.workers, bar.update)
     print(f"wrote {len(files)} file(s) under {args.out}")
     return 0

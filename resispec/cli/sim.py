@@ -8,6 +8,7 @@ import sys
 
 from resispec.cli.arguments import candidate_count, nonneg_seed, output_dir, positive_int
 from resispec.cli.output import strict_json
+from resispec.cli.table import WIDTH, fixed, format_table, wrap
 
 SOURCE_HELP = (
     "a pair source (repeatable): dirichlet:alpha=1,V=256[,mix=0]; zipf:s=1.1,V=256,head=16,mode=permute|perturb"
@@ -103,16 +104,11 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _number(value: float, digits: int = 4) -> str:
-    """``value`` to ``digits`` decimals; '-' for NaN (not defined or not computed)."""
-    return "-" if value != value else f"{value:.{digits}f}"
-
-
 def _interval(record: dict, key: str) -> str:
     low, high = record[f"{key}_ci"]
     if record[key] != record[key]:
         return "-"
-    return f"{record[key]:.4f} [{low:.4f}, {high:.4f}]"
+    return f"{fixed(record[key])} [{fixed(low)}, {fixed(high)}]"
 
 
 def _verifier(record: dict) -> str:
@@ -120,23 +116,24 @@ def _verifier(record: dict) -> str:
 
 
 def _summary_table(records: list[dict]) -> str:
-    from resispec.cli.table import format_table
 
     rows = [[r["source"], _verifier(r), r["k"], _interval(r, "acceptance"),
-             f"{r['optimum']:.4f} ({r['optimum_kind']})", _number(r["ratio_to_optimum"]), _interval(r, "share_of_gap"),
-             _number(r["iid_optimum"]), _number(r["sequential_optimum"]), _number(r["wor_optimum"]),
-             _number(r["sequential_wor_optimum"]), r["method"]] for r in records]
+             f"{fixed(r['optimum'])} ({r['optimum_kind']})", fixed(r["ratio_to_optimum"]), _interval(r, "share_of_gap"),
+             fixed(r["iid_optimum"]), fixed(r["sequential_optimum"]), fixed(r["wor_optimum"]),
+             fixed(r["sequential_wor_optimum"]), r["method"]] for r in records]
     return format_table(["source", "verifier", "k", "acceptance [95% CI]", "optimum (drafting)", "ratio",
-                         "gap share [95% CI]", "iid opt", "seq opt", "alpha*-WOR", "seq WOR opt", "method"], rows)
+                         "gap share [95% CI]", "iid opt", "seq opt", "alpha*-WOR", "seq WOR opt", "method"], rows,
+                        WIDTH, keys=3)
 
 
 def _gain_table(records: list[dict]) -> str:
     """Per-pair gain over resispec: the mean, and the largest with its row."""
-    from resispec.cli.table import format_table
 
-    rows = [[r["source"], _verifier(r), r["k"], f"{r['gain_over_resispec']:+.4f}",
-             f"{r['max_gain_over_resispec']:+.4f}", r["max_gain_row"]] for r in records if r["verifier"] != "resispec"]
-    return format_table(["source", "verifier", "k", "mean gain over resispec", "largest per-pair gain", "row"], rows)
+    rows = [[r["source"], _verifier(r), r["k"], fixed(r["gain_over_resispec"], sign=True),
+             fixed(r["max_gain_over_resispec"], sign=True), r["max_gain_row"]]
+            for r in records if r["verifier"] != "resispec"]
+    return format_table(["source", "verifier", "k", "mean gain over resispec", "largest per-pair gain", "row"], rows,
+                        WIDTH, keys=3)
 
 
 def _files(files: dict) -> dict[str, str]:
@@ -156,7 +153,6 @@ def _explore(explore, write, out: str):
 
 
 def run_drift(args: argparse.Namespace) -> int:
-    from resispec.cli.table import format_table
     from resispec.sim.explorer import DEFAULT_SOURCES, run_drift
     from resispec.sim.report import write_drift
 
@@ -171,17 +167,16 @@ def run_drift(args: argparse.Namespace) -> int:
     for key, what in (("conditional_acceptance", "P(accept candidate i | 1..i-1 rejected)"),
                       ("residual_tv", "TV(residual after i-1 rejections, proposal of candidate i)")):
         rows = [[r["source"], _verifier(r) + ("" if r["sequential"] else " (one selection step)"),
-                 *(_number(step[key], 3) for step in r["curve"]), *["-"] * (result.k - len(r["curve"]))]
+                 *(fixed(step[key], 3) for step in r["curve"]), *["-"] * (result.k - len(r["curve"]))]
                 for r in records]
         print(f"\n{what}:")
-        print(format_table(["source", "verifier", *steps], rows))
-    print(NOTE)
+        print(format_table(["source", "verifier", *steps], rows, WIDTH, keys=2))
+    print("\n" + wrap(NOTE.strip()))
     print("wrote: " + ", ".join(files.values()))
     return 0
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from resispec.cli.table import format_table
     from resispec.sim.explorer import DEFAULT_SOURCES, run_compare
     from resispec.sim.report import write_compare
     from resispec.sim.tree import parse_shape
@@ -200,8 +195,9 @@ def run_compare(args: argparse.Namespace) -> int:
              _interval(t, "accepted_replay"), t["replay_starts"]] for t in tree]
     print(f"\naccepted tokens per target forward, tree {args.tree} ({tree[0]['nodes']} drafted nodes; "
           "tokens per forward = accepted + 1):")
-    print(format_table(["source", "verifier", "analytic (stationary)", "replay over chains [95% CI]", "starts"], rows))
-    print(NOTE)
+    print(format_table(["source", "verifier", "analytic (stationary)", "replay over chains [95% CI]", "starts"], rows,
+                       WIDTH, keys=2))
+    print("\n" + wrap(NOTE.strip()))
     print("wrote: " + ", ".join(files.values()))
     return 0
 

@@ -3,7 +3,8 @@
 - ``pairs``: logged distribution pairs, ``resispec-pairs/1`` (``.npz``; what the engine logs and the
   simulator reads).
 - ``nodes``: logged verified nodes, ``resispec-nodes/1`` (Parquet; needs ``pyarrow``, the ``sim`` extra, so
-  it is imported on use, not here).
+  it is imported on use, not here): the schema and batches (``nodes``), the writer (``node_writer``) and the
+  one reader (``node_reader``).
 - ``stats``: estimates with 95 % intervals over pairs (means, pooled ratios, standard errors).
 
 They sit in the core so that ``sim`` and ``engine`` are siblings on it, neither importing the other.

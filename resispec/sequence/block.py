@@ -13,7 +13,7 @@ node i (0 < i < g) with ``h_i = r_i / (1 - s_i)``, the root always (``h_0 = 1``)
 accepted ends the path. The emitted token is drawn from ``p_g`` at the leaf, from ``norm(R_i)`` at
 node i < g.
 
-Why exact (theory/block.py): given ``x_<=i``, the chain is still alive at node i with probability
+Why exact (theory/sequence/block.py): given ``x_<=i``, the chain is still alive at node i with probability
 ``w_i``, and the mass flowing from node i into token y, alive at ``x_<=i y`` (``min(q_i(y), w_i p_i(y))``)
 plus stopped at i emitting y (``(w_i p_i(y) - q_i(y))+``), is ``w_i p_i(y)``: flow proportional to
 p at every prefix, which is sequence-level exactness. Why optimal: any exact verifier's alive mass

@@ -15,7 +15,7 @@ to its parent), any other token y ends the round at v emitting y. A leaf entered
 succeeds with probability w and emits the bonus token from ``p_leaf``. The root is entered with
 w = 1 (no ⊥ mass), so it never fails.
 
-Why exact (theory/block.py): induction over subtrees. A subtree entered with weight a succeeds with
+Why exact (theory/sequence/block.py): induction over subtrees. A subtree entered with weight a succeeds with
 probability a on average over its drafting and sends mass ``a p(y | c)`` into each next token y
 (alive at a child y, or stopped emitting y). Its success is independent of the later siblings'
 drafting, so the node rule, exact for ``(p'_v, q'_v)`` whatever way its acceptance coins are tossed,

@@ -20,7 +20,7 @@ Quantities needed: p at every node, the draft law at every internal node, the dr
 chain the rule is block verification (``resispec.sequence.block``); at a single level it is rrs
 (i.i.d.) or rrs_wor (without replacement).
 
-Why exact (theory/block.py, theory/traversal.py): by induction over subtrees, a subtree traversed with
+Why exact (theory/sequence/block.py, theory/sequence/traversal.py): by induction over subtrees, a subtree traversed with
 weight w succeeds with probability w on average over its drafting, and the mass it sends into each
 next token y (alive at the child y, or stopped emitting y) is ``w pi(y)``. A child's failure is
 independent of its later siblings' drafting, so the update (the remaining mass ``R`` out of the

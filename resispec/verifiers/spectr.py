@@ -5,7 +5,7 @@
 and ``rho beta = g(rho)`` rises with rho). Every candidate is accepted with probability
 ``min(1, p(x)/(rho* q(x)))``; all rejected: emit from
 ``norm(p - min(q, p/rho*) (1 - (1 - beta)^k) / beta)``, non-negative when the predicate holds (and
-only then, provided some token has ``0 < p <= rho q``; theory/spectr.py). Exact. For k >= 2 it is a
+only then, provided some token has ``0 < p <= rho q``; theory/spectr/spectr.py). Exact. For k >= 2 it is a
 feasible point of the sequential LP but not a resispec threshold schedule, so resispec accepts at
 least as much. Acceptance (closed form) ``1 - (1 - beta)^k``.
 """

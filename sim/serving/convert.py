@@ -20,11 +20,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from resispec.formats.node_reader import read_metadata, read_unit, units
+from resispec.formats.node_writer import nodes_table, write_nodes
 from resispec.formats.nodes import SchemaError, check_schema
 from resispec.formats.pairs import FORMAT as NPZ_FORMAT
 from resispec.formats.pairs import logged_pairs, read_logged, write_logged
 from resispec.sim.serving.defaults import ROWS_PER_GROUP
-from resispec.sim.serving.io import nodes_table, write_nodes
 from resispec.verifiers import VERIFIERS
 
 

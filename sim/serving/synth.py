@@ -23,8 +23,8 @@ import numpy as np
 
 from resispec.formats.atomic import staged_directory
 from resispec.formats.node_reader import MANIFEST, write_manifest
+from resispec.formats.node_writer import nodes_table, write_nodes
 from resispec.sim.serving.defaults import ROWS_PER_GROUP, SYNTH_FAMILY, SYNTH_K, SYNTH_KEPT, SYNTH_ROWS_PER_FILE
-from resispec.sim.serving.io import nodes_table, write_nodes
 from resispec.sim.serving.pool import worker_pool
 from resispec.sim.sources import parse_source
 from resispec.validation import as_count

@@ -13,23 +13,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from resispec import theory
-from resispec.theory.arith import Exact, normalise
-from resispec.theory.exact import Instance
-from resispec.theory.iid_optimum import alpha_star
+from resispec.theory.bounds.iid_optimum import alpha_star
+from resispec.theory.common.arith import Exact, normalise
+from resispec.theory.common.exact import Instance
+from resispec.theory.common.sequential import audit, emit, exactness_problems
+from resispec.theory.common.symbolic import by_cases, region_search
+from resispec.theory.controls.resispec_paper import CE, PaperRule, even, reconstruction
 from resispec.theory.registry import Outcome, Theorem
+from resispec.theory.rejection.rrs_wor import SPSChainWOR
+from resispec.theory.rejection.sps import SIGN_CASES, SPSChain
 from resispec.theory.report import DOCS_PATH, render, run_all, run_one
-from resispec.theory.resispec import ResiSpec
-from resispec.theory.resispec import cases as resispec_cases
-from resispec.theory.resispec_paper import CE, PaperRule, even, reconstruction
-from resispec.theory.rrs_wor import SPSChainWOR
-from resispec.theory.schedule import Curve, from_thresholds, schedule
-from resispec.theory.seqlp import certificate_problems
-from resispec.theory.sequential import audit, emit, exactness_problems
-from resispec.theory.spectr import SpecTr, rho_star
-from resispec.theory.sps import SIGN_CASES, SPSChain
-from resispec.theory.symbolic import by_cases, region_search
-from resispec.theory.topk import TopK
-from resispec.theory.tree import BIASED_RULE, Model, tree_law
+from resispec.theory.resispec.resispec import ResiSpec
+from resispec.theory.resispec.resispec import cases as resispec_cases
+from resispec.theory.resispec.schedule import Curve, from_thresholds, schedule
+from resispec.theory.resispec.seqlp import certificate_problems
+from resispec.theory.sequence.tree import BIASED_RULE, Model, tree_law
+from resispec.theory.spectr.spectr import SpecTr, rho_star
+from resispec.theory.topk.topk import TopK
 
 P, Q = sp.symbols("p q", positive=True)
 GENERIC = Instance((F(1, 2), F(1, 3), F(1, 6)), (F(1, 6), F(1, 3), F(1, 2)), 2)

@@ -1,4 +1,4 @@
-"""resispec.theory.pooled: its checkers catch broken plans, and its exact plan agrees with the float one."""
+"""resispec.theory.pooled.pooled: its checkers catch broken plans, and its exact plan agrees with the float one."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-from resispec.theory.exact import Instance
-from resispec.theory.pooled import (
+from resispec.theory.common.exact import Instance
+from resispec.theory.pooled.pooled import (
     bound_problems,
     canonical_law,
     certificate_problems,
@@ -23,7 +23,7 @@ from resispec.theory.pooled import (
     tight_cut_problems,
     uniform_problems,
 )
-from resispec.theory.pooling import build, interval_law, level, pooled_law, selection_given
+from resispec.theory.pooled.pooling import build, interval_law, level, pooled_law, selection_given
 
 # H* = the two lowest ratios, with pools in both blocks.
 P_ = (F(1, 20), F(2, 5), F(1, 10), F(3, 10), F(3, 20))
@@ -144,7 +144,7 @@ def _verify_against_f(inst: Instance):
 
 def test_theorem_checks_fail_on_broken_plans(monkeypatch):
     """The registered checks themselves (not only the helpers) report FAIL when the plans are broken."""
-    from resispec.theory import pooled
+    from resispec.theory.pooled import pooled
 
     monkeypatch.setattr(pooled, "plan_of", _double_first_pool)
     monkeypatch.setattr(pooled, "law_of", lambda inst: pooled_law(_double_first_pool(inst)))
@@ -203,7 +203,7 @@ def test_exact_plan_matches_the_float_plan(inst: Instance):
 @pytest.mark.parametrize("inst", [i for _, i in enumeration_cases()[::3] if same_ranks(i)], ids=str)
 def test_float_conditional_selection_law_matches_the_exact_integral(inst: Instance):
     """``resispec.verifiers.pooled.plan.selection_probabilities`` (Gauss-Legendre, per candidate) against the
-    exact per-candidate integral of ``resispec.theory.pooling.selection_given``, for every candidate multiset."""
+    exact per-candidate integral of ``resispec.theory.pooled.pooling.selection_given``, for every candidate multiset."""
     from resispec.verifiers.pooled.plan import selection_probabilities
 
     exact, plan = build(inst.p, inst.q, inst.k), float_plan(inst)

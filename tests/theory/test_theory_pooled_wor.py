@@ -1,11 +1,11 @@
-"""resispec.theory.pooled_wor: its checks reject what they must (an unachievable law, a wrong race value)."""
+"""resispec.theory.pooled_wor.pooled_wor: its checks reject what they must (an unachievable law, a wrong race value)."""
 
 from __future__ import annotations
 
 from fractions import Fraction as F
 
-from resispec.theory.exact import from_weights
-from resispec.theory.pooled_wor import (
+from resispec.theory.common.exact import from_weights
+from resispec.theory.pooled_wor.pooled_wor import (
     all_in,
     greedy_order,
     greedy_vertex,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from resispec.theory import seqlp_lemmas as lemmas
+from resispec.theory.resispec import seqlp_lemmas as lemmas
 
 
 def test_every_lemma_holds() -> None:

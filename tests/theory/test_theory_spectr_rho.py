@@ -7,8 +7,8 @@ import dataclasses
 
 import sympy as sp
 
-from resispec.theory import spectr
-from resispec.theory.exact import from_weights
+from resispec.theory.common.exact import from_weights
+from resispec.theory.spectr import spectr
 
 P, Q, K = from_weights(5, 3, 2), from_weights(2, 3, 5), 3
 

@@ -7,8 +7,15 @@ from fractions import Fraction
 
 import pytest
 
-from resispec.theory.tree import BIASED_RULE, ENGINE_SCHEMES, NODE_RULES, Model
-from resispec.theory.tree_joint import SCHEMES, SHARED_BY_LEVEL, SHARING, decision_law, drafted_trees, round_law
+from resispec.theory.sequence.tree import BIASED_RULE, ENGINE_SCHEMES, NODE_RULES, Model
+from resispec.theory.sequence.tree_joint import (
+    SCHEMES,
+    SHARED_BY_LEVEL,
+    SHARING,
+    decision_law,
+    drafted_trees,
+    round_law,
+)
 
 MODEL = Model(3, 2, seed=5)
 

@@ -1,4 +1,5 @@
-"""resispec.theory.resispec_wor: its checkers catch broken rules, plans and duals, and its exact plan, law and
+"""resispec.theory.resispec_wor.resispec_wor: its checkers catch broken rules, plans and duals, and its exact plan,
+law and
 certificate agree with the float code."""
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from hypothesis import strategies as st
 
 from resispec.audit import exact_law
 from resispec.bounds_wor import sequential_optimum_wor_lp
-from resispec.theory.arith import Exact, normalise
-from resispec.theory.exact import Instance
-from resispec.theory.resispec_wor import (
+from resispec.theory.common.arith import Exact, normalise
+from resispec.theory.common.exact import Instance
+from resispec.theory.common.sequential import audit, emit
+from resispec.theory.resispec_wor.resispec_wor import (
     BELOW_RRS_WOR,
     WORKED,
     FirstTargets,
@@ -31,11 +33,10 @@ from resispec.theory.resispec_wor import (
     step_defect,
     worked_example_problems,
 )
-from resispec.theory.resispec_wor import (
+from resispec.theory.resispec_wor.resispec_wor import (
     Q_ as Q,
 )
-from resispec.theory.sequential import audit, emit
-from resispec.theory.wor_lp import (
+from resispec.theory.resispec_wor.wor_lp import (
     Dual,
     certificate,
     certificate_problems,
@@ -44,7 +45,15 @@ from resispec.theory.wor_lp import (
     primal_problems,
     rule_masses,
 )
-from resispec.theory.wor_shaping import Plan, ResiSpecWOR, from_accepted, latest_first, plan_of, roots, without
+from resispec.theory.resispec_wor.wor_shaping import (
+    Plan,
+    ResiSpecWOR,
+    from_accepted,
+    latest_first,
+    plan_of,
+    roots,
+    without,
+)
 from resispec.verifiers.resispec_wor.plan import latest_first_plan
 
 FLOAT = 1e-12
@@ -156,7 +165,7 @@ def test_roots_form_an_interval_only_when_every_root_accepts_everything():
 def test_an_infeasible_dual_is_caught(plan):
     dual = certificate(plan)
     assert not dual_problems(Q_, dual)
-    R, Z, I = classes(plan)  # noqa: E741 (the classes R, Z, I of theory/wor_lp.py)
+    R, Z, I = classes(plan)  # noqa: E741 (the classes R, Z, I of theory/resispec_wor/wor_lp.py)
     low = replace(dual, lam=tuple(v - F(1, 10) if y in I else v for y, v in enumerate(dual.lam)))
     assert any("column" in m for m in dual_problems(Q_, low))
     no_nu = replace(dual, nu={x: F(0) for x in dual.nu})
@@ -249,7 +258,7 @@ def test_instance_sets_cover_the_corners():
 
 
 def test_an_exact_rule_can_have_cancelling_defects():
-    from resispec.theory.resispec_wor import CANCELLING, cancelling_problems, step_defect
+    from resispec.theory.resispec_wor.resispec_wor import CANCELLING, cancelling_problems, step_defect
 
     problems, defects = cancelling_problems()
     assert problems == []
@@ -259,7 +268,7 @@ def test_an_exact_rule_can_have_cancelling_defects():
 
 
 def test_the_cancelling_check_fails_when_the_defects_do_not_cancel(monkeypatch):
-    import resispec.theory.resispec_wor as wor
+    import resispec.theory.resispec_wor.resispec_wor as wor
 
     monkeypatch.setattr(wor, "LOWERED_ACCEPTANCE", F(15, 16))  # undo one of the two changes
     problems, _ = wor.cancelling_problems()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from resispec.theory import wor_k2_lemmas as lemmas
+from resispec.theory.resispec_wor import wor_k2_lemmas as lemmas
 
 
 def test_every_case_lemma_holds() -> None:

@@ -5,7 +5,7 @@
     emits [p] exactly, accepts token [y] with mass [q(y) a(y) <= min(p(y), q(y))]: at most [q(y)] because
     [a <= 1], at most [p(y)] because the rejection branch adds non-negative mass. Summing, its
     acceptance is at most [sum_y min(p, q)], which sps attains ([sps_acceptance_TV]). Python:
-    [theory/sps.py] (Theorem [sps.exact]: acceptance [1 - TV]). *)
+    [theory/rejection/sps.py] (Theorem [sps.exact]: acceptance [1 - TV]). *)
 
 From mathcomp Require Import all_ssreflect all_algebra.
 From ResiSpec Require Import Sequential Sps.

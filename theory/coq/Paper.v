@@ -4,7 +4,7 @@
     Step: sps acceptance [min(1, r(x)/q(x))]; after rejecting [x0] the rule sets the budget
     [Z = q(x0) - r(x0)], reserves [res(x0) = 0], [res(i) = min(Z q(i), r(i))], pours the deficit
     [Z - sum res] onto [i <> x0] in descending [q(i)] up to [r(i) - res(i)], and continues from
-    [norm(res)].  Python: [theory/resispec_paper.py] ([reconstruction], [PaperRule], [CE]). *)
+    [norm(res)].  Python: [theory/controls/resispec_paper.py] ([reconstruction], [PaperRule], [CE]). *)
 
 From mathcomp Require Import all_ssreflect all_algebra.
 From ResiSpec Require Import Sequential Sps.
@@ -41,7 +41,7 @@ Definition paper := Rule (fun _ : T -> R => q) (fun r => sps_accept r q)
 
 End Paper.
 
-(** The counterexample of [theory/resispec_paper.py]: [p = (2/5, 3/10, 3/10)], [q = (3/5, 3/10, 1/10)],
+(** The counterexample of [theory/controls/resispec_paper.py]: [p = (2/5, 3/10, 3/10)], [q = (3/5, 3/10, 1/10)],
     one candidate.  Only token 0 can be rejected; the rule's residual after that is
     [norm(0, 9/50, 1/50)], and token 1 is emitted with probability [12/25], not [3/10]. *)
 Definition ce_p (i : 'I_3) : rat := nth 0 [:: 2%:R / 5%:R; 3%:R / 10%:R; 3%:R / 10%:R] i.

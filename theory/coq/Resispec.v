@@ -4,7 +4,7 @@
     With [m_j = min(p, T_j q)] ([T_{k+1} = 0]), [g_j = sum m_j], [z = sum (p - T_1 q)+] and the reach
     probability [R_j = z + g_j], step [j] accepts candidate [x ~ q] with
     [a_j(x) = (m_j(x) - m_{j+1}(x)) / (R_j q(x))]; after [k] rejections it emits [norm((p - T_1 q)+)].
-    The state is the step index.  Python: [theory/resispec.py] ([ResiSpec]), verifier [resispec].
+    The state is the step index.  Python: [theory/resispec/resispec.py] ([ResiSpec]), verifier [resispec].
     Indices here are 0-based: [th 0] is [T_1]. *)
 
 From mathcomp Require Import all_ssreflect all_algebra.

@@ -6,9 +6,9 @@
     [A(x)/d(x)]; on rejection the run continues from [(r_x, d_{-x}, n - 1)] with
     [r_x = Pi(x, .) a_2 + (1 - <Pi(x, .), a_2>) f / Z], where [s = d - A], [Pi(x, y) = d_{-x}(y)],
     [C(y) = sum_x s(x) Pi(x, y)], [a_2 = min(1, (r - A)/C)] (1 where [C = 0]), [f = r - A - a_2 C],
-    [Z = sum f].  With [n = 1] it is the sps step of rrs_wor.  Python: [theory/wor_shaping.py]
+    [Z = sum f].  With [n = 1] it is the sps step of rrs_wor.  Python: [theory/resispec_wor/wor_shaping.py]
     ([ResiSpecWOR], any planner), verifier [resispec_wor]; the latest-first plan is one admissible
-    [A] ([theory/resispec_wor.py], [resispec_wor.k2_plan]). *)
+    [A] ([theory/resispec_wor/resispec_wor.py], [resispec_wor.k2_plan]). *)
 
 From mathcomp Require Import all_ssreflect all_algebra.
 From mathcomp Require Import ring.

@@ -2,7 +2,7 @@
 
     State: (current target [r_i], current draft [q_i]); step [i] is sps of [x_i ~ q_i] against [r_i];
     on rejection [r_{i+1} = norm((r_i - q_i)+)] and [q_{i+1}] is [q_i] with [x_i] removed and
-    renormalised.  Python: [theory/rrs_wor.py] ([SPSChainWOR]), verifier [rrs_wor]. *)
+    renormalised.  Python: [theory/rejection/rrs_wor.py] ([SPSChainWOR]), verifier [rrs_wor]. *)
 
 From mathcomp Require Import all_ssreflect all_algebra.
 From mathcomp Require Import ring.

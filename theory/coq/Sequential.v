@@ -11,7 +11,7 @@
     The generic theorem: if every state a run can reach satisfies the kernel identity
     [sum_x draft(x) (1 - accept(x)) target(next x) = target - draft * accept] (and the final states
     emit their target), the verifier emits its target.  The converse holds state by state when the
-    continuations are exact ([law_defect]), but not globally (see [theory/resispec_wor.py]). *)
+    continuations are exact ([law_defect]), but not globally (see [theory/resispec_wor/resispec_wor.py]). *)
 
 From mathcomp Require Import all_ssreflect all_algebra.
 From mathcomp Require Import ring.

@@ -1,7 +1,7 @@
 (** * sps and rrs (i.i.d. candidates): exact for every finite token type and every [k].
 
     Step: candidate [x ~ q] accepted with [min(1, r(x)/q(x))]; on rejection the target becomes
-    [norm((r - q)+)]; after [k] rejections emit the target.  Python: [theory/sps.py] ([SPSChain]),
+    [norm((r - q)+)]; after [k] rejections emit the target.  Python: [theory/rejection/sps.py] ([SPSChain]),
     verifier [resispec.verifiers] [sps] / [rrs]. *)
 
 From mathcomp Require Import all_ssreflect all_algebra.

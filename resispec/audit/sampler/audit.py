@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from resispec.audit.family import FAMILY_ALPHA, bonferroni_level
 from resispec.audit.sampler.acceptance import candidate_share, depth_law
@@ -54,6 +53,7 @@ from resispec.audit.sampler.statistics import (
 from resispec.audit.sampling import DEFAULT_SAMPLES
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.processing import Processing
+from resispec.progress import progress
 from resispec.sequence import get_round_verifier
 from resispec.validation import as_count
 from resispec.verifiers import get_verifier
@@ -78,7 +78,8 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
     ``drafting``: iid, wor or topk (the claimed drafting rule); ``rule``: a zoo verifier name (node) or a round
     verifier name (chain, tree; zoo names verify node by node) whose exact acceptance is tested, with the same
     drafting; ``pairs`` (node) / ``families`` (chain, tree): the contexts, by default every suite pair / every
-    chain family; ``samples`` per context. ``progress``: a tqdm bar over the calls (None: only on a terminal).
+    chain family; ``samples`` per context. ``progress``: report the calls on stderr (``resispec.progress``; None:
+    a bar on a terminal, a line every 10 s elsewhere).
     ``ValueError`` naming the argument on bad options; ``SamplerError`` (a ``ValueError``) when ``fn`` raises,
     hangs or returns outside the contract.
     """
@@ -148,7 +149,7 @@ class _Runner:
         out = np.empty(self.output_shape(count), dtype=np.int64)
         clean, path = np.zeros(count, dtype=bool), np.zeros(count, dtype=np.int64)
         disable = {True: False, False: True}.get(self.progress)
-        for batch in tqdm(batches, desc=f"audit-sampler {self.contract.level}", unit="call", disable=disable):
+        for batch in progress(batches, desc=f"audit-sampler {self.contract.level}", unit="call", disable=disable):
             out[batch.rows], clean[batch.rows], path[batch.rows] = self.call(rows.take(batch.rows), batch.seeds,
                                                                             self.log)
             self.sizes[batch.rows.size] += 1

@@ -2,15 +2,15 @@
 
 Verdict: ``PASS`` iff some test had a degree of freedom, no test rejects at the family's Bonferroni level
 (``resispec.audit.family``), the output contract holds on every row, and no edge probe broke it;
-``REJECTED`` otherwise; ``NOT TESTED`` (never a pass) when no test had a degree of freedom and nothing was
-rejected.
+``FAIL`` otherwise; ``UNTESTED`` (never a pass) when no test had a degree of freedom and nothing was
+rejected: ``resispec.audit.Verdict``, the one vocabulary of every audit.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from resispec.audit.result import AuditResult
+from resispec.audit.result import AuditResult, Verdict
 from resispec.audit.sampler.checks import ContractLog
 
 
@@ -103,19 +103,18 @@ class SamplerReport:
         return any(test.tested for test in self.tests)
 
     @property
-    def verdict(self) -> str:
-        if self.rejected_tests or not self.output.clean or self.edge_violations:
-            return "REJECTED"
-        return "PASS" if self.tested else "NOT TESTED"
+    def verdict(self) -> Verdict:
+        failed = bool(self.rejected_tests or not self.output.clean or self.edge_violations)
+        return Verdict.of(not failed, failed or self.tested)
 
     @property
     def passed(self) -> bool:
-        return self.verdict == "PASS"
+        return self.verdict is Verdict.PASS
 
     def to_dict(self) -> dict:
         return {"contract": self.contract, "level": self.level, "rule": self.rule, "samples": self.samples,
                 "seed": self.seed, "family_alpha": self.family_alpha, "alpha_per_test": self.level_alpha,
-                "verdict": self.verdict, "passed": self.passed,
+                "verdict": self.verdict.value, "passed": self.passed,
                 "rejected": [f"{t.name}, {t.context}" for t in self.rejected_tests],
                 "output_contract": self.output.to_dict(), "coverage": self.coverage,
                 "tests": [test.to_dict() for test in self.tests], "edges": [e.to_dict() for e in self.edges],
@@ -148,5 +147,5 @@ class SamplerReport:
             lines.append(f"edge u = {edge.edge}: {reached}{unforced} -> {found}")
         if self.skipped:
             lines.append("skipped: " + "; ".join(self.skipped))
-        lines.append(f"\nverdict: {self.verdict}")
+        lines.append(f"\nverdict: {self.verdict.value}")
         return "\n".join(lines)

@@ -7,7 +7,7 @@ With the schedule ``T_1 >= ... >= T_k >= T_{k+1} = 0``, ``R_j = 1 - g(T_1) + g(T
 proportional to ``(p - T_1 q)+ + min(p, T_{j+1} q)``: draft-shaped mass kept for later candidates.
 Exact for any thresholds with ``T_j - T_{j+1} <= R_j``; the schedule makes them tight, and its
 acceptance equals the optimum of the sequential LP for every V and k (an LP-duality proof with an
-explicit dual built from the schedule: theory/resispec.py, docs/theory.md). Acceptance (closed
+explicit dual built from the schedule: theory/resispec/resispec.py, docs/theory.md). Acceptance (closed
 form) ``g(T_1) = 1 - z``, at least rrs's and spectr's, at most the i.i.d. optimum.
 """
 

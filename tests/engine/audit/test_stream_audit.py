@@ -198,3 +198,22 @@ def test_the_cli_on_two_tokens_says_untested_and_exits_2(tiny_models, tmp_path, 
     assert "verdict: UNTESTED" in captured.out and "detects no TV" in captured.out and "PASS" not in captured.out
     assert captured.err.strip().splitlines()[-1].startswith("resispec audit-stream: error: ")
     assert "untested" in captured.err
+
+
+def test_transformers_notice_about_its_own_assistant_call_is_dropped_and_nothing_else():
+    """transformers' assisted generation logs a deprecation about how *it* calls the assistant's ``generate``; it
+    leaked into ``resispec audit-stream hf-assisted`` (issue 46). Only that line is dropped, only inside the block
+    (``Logger.filter``: whether the logger lets a record through to its handlers)."""
+    import logging
+
+    from resispec.engine.audit.generators import ASSISTANT_NOTICE, quiet_assistant_notice
+
+    logger = logging.getLogger("transformers.generation.utils")
+
+    def passes(message: str) -> bool:
+        return bool(logger.filter(logging.LogRecord(logger.name, logging.WARNING, __file__, 1, message, None, None)))
+
+    notice = ASSISTANT_NOTICE + " arguments=({'max_new_tokens'}) is deprecated and will be removed"
+    with quiet_assistant_notice():
+        assert not passes(notice) and passes("another warning")
+    assert passes(notice)

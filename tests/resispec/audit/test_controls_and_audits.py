@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from resispec import VERIFIERS, get_verifier
-from resispec.audit import DEFAULT_ALPHA, DEFAULT_SAMPLES, exact_law, pit_audit, sample_audit
+from resispec.audit import DEFAULT_ALPHA, DEFAULT_SAMPLES, Verdict, exact_law, pit_audit, sample_audit
 from resispec.audit.goodness_of_fit import merged_chi_square, min_detectable_tv
-from resispec.audit.runner import _audit_seed, run_audit
+from resispec.audit.runner import PROMISED_TV, _audit_seed, run_audit
 from resispec.cli.audit import audit_table
 from resispec.suite import get_suite
 from resispec.verifiers import Verifier
-from tests.readme import readme_section
+from tests.readme import ROOT, doc_section
 
 CONTROLS = [name for name, cls in VERIFIERS.items() if not cls.claims_exact]
 
@@ -66,11 +66,11 @@ def test_default_audit_covers_the_suite_with_a_bonferroni_level(default_report):
 
 
 @ONE_WORKER
-def test_the_readme_shows_the_default_audit(default_report):
-    """README.md's sample table is what ``resispec audit`` prints (``audit_table`` of the default report), and
+def test_the_docs_show_the_default_audit(default_report):
+    """docs/audits.md's sample table is what ``resispec audit`` prints (``audit_table`` of the default report), and
     the sample size and per-audit level quoted under it are the report's. An exact verifier's exact-law
     error is float rounding (~1e-16, it moves with summation order), so there both need only be < 1e-12."""
-    section = readme_section("## The main job: `resispec audit`")
+    section = doc_section(ROOT / "docs" / "audits.md", "### The default run")
     printed = [line.rstrip() for line in audit_table(default_report).splitlines()]
     shown = section.split("```\n")[1].splitlines()
     column = printed[0].index("max exact-law err")
@@ -81,7 +81,7 @@ def test_the_readme_shows_the_default_audit(default_report):
         return line[:column] + ("< 1e-12" if rounding else error) + line[column + len(error):]
 
     assert [comparable(line) for line in shown] == [comparable(line) for line in printed], (
-        "README.md: paste the table `resispec audit` prints now:\n" + "\n".join(printed))
+        "docs/audits.md: paste the table `resispec audit` prints now:\n" + "\n".join(printed))
     assert f"Each sampling audit draws {default_report.samples} samples" in section
     assert f"(Bonferroni, {default_report.alpha:.2g} per audit here)" in section
 
@@ -135,3 +135,22 @@ def test_pit_audit_accepts_uniform_and_rejects_skew():
     assert pit_audit(rng.random(3000)).passed
     skewed = pit_audit(rng.random(3000) ** 1.3)
     assert not skewed.passed and skewed.ks_pvalue < 1e-4
+
+
+def test_a_sample_too_small_to_see_the_promised_bias_is_untested_never_a_pass():
+    """``resispec audit --samples 10`` (issue 46): no exact row passes, a control's bias that no sample of that
+    size can see is "too small to see" (not "not caught"), and the job's verdict is UNTESTED."""
+    report = run_audit(["rrs", "rrs_skip_dup"], ks=(2,), suite="quick", samples=10)
+    rrs, control = report.rows
+    assert rrs.verdict == Verdict.UNTESTED.value and not rrs.detectable_tv <= PROMISED_TV
+    assert control.verdict == "too small to see" and not control.caught
+    assert report.verdict is Verdict.UNTESTED and not report.passed
+    assert report.untested and report.to_dict()["verdict"] == "UNTESTED"
+
+
+def test_a_sample_that_sees_the_promised_bias_passes_and_says_what_it_sees():
+    report = run_audit(["rrs"], ks=(2,), suite="quick", samples=3000)
+    (row,) = report.rows
+    assert row.verdict == "PASS" and 0 < row.detectable_tv <= PROMISED_TV
+    assert all(o.detectable_tv == o.detectable_tv or o.pair == "one-hot-p" for o in row.outcomes)
+    assert report.verdict is Verdict.PASS and report.to_dict()["rows"][0]["detectable_tv"] == row.detectable_tv

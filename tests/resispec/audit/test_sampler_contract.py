@@ -41,7 +41,7 @@ def test_a_hanging_sampler_is_stopped_at_the_time_limit():
 
 def test_ids_out_of_range_are_a_rejection_naming_the_rows():
     report = audit_sampler(lambda p, q, c: np.full(c.shape[0], p.shape[1]), "node", **FAST)
-    assert report.verdict == "REJECTED"
+    assert report.verdict == "FAIL"
     assert report.output.counts["id out of range"] == 50 and "id 6" in report.output.examples["id out of range"]
 
 
@@ -62,7 +62,7 @@ def chain_output(kind):
                                              ("mismatch", "emitted draft differs from the drafted token")])
 def test_chain_outputs_that_break_the_contract_are_rejected(kind, violation):
     report = audit_sampler(chain_output(kind), "chain", gamma=2, samples=30, families=["dirichlet"])
-    assert report.verdict == "REJECTED" and report.output.counts[violation] == 30
+    assert report.verdict == "FAIL" and report.output.counts[violation] == 30
 
 
 def test_more_tokens_than_a_short_chain_allows_are_rejected():
@@ -83,7 +83,7 @@ def test_the_tree_check_follows_any_drafted_path():
 
 def test_an_audit_that_saw_nothing_is_not_a_pass():
     report = audit_sampler(exact_node, "node", samples=1, pairs=["one-hot-p"])
-    assert report.verdict == "NOT TESTED" and not report.passed
+    assert report.verdict == "UNTESTED" and not report.passed
     assert not any(test.tested for test in report.tests)
 
 

@@ -45,7 +45,7 @@ def test_the_exact_mode_passes_every_test_at_node_level_and_the_edge_probe_judge
     assert edges["0"].forced["rand_like"] >= 1
     assert (edges["0"].contract.counts["token with p = 0"] >= 1) is accepts_p_0_at_u_0()
     assert edges["1 - 2^-24"].contract.clean and edges["smallest positive float32"].contract.clean
-    assert report.verdict == ("REJECTED" if accepts_p_0_at_u_0() else "PASS")
+    assert report.verdict == ("FAIL" if accepts_p_0_at_u_0() else "PASS")
 
 
 def test_the_exact_mode_passes_at_chain_level():
@@ -74,7 +74,7 @@ def test_the_chain_edge_probe_pins_the_accepted_token_with_p_0_where_the_release
 def test_the_ensemble_mode_is_rejected(sampler, level):
     options = NODE if level == "node" else dict(gamma=4, samples=1500)
     report = audit_sampler(sampler, level, **options, **HF)
-    assert report.verdict == "REJECTED"
+    assert report.verdict == "FAIL"
     assert any(test.dimension == "law" for test in report.rejected_tests)
     # v(x) = w p(x) + (1 - w) q(x) > 0 where p = 0: half the drafts the target forbids are accepted
     assert report.output.counts["token with p = 0"] > 0
@@ -85,3 +85,18 @@ def test_the_ensemble_mode_is_rejected(sampler, level):
 def test_the_exact_mode_passes_at_the_default_samples(level):
     report = audit_sampler(hf_node if level == "node" else hf_chain, level, k=1, gamma=4, **HF)
     assert report.verdict == "PASS", report.format()
+
+
+def test_the_docs_first_worked_example_shows_what_the_installed_release_does():
+    """docs/audit_sampler.md's first worked example (the node audit with the edge probe) shows the verdict the
+    installed transformers gets (issue 46: it showed 5.24's FAIL where the installed 5.25 passes)."""
+    import transformers
+
+    from tests.readme import ROOT, doc_section
+
+    heading = "## Worked examples: transformers' `_speculative_sampling` (installed 5.25.0; 5.24 where it differs)"
+    section = doc_section(ROOT / "docs" / "audit_sampler.md", heading)
+    assert f"installed {transformers.__version__}" in section
+    first = section.split("```\n")[2]  # after the adapters' ```python block: the first command and its output
+    assert first.startswith("$ resispec audit-sampler tests/resispec/audit/hf_samplers.py:hf_node")
+    assert f"verdict: {'FAIL' if accepts_p_0_at_u_0() else 'PASS'} " in first

@@ -39,7 +39,7 @@ def test_every_control_is_rejected_at_node_level(name):
     k = 4 if name == "ears" else 2
     verifier = get_verifier(name)
     report = audit_sampler(zoo_sampler(name), "node", k=k, drafting=verifier.drafting, samples=2000)
-    assert report.verdict == "REJECTED", report.format()
+    assert report.verdict == "FAIL", report.format()
     assert report.output.clean and any(test.dimension == "law" for test in report.rejected_tests)
 
 
@@ -48,7 +48,7 @@ def test_rrs_as_a_chain_passes_and_the_published_rule_as_a_chain_is_rejected():
     assert passed.verdict == "PASS"
     assert passed.coverage["depth reached"] == 4 and passed.coverage["rounds fully accepted (bonus token emitted)"] > 0
     rejected = audit_sampler(zoo_sampler("resispec_paper", "chain"), "chain", gamma=4, samples=1000)
-    assert rejected.verdict == "REJECTED"
+    assert rejected.verdict == "FAIL"
 
 
 @pytest.mark.parametrize("name, drafting", [("rrs_skip_dup", "iid"), ("wor_unmasked", "wor")])
@@ -57,7 +57,7 @@ def test_one_candidate_per_position_reduces_a_control_to_an_exact_rule_which_a_t
     assert chain.verdict == "PASS"
     tree = audit_sampler(zoo_sampler(name, "tree", (3,)), "tree", branching=(3,), drafting=drafting, samples=2000,
                          families=["suite"])
-    assert tree.verdict == "REJECTED", tree.format()
+    assert tree.verdict == "FAIL", tree.format()
 
 
 @pytest.mark.parametrize("name, drafting", [("rrs", "iid"), ("traversal", "iid"), ("rrs_wor", "wor")])

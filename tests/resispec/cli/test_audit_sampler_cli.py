@@ -46,7 +46,7 @@ def test_a_pass_exits_0_and_a_rejection_exits_1(samplers, capsys):
     assert "verdict: PASS" in capsys.readouterr().out
     assert main(["audit-sampler", f"{samplers}/samplers.py:paper_chain", "--level", "chain", "--gamma", "2",
                  "--samples", "600"]) == 1
-    assert "verdict: REJECTED" in capsys.readouterr().out
+    assert "verdict: FAIL" in capsys.readouterr().out
 
 
 def test_json_is_strict_and_carries_the_verdict(samplers, capsys):
@@ -106,5 +106,5 @@ def test_an_audit_that_saw_nothing_exits_2(samplers, capsys, monkeypatch):
         fn, level, **{**options, "samples": 1, "pairs": ["one-hot-p"]}))
     status = main(["audit-sampler", f"{samplers}/samplers.py:exact", "--k", "2"])
     captured = capsys.readouterr()
-    assert status == 2 and "verdict: NOT TESTED" in captured.out
+    assert status == 2 and "verdict: UNTESTED" in captured.out
     assert "saw nothing" in captured.err and len(captured.err.strip().splitlines()) == 1

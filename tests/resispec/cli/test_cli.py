@@ -45,3 +45,12 @@ def test_bench_verify_prints_one_record_per_verifier_vocabulary_and_k(capsys):
     assert [row[:2] for row in rows] == [["64", "resispec"], ["64", "rrs"], ["1024", "resispec"], ["1024", "rrs"]]
     assert all(float(cell) > 0 for row in rows for cell in row[2:])
     assert lines[6] == "" and lines[7].startswith("cells: median time of one verify")
+
+
+def test_version_prints_the_package_version(capsys):
+    from importlib.metadata import version
+
+    import resispec
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"resispec {resispec.__version__}" == f"resispec {version('resispec')}"

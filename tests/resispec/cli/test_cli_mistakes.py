@@ -176,7 +176,7 @@ def _bad_nodes(folder):
     import pyarrow.parquet as pq
 
     from resispec.formats.atomic import STAGING_MARKER
-    from resispec.sim.serving.io import nodes_table
+    from resispec.formats.node_writer import nodes_table
 
     def columns(rows, verifier="rrs", k=2):
         return {"node_id": np.arange(rows), "verifier": verifier, "token_ids": np.tile(np.arange(3), (rows, 1)),
@@ -234,8 +234,22 @@ def test_a_control_with_nothing_to_catch_is_not_a_pass(capsys):
     status = main(["audit", "--verifier", "rrs_skip_dup", "--k", "1", "--suite", "quick", "--samples", "50"])
     captured = capsys.readouterr()
     assert status == 2
-    assert "could not test" in captured.err.strip().splitlines()[-1]
-    assert "verdict: UNTESTED CONTROL" in captured.out and "Traceback" not in captured.err
+    assert "no bias on any audited pair" in captured.err.strip().splitlines()[-1]
+    assert "verdict: UNTESTED" in captured.out and "Traceback" not in captured.err
+
+
+def test_an_audit_too_small_to_see_anything_is_not_a_pass(capsys):
+    """``resispec audit --samples 10``: exit 2, one line saying what it could not test, UNTESTED rows; its
+    footer is wrapped to the CLI's width (it was one 547-character line)."""
+    from resispec.cli.table import WIDTH
+
+    status = main(["audit", "--verifier", "rrs", "ears", "--k", "2", "--suite", "quick", "--samples", "10"])
+    captured = capsys.readouterr()
+    (error,) = captured.err.strip().splitlines()[-1:]
+    assert status == 2 and error.startswith("resispec audit: error: untested: 1 exact row(s) cannot see a TV")
+    assert "verdict: UNTESTED" in captured.out and "PASS" not in captured.out
+    footer = captured.out.split("\n\n", 1)[1]
+    assert "detectable TV" in captured.out and max(map(len, footer.splitlines())) <= WIDTH
 
 
 def test_json_output_is_strict():

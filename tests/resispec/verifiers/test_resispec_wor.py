@@ -257,7 +257,7 @@ def test_never_below_rrs_wor_and_never_above_the_sequential_optimum(instance):
 
 def test_known_exception_target_mass_off_the_draft():
     """k = 3 with p putting 1/3 on a token q never drafts: rrs_wor reaches p(supp q) = 2/3, the most
-    any verifier can; resispec_wor accepts about 1.9e-3 less (found by theory/resispec_wor.py)."""
+    any verifier can; resispec_wor accepts about 1.9e-3 less (found by theory/resispec_wor/resispec_wor.py)."""
     p = np.array([1 / 7, 0, 1 / 7, 8 / 21, 1 / 3])
     q = np.array([7 / 17, 8 / 17, 1 / 17, 1 / 17, 0])
     rrs_wor, resispec_wor = _acceptances(p, q, 3)

@@ -12,11 +12,11 @@ import pytest
 
 from resispec.cli import main
 from resispec.formats.node_reader import read_unit, units
+from resispec.formats.node_writer import nodes_table, write_nodes
 from resispec.formats.nodes import SchemaError, check_schema, from_top_logprobs
 from resispec.formats.pairs import read_logged
 from resispec.sim.serving.convert import npz_to_parquet, parquet_to_npz
 from resispec.sim.serving.exact import as_float, fixed_sum, fixed_sums, node_uniforms
-from resispec.sim.serving.io import nodes_table, write_nodes
 from resispec.sim.serving.report import audit_report
 from resispec.sim.serving.runner_local import run_local
 from resispec.sim.serving.synth import SynthSpec, synth
@@ -198,7 +198,7 @@ def test_cli_synth_audit_and_bad_input(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert not report["passed"] and report["verifiers"][0]["verifier"] == "resispec_paper"
     assert main(["audit-log", str(out), "--workers", "1"]) == 1
-    assert "REJECTED" in capsys.readouterr().out
+    assert "FAIL" in capsys.readouterr().out
     write_bad_shard(out)
     assert main(["audit-log", str(out), "--workers", "1", "--skip-bad"]) == 2  # a shard beside a synth run
     assert "a mixed or incomplete set: bad.parquet is not part of run" in capsys.readouterr().err

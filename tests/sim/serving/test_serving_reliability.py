@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from resispec.cli import main
 from resispec.formats.atomic import STAGING_MARKER
 from resispec.formats.node_reader import MANIFEST
+from resispec.formats.node_writer import nodes_table
 from resispec.formats.nodes import SchemaError
-from resispec.sim.serving.io import nodes_table
 from resispec.sim.serving.pool import descendants, running, worker_pool
 from resispec.sim.serving.report import audit_report
 from resispec.sim.serving.runner_local import run_local

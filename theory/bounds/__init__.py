@@ -1,0 +1,1 @@
+"""The bounds on acceptance: the i.i.d. optimum alpha*."""

@@ -1,0 +1,1 @@
+"""The known-biased controls: the published rule's bias (docs/verifiers/controls.md)."""

@@ -1,0 +1,1 @@
+"""pooled: the plan in exact rationals and its exact law, reaching alpha*."""

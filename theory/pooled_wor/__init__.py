@@ -1,0 +1,1 @@
+"""pooled_wor: the set-level WOR verifier's selection laws."""

@@ -1,0 +1,1 @@
+"""Recursive rejection sampling: sps, rrs, rrs_wor (docs/verifiers/rejection.md)."""

@@ -1,0 +1,1 @@
+"""resispec: exact residual shaping, its schedule and its sequential-LP optimality."""

@@ -1,0 +1,1 @@
+"""Sequence-level verification: trees, whole rounds, block and traversal verification."""

@@ -1,0 +1,1 @@
+"""spectr, SpecTr's k-SEQ (docs/verifiers/spectr.md)."""

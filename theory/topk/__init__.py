@@ -1,0 +1,1 @@
+"""topk, verification of the draft's top-k tokens (docs/verifiers/topk.md)."""
