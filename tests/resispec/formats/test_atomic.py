@@ -102,7 +102,7 @@ def test_the_cli_writing_to_dev_full_exits_2_naming_it(tmp_path, devices, capsys
     import numpy as np
     import pyarrow.parquet as pq
 
-    from resispec.sim.serving.io import nodes_table
+    from resispec.formats.node_writer import nodes_table
 
     rows = 20
     (tmp_path / "nodes").mkdir()
