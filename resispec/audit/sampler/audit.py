@@ -24,10 +24,20 @@ from tqdm import tqdm
 
 from resispec.audit.family import FAMILY_ALPHA, bonferroni_level
 from resispec.audit.sampler.acceptance import candidate_share, depth_law
-from resispec.audit.sampler.batches import GROUPS, SEED_GROUPS, RowPlacement, compose, placements
+from resispec.audit.sampler.batches import (
+    GROUPS,
+    REQUEST_GROUPS,
+    SEED_GROUPS,
+    RowPlacement,
+    compose,
+    concatenate,
+    placements,
+    subset,
+)
 from resispec.audit.sampler.checks import ContractLog, check_rows
 from resispec.audit.sampler.contract import (
     DEFAULT_TIME_LIMIT,
+    ENGINE,
     SamplerContract,
     SamplerError,
     as_ids,
@@ -37,6 +47,13 @@ from resispec.audit.sampler.contract import (
 )
 from resispec.audit.sampler.drafting import DraftedRows, level_rows, scheme_chooser
 from resispec.audit.sampler.edges import EDGES, numpy_edge, torch_edge
+from resispec.audit.sampler.engine_drafting import (
+    DRAFT_VIOLATION,
+    RequestPool,
+    drafts_in_support,
+    engine_arguments,
+    replay_chain,
+)
 from resispec.audit.sampler.global_generators import seeded_global_generators
 from resispec.audit.sampler.models import CHAIN_FAMILIES, MODEL_VOCAB, ChainModel, node_contexts
 from resispec.audit.sampler.probe_rows import probe_rows
@@ -53,7 +70,7 @@ from resispec.audit.sampler.statistics import (
 )
 from resispec.audit.sampling import DEFAULT_SAMPLES
 from resispec.drafting import DRAFTING_SCHEMES
-from resispec.processing import Processing
+from resispec.processing import Processing, process_probs
 from resispec.sequence import get_round_verifier
 from resispec.validation import as_count
 from resispec.verifiers import get_verifier
@@ -75,7 +92,8 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
                   progress: bool | None = None) -> SamplerReport:
     """Audit the sampler ``fn`` (module doc; the contract per level: ``resispec.audit.sampler.contract``).
 
-    ``drafting``: iid, wor or topk (the claimed drafting rule); ``rule``: a zoo verifier name (node) or a round
+    ``drafting``: iid, wor or topk (the claimed drafting rule), or ``engine`` (node, chain: the sampler drafts
+    i.i.d. from q itself, ``engine_drafting``); ``rule``: a zoo verifier name (node) or a round
     verifier name (chain, tree; zoo names verify node by node) whose exact acceptance is tested, with the same
     drafting; ``pairs`` (node) / ``families`` (chain, tree): the contexts, by default every suite pair / every
     chain family; ``samples`` per context. ``progress``: a tqdm bar over the calls (None: only on a terminal).
@@ -84,18 +102,18 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
     """
     contract = SamplerContract(level=level, k=k, gamma=gamma, branching=tuple(branching), arrays=arrays, dtype=dtype,
                                inputs=inputs, processing=Processing(temperature, top_k, top_p), extras=tuple(extras),
-                               time_limit=time_limit)
+                               time_limit=time_limit, drafting=drafting)
     samples = as_count(samples, "samples", "samples")
-    if drafting not in DRAFTING_SCHEMES:
-        raise ValueError(f"drafting: expected one of {', '.join(DRAFTING_SCHEMES)}, got {drafting!r}")
+    if drafting not in (*DRAFTING_SCHEMES, ENGINE):
+        raise ValueError(f"drafting: expected one of {', '.join((*DRAFTING_SCHEMES, ENGINE))}, got {drafting!r}")
+    scheme = DRAFTING_SCHEMES["iid" if contract.engine else drafting]
     if rule is not None:
         claimed = get_verifier(rule) if level == "node" else get_round_verifier(rule)
-        if claimed.drafting != drafting:
+        if claimed.drafting != scheme.name:
             raise ValueError(f"rule: {rule} drafts by {claimed.drafting}, but the audit drafts by {drafting}; "
                              f"pass drafting={claimed.drafting!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed: expected an integer >= 0, got {seed!r}")
-    scheme = DRAFTING_SCHEMES[drafting]
     rng = np.random.default_rng(seed)
     runner = _Runner(fn, contract, rng, progress)
     if level == "node":
@@ -113,7 +131,7 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
 
 
 class _Runner:
-    """Calls the sampler over batches of drafted rows and checks every output."""
+    """Calls the sampler over batches of rows and checks every output (with engine drafting, the drafts too)."""
 
     def __init__(self, fn: Sampler, contract: SamplerContract, rng: np.random.Generator, progress: bool | None):
         self.fn, self.contract, self.rng, self.progress = fn, contract, rng, progress
@@ -121,48 +139,78 @@ class _Runner:
         self.calls = 0
         self.sizes: Counter = Counter()
         self.seeded = bool({"seeds", "generators"} & set(contract.extras))
+        step = 1 if contract.level == "node" else contract.gamma + 1
+        self.requests = RequestPool(rng, step) if "positions" in contract.extras else None
 
     def output_shape(self, rows: int) -> tuple[int, ...]:
         return (rows,) if self.contract.level == "node" else (rows, self.contract.depth + 1)
 
-    def call(self, rows: DraftedRows, seeds: list[int | None], log: ContractLog, label: str = ""
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """One call on ``rows``: ``(out, clean, path)`` (``checks.check_rows``)."""
+    def call(self, rows: DraftedRows, seeds: list[int | None], log: ContractLog, label: str = "",
+             models: list[ChainModel] | None = None, positions: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, DraftedRows]:
+        """One call on ``rows``: ``(out, clean, path, rows)`` (``checks.check_rows``; with engine drafting the
+        rows along the sampler's drafts, ``engine_drafting``; ``models`` the chain models by context)."""
         contract, count = self.contract, rows.tokens.shape[0]
         offsets = self.rng.normal(0.0, 3.0, size=count)
-        arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(rows.raw_q, contract, offsets),
-                     as_ids(rows.tokens, contract))
+        if contract.engine:
+            arguments, expected = engine_arguments(rows, contract, offsets, models)
+        else:
+            arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(rows.raw_q, contract, offsets),
+                         as_ids(rows.tokens, contract))
+            expected = self.output_shape(count)
         call_seed = int(self.rng.integers(0, 2**31))
-        extras = extra_arguments(contract, seeds, rows.lengths, call_seed)
+        if positions is None:
+            positions = self.rng.integers(0, 2**20, size=count)
+        extras = extra_arguments(contract, seeds, rows.lengths, call_seed, positions)
         self.calls += 1
         with seeded_global_generators(call_seed):
-            out = call_sampler(self.fn, contract, arguments, extras, self.output_shape(count),
+            out = call_sampler(self.fn, contract, arguments, extras, expected,
                                f"call {self.calls}, {count} row(s){', ' + label if label else ''}")
+        drafted = np.ones(count, dtype=bool)
+        if contract.engine:
+            out, drafts = out
+            if contract.level == "node":
+                rows = DraftedRows(rows.raw_p, rows.raw_q, rows.p, drafts, rows.context, rows.lengths)
+                drafted = drafts_in_support(drafts, process_probs(rows.raw_q, contract.processing))
+            else:
+                rows, drafted = replay_chain(rows, drafts, models, contract.gamma)
+            log.add(DRAFT_VIOLATION, ~drafted, lambda b: f"row {b}: drafts {drafts[b].tolist()}"
+                    + (f" ({label})" if label else ""))
         clean, path = check_rows(contract.level, out, rows.p, rows.tokens, rows.lengths, log, label)
-        return out, clean, path
+        return out, clean & drafted, path, rows
 
-    def run(self, rows: DraftedRows) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
-        """Every row once, over composed batches: ``(out, clean, path, placement)`` in row order."""
+    def run(self, rows: DraftedRows, models: list[ChainModel] | None = None
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any, DraftedRows]:
+        """Every row once, over composed batches: ``(out, clean, path, placement, rows)`` in row order (the rows
+        along the sampler's drafts with engine drafting)."""
         count = rows.tokens.shape[0]
         batches = compose(count, self.seeded, self.rng)
         out = np.empty(self.output_shape(count), dtype=np.int64)
         clean, path = np.zeros(count, dtype=bool), np.zeros(count, dtype=np.int64)
         disable = {True: False, False: True}.get(self.progress)
         for batch in tqdm(batches, desc=f"audit-sampler {self.contract.level}", unit="call", disable=disable):
-            out[batch.rows], clean[batch.rows], path[batch.rows] = self.call(rows.take(batch.rows), batch.seeds,
-                                                                            self.log)
+            positions = None
+            if self.requests is not None:
+                batch.seeds, positions, batch.rounds = self.requests.assign(batch.seeds)
+            out[batch.rows], clean[batch.rows], path[batch.rows], called = self.call(
+                rows.take(batch.rows), batch.seeds, self.log, models=models, positions=positions)
+            if self.contract.engine:
+                rows.put(batch.rows, called)
             self.sizes[batch.rows.size] += 1
-        return out, clean, path, placements(batches, count)
+        return out, clean, path, placements(batches, count), rows
 
     def batch_coverage(self) -> dict:
-        return {"calls": self.calls, "batch sizes": dict(sorted(self.sizes.items())),
-                "seeded rows": "mixed with unseeded ones" if self.seeded else "none (no seeds declared)"}
+        seeded = "mixed with unseeded ones" if self.seeded else "none (no seeds declared)"
+        if self.requests is not None and self.seeded:
+            seeded += f", {self.requests.seeds.size} requests reused at advancing positions"
+        return {"calls": self.calls, "batch sizes": dict(sorted(self.sizes.items())), "seeded rows": seeded}
 
 
-def _group_tests(values: np.ndarray, placement: RowPlacement, seeded: bool) -> list[PendingTest]:
+def _group_tests(values: np.ndarray, placement: RowPlacement, seeded: bool, requests: bool) -> list[PendingTest]:
     """PIT tests of every row and of each batch group; ``values`` (rows, m) PIT values per row."""
     groups = {"all rows": np.ones(values.shape[0], dtype=bool)}
-    for name, select in {**GROUPS, **(SEED_GROUPS if seeded else {})}.items():
+    for name, select in {**GROUPS, **(SEED_GROUPS if seeded else {}),
+                         **(REQUEST_GROUPS if seeded and requests else {})}.items():
         groups[name] = select(placement)
     tests = [pit_test("randomized PIT", name, values[mask].ravel()) for name, mask in groups.items()]
     return [test for test in tests if test is not None]
@@ -187,9 +235,10 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
             np.concatenate([np.tile(c.raw_p, (samples, 1)) for c in group]),
             np.concatenate([np.tile(c.raw_q, (samples, 1)) for c in group]),
             np.concatenate([np.tile(c.p, (samples, 1)) for c in group]),
+            np.full((len(group) * samples, contract.k), -1, dtype=np.int64) if contract.engine else
             np.concatenate([scheme.draft_rows(c.q, contract.k, samples, 0, rng)[0] for c in group]),
             np.repeat(np.arange(len(group)), samples), np.zeros(len(group) * samples, dtype=np.int64))
-        out, clean, _, placement = runner.run(rows)
+        out, clean, _, placement, rows = runner.run(rows)
         for index, context in enumerate(group):
             mine = clean & (rows.context == index)
             tokens = out[mine]
@@ -197,6 +246,9 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
                 continue
             pending.append(counts_test("token law", context.name, "law", np.bincount(tokens, minlength=vocab),
                                        context.p))
+            if contract.engine:
+                pending.append(counts_test("draft law (first candidate)", context.name, "drafts",
+                                           np.bincount(rows.tokens[mine, 0], minlength=vocab), context.q))
             is_candidate = (rows.tokens[mine] == tokens[:, None]).any(axis=1)
             coverage["candidate tokens"][context.name] = int(is_candidate.sum())
             coverage["residual tokens"][context.name] = int((~is_candidate).sum())
@@ -209,10 +261,10 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
         values[clean, 0] = token_pits(rows.p[clean], out[clean], rng.random(int(clean.sum())))
         pit_rows.append(values)
         placements_all.append(placement)
-    placement = _concat_placements(placements_all)
+    placement = concatenate(placements_all)
     values = np.concatenate(pit_rows)
     keep = ~np.isnan(values[:, 0])
-    pending.extend(_group_tests(values[keep], _subset(placement, keep), runner.seeded))
+    pending.extend(_group_tests(values[keep], subset(placement, keep), runner.seeded, runner.requests is not None))
     return pending, coverage, skipped
 
 
@@ -226,8 +278,12 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
         lengths = [rng.integers(0, depth + 1, size=samples) for _ in models]
     else:
         lengths = [np.full(samples, depth) for _ in models]
-    rows = level_rows(contract.level, models, contract.gamma, contract.branching, lengths, scheme_chooser(scheme, rng))
-    out, clean, _, placement = runner.run(rows)
+    if contract.engine:
+        rows = _undrafted_chains(contract.gamma, samples, len(models))
+    else:
+        rows = level_rows(contract.level, models, contract.gamma, contract.branching, lengths,
+                          scheme_chooser(scheme, rng))
+    out, clean, _, placement, rows = runner.run(rows, models)
     pending: list[PendingTest] = []
     accepted = (out != -1).sum(axis=1) - 1
     coverage: dict = {
@@ -260,6 +316,13 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
                                    lambda alpha, s=sequences, m=model: prefix_chi_square(
                                        s, m.target, alpha, f"sequence law (by prefix), {m.name}")))
         values[mine] = sequence_pits(sequences, model.target, rng)
+        if contract.engine:
+            drafts = rows.tokens[mine]
+            pending.append(counts_test("first draft", model.name, "drafts",
+                                       np.bincount(drafts[:, 0], minlength=MODEL_VOCAB), model.draft(())))
+            pending.append(PendingTest("draft law (by prefix)", model.name, "drafts",
+                                       lambda alpha, s=drafts, m=model: prefix_chi_square(
+                                           s, m.draft, alpha, f"draft law (by prefix), {m.name}")))
         if rule:
             for length in np.unique(rows.lengths[mine]):
                 shape = contract.branching if contract.level == "tree" else (1,) * int(length)
@@ -275,17 +338,16 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
                 pending.append(counts_test("accepted depth", name, "acceptance",
                                            np.bincount(picked, minlength=law.size), law))
     keep = clean
-    pending.extend(_group_tests(values[keep], _subset(placement, keep), runner.seeded))
+    pending.extend(_group_tests(values[keep], subset(placement, keep), runner.seeded, runner.requests is not None))
     return pending, coverage, skipped
 
 
-def _subset(placement: RowPlacement, keep: np.ndarray) -> RowPlacement:
-    return RowPlacement(placement.position[keep], placement.size[keep], placement.mode[keep], placement.seeded[keep])
-
-
-def _concat_placements(parts: list[RowPlacement]) -> RowPlacement:
-    return RowPlacement(*(np.concatenate([getattr(part, name) for part in parts]) for name in
-                          ("position", "size", "mode", "seeded")))
+def _undrafted_chains(gamma: int, samples: int, contexts: int) -> DraftedRows:
+    """Engine drafting's chain rows before the sampler drafts them: ``samples`` per context, filled by the calls."""
+    count = samples * contexts
+    return DraftedRows(np.zeros((count, gamma + 1, MODEL_VOCAB)), np.zeros((count, gamma, MODEL_VOCAB)),
+                       np.zeros((count, gamma + 1, MODEL_VOCAB)), np.full((count, gamma), -1, dtype=np.int64),
+                       np.repeat(np.arange(contexts), samples), np.full(count, gamma, dtype=np.int64))
 
 
 def _probe(runner: _Runner, scheme, seed: int) -> list[EdgeOutcome]:
@@ -294,6 +356,7 @@ def _probe(runner: _Runner, scheme, seed: int) -> list[EdgeOutcome]:
     rows = probe_rows(contract.level, contract.processing, contract.k, contract.gamma, contract.branching, scheme,
                       seed)
     count = rows.tokens.shape[0]
+    models = [ChainModel("zeros", contract.processing, seed)] if contract.level == "chain" else None
     seeds = [None] * count
     if runner.seeded and count > 1:
         seeds[0] = seed
@@ -304,7 +367,7 @@ def _probe(runner: _Runner, scheme, seed: int) -> list[EdgeOutcome]:
         with forcing as entered:
             record = entered if contract.arrays == "torch" else entered[0]
             try:
-                runner.call(rows, seeds, log, label=f"edge u = {edge}")
+                runner.call(rows, seeds, log, label=f"edge u = {edge}", models=models)
             except SamplerError as error:
                 log.rows += count
                 log.counts["raised under the edge"] += count

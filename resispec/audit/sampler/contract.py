@@ -23,7 +23,11 @@ Extras a sampler declares (keyword arguments, one entry per row): ``seeds`` (a l
 seeded, others not), ``generators`` (torch only: a list of ``torch.Generator`` or None), ``lengths`` (chain
 only: each row's draft length, ``0 <= lengths[b] <= gamma``; past it ``drafts`` is -1 and ``p`` / ``q`` rows
 are uniform padding, ``p[b, lengths[b]]`` is the row's bonus row), ``rng`` (a ``numpy.random.Generator`` for
-``arrays="numpy"``, a ``torch.Generator`` for torch, fresh per call).
+``arrays="numpy"``, a ``torch.Generator`` for torch, fresh per call), ``positions`` (engine drafting only: each
+row's token position, the offset engines key their per-request randomness by; ``engine_drafting``).
+
+``drafting="engine"`` (node and chain): the sampler draws the drafts itself and returns them with the emitted
+tokens (``resispec.audit.sampler.engine_drafting`` gives the calls).
 
 A call that raises, hangs past ``time_limit`` seconds, or returns anything but an integer array of the output
 shape is a ``SamplerError`` (a ``ValueError``: the CLI's one-line usage error) naming what was wrong.
@@ -46,7 +50,9 @@ LEVELS = ("node", "chain", "tree")
 ARRAYS = ("numpy", "torch")
 DTYPES = ("float32", "float64")
 INPUTS = ("probs", "logits")
-EXTRAS = ("seeds", "generators", "lengths", "rng")
+EXTRAS = ("seeds", "generators", "lengths", "rng", "positions")
+ENGINE = "engine"
+"""``drafting=ENGINE``: the sampler draws its own drafts (``resispec.audit.sampler.engine_drafting``)."""
 DEFAULT_TIME_LIMIT = 60.0
 """Seconds one call of the sampler may take before the audit stops it (``SamplerError``)."""
 
@@ -69,6 +75,7 @@ class SamplerContract:
     processing: Processing = field(default_factory=Processing)
     extras: tuple[str, ...] = ()
     time_limit: float = DEFAULT_TIME_LIMIT
+    drafting: str = "iid"
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("level", self.level, LEVELS), ("arrays", self.arrays, ARRAYS),
@@ -90,8 +97,21 @@ class SamplerContract:
             raise ValueError("extras: 'generators' (torch.Generator per row) needs arrays='torch'")
         if "lengths" in self.extras and self.level != "chain":
             raise ValueError("extras: 'lengths' (unequal chain lengths) applies to level='chain' only")
+        if self.drafting == ENGINE and self.level == "tree":
+            raise ValueError("drafting: 'engine' (the sampler drafts) is implemented for node and chain levels")
+        if "positions" in self.extras and self.drafting != ENGINE:
+            raise ValueError("extras: 'positions' (the offset engine-owned randomness is keyed by) needs "
+                             "drafting='engine'")
+        if "lengths" in self.extras and self.drafting == ENGINE:
+            raise ValueError("extras: 'lengths' needs drafts the audit draws; with drafting='engine' every chain "
+                             "has gamma drafts")
         if not 0 < self.time_limit < float("inf"):
             raise ValueError(f"time_limit: expected a positive number of seconds, got {self.time_limit!r}")
+
+    @property
+    def engine(self) -> bool:
+        """Whether the sampler draws its own drafts."""
+        return self.drafting == ENGINE
 
     @property
     def depth(self) -> int:
@@ -106,7 +126,8 @@ class SamplerContract:
         shape = {"node": f"k = {self.k}", "chain": f"gamma = {self.gamma}",
                  "tree": f"branching {','.join(map(str, self.branching))}"}[self.level]
         extras = f", extras {', '.join(self.extras)}" if self.extras else ""
-        return (f"{self.level} ({shape}), {self.arrays} {self.dtype} {self.inputs}, "
+        drafts = ", the sampler drafts" if self.engine else ""
+        return (f"{self.level} ({shape}){drafts}, {self.arrays} {self.dtype} {self.inputs}, "
                 f"{self.processing.describe()}{extras}")
 
 
@@ -136,9 +157,11 @@ def _to_library(values: np.ndarray, contract: SamplerContract) -> Any:
 
 
 def extra_arguments(contract: SamplerContract, seeds: list[int | None], lengths: np.ndarray | None,
-                    call_seed: int) -> dict[str, Any]:
+                    call_seed: int, positions: np.ndarray | None = None) -> dict[str, Any]:
     """The keyword arguments of the declared extras for one call (module doc)."""
     extras: dict[str, Any] = {}
+    if "positions" in contract.extras:
+        extras["positions"] = as_ids(positions, contract)
     if "seeds" in contract.extras:
         extras["seeds"] = list(seeds)
     if "generators" in contract.extras:
@@ -158,9 +181,10 @@ def extra_arguments(contract: SamplerContract, seeds: list[int | None], lengths:
 
 
 def call_sampler(fn: Callable[..., Any], contract: SamplerContract, arguments: tuple, extras: dict[str, Any],
-                 expected: tuple[int, ...], where: str) -> np.ndarray:
-    """``fn(*arguments, **extras)`` under the time limit, its output read as int64 of shape ``expected``;
-    ``SamplerError`` naming ``where`` (e.g. "call 3, 64 rows") otherwise."""
+                 expected: tuple[int, ...] | list[tuple[int, ...]], where: str) -> np.ndarray | list[np.ndarray]:
+    """``fn(*arguments, **extras)`` under the time limit, its output read as int64 of shape ``expected`` (a list
+    of shapes: a tuple of that many arrays, e.g. engine drafting's ``(out, drafts)``); ``SamplerError`` naming
+    ``where`` (e.g. "call 3, 64 rows") otherwise."""
     try:
         out = _within_time_limit(lambda: fn(*arguments, **extras), contract.time_limit)
     except SamplerError as error:
@@ -168,6 +192,11 @@ def call_sampler(fn: Callable[..., Any], contract: SamplerContract, arguments: t
     except Exception as error:  # the user's code: any exception is a finding about it, reported in one line
         message = " ".join(str(error).split()) or "no message"
         raise SamplerError(f"sampler: raised {type(error).__name__}: {message[:300]} ({where})") from None
+    if isinstance(expected, list):
+        if not isinstance(out, (tuple, list)) or len(out) != len(expected):
+            raise SamplerError(f"sampler: returned {type(out).__name__}; expected a tuple of {len(expected)} integer "
+                               f"arrays of shapes {', '.join(map(str, expected))} ({where})")
+        return [read_output(part, shape, where) for part, shape in zip(out, expected)]
     return read_output(out, expected, where)
 
 

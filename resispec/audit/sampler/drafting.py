@@ -42,13 +42,19 @@ class DraftedRows:
     lengths: np.ndarray
 
     def take(self, rows: np.ndarray) -> DraftedRows:
-        return DraftedRows(self.raw_p[rows], self.raw_q[rows], self.p[rows], self.tokens[rows], self.context[rows],
-                           self.lengths[rows])
+        return DraftedRows(*(getattr(self, name)[rows] for name in ROW_FIELDS))
+
+    def put(self, rows: np.ndarray, values: DraftedRows) -> None:
+        """Overwrite ``rows`` with ``values`` (the rows along a sampler's own drafts, ``engine_drafting``)."""
+        for name in ROW_FIELDS:
+            getattr(self, name)[rows] = getattr(values, name)
+
+
+ROW_FIELDS = ("raw_p", "raw_q", "p", "tokens", "context", "lengths")
 
 
 def stack_rows(parts: list[DraftedRows]) -> DraftedRows:
-    return DraftedRows(*(np.concatenate([getattr(part, name) for part in parts]) for name in
-                         ("raw_p", "raw_q", "p", "tokens", "context", "lengths")))
+    return DraftedRows(*(np.concatenate([getattr(part, name) for part in parts]) for name in ROW_FIELDS))
 
 
 def scheme_chooser(scheme: DraftingScheme, rng: np.random.Generator) -> Chooser:
