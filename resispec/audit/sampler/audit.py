@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,7 @@ from resispec.audit.sampler.contract import (
     extra_arguments,
 )
 from resispec.audit.sampler.drafting import DraftedRows, level_rows, scheme_chooser
-from resispec.audit.sampler.edges import EDGES, numpy_edge, torch_edge
+from resispec.audit.sampler.edges import EDGES, edge_likelihood, numpy_edge, torch_edge
 from resispec.audit.sampler.engine_drafting import (
     DRAFT_VIOLATION,
     RequestPool,
@@ -57,6 +58,7 @@ from resispec.audit.sampler.engine_drafting import (
 from resispec.audit.sampler.global_generators import seeded_global_generators
 from resispec.audit.sampler.models import CHAIN_FAMILIES, MODEL_VOCAB, ChainModel, node_contexts
 from resispec.audit.sampler.probe_rows import probe_rows
+from resispec.audit.sampler.reach import swapped_generators
 from resispec.audit.sampler.report import EdgeOutcome, SamplerReport, SamplerTest
 from resispec.audit.sampler.statistics import (
     PendingTest,
@@ -361,16 +363,21 @@ def _probe(runner: _Runner, scheme, seed: int) -> list[EdgeOutcome]:
     if runner.seeded and count > 1:
         seeds[0] = seed
     outcomes = []
+    dtype = contract.dtype if contract.arrays == "torch" else "float64"
     for edge in EDGES:
         log = ContractLog()
-        forcing = torch_edge(edge) if contract.arrays == "torch" else numpy_edge(edge)
-        with forcing as entered:
-            record = entered if contract.arrays == "torch" else entered[0]
+        with ExitStack() as stack:
+            if contract.arrays == "torch":
+                record = stack.enter_context(torch_edge(edge))
+            else:
+                record, generator = stack.enter_context(numpy_edge(edge))
+                stack.enter_context(swapped_generators(runner.fn, generator))
             try:
                 runner.call(rows, seeds, log, label=f"edge u = {edge}", models=models)
             except SamplerError as error:
                 log.rows += count
                 log.counts["raised under the edge"] += count
                 log.examples["raised under the edge"] = str(error)
-        outcomes.append(EdgeOutcome(edge, dict(record.forced), dict(record.unforced), log))
+        outcomes.append(EdgeOutcome(edge, dict(record.forced), dict(record.unforced), log,
+                                    edge_likelihood(edge, dtype)))
     return outcomes

@@ -54,6 +54,13 @@ class SamplerTest:
         return record
 
 
+NOT_REACHABLE = ("not reachable: the probe forced no draw. It forces torch's rand, rand_like, uniform_, exponential_ "
+                 "and multinomial; NumPy's module functions, every default_rng() made during the call, the rng extra "
+                 "and the generators in the sampler's module globals, closure, defaults or partial arguments "
+                 "(resispec.audit.sampler.reach); a generator elsewhere (another module, an object's attribute) "
+                 "or a draw by another function is not reached, so no edge was tested")
+
+
 @dataclass
 class EdgeOutcome:
     """One edge value: the functions whose draws were forced (calls), those reached but not forced, and the
@@ -63,14 +70,16 @@ class EdgeOutcome:
     forced: dict[str, int]
     unforced: dict[str, int]
     contract: ContractLog
+    likelihood: str = ""
+    """How often the sampler's dtype draws the forced value (``edges.edge_likelihood``)."""
 
     @property
     def reached(self) -> bool:
         return sum(self.forced.values()) > 0
 
     def to_dict(self) -> dict:
-        return {"edge": self.edge, "reached": self.reached, "forced": self.forced, "unforced": self.unforced,
-                **self.contract.to_dict()}
+        return {"edge": self.edge, "likelihood": self.likelihood, "reached": self.reached, "forced": self.forced,
+                "unforced": self.unforced, **self.contract.to_dict()}
 
 
 @dataclass
@@ -103,6 +112,12 @@ class SamplerReport:
         return any(test.tested for test in self.tests)
 
     @property
+    def edges_tested(self) -> bool | None:
+        """Whether an edge probe forced a draw (None: no probe asked for). A probe that forced nothing tested no
+        edge: its clean output shows nothing, and the verdict line says so."""
+        return any(edge.reached for edge in self.edges) if self.edges else None
+
+    @property
     def verdict(self) -> str:
         if self.rejected_tests or not self.output.clean or self.edge_violations:
             return "REJECTED"
@@ -119,6 +134,7 @@ class SamplerReport:
                 "rejected": [f"{t.name}, {t.context}" for t in self.rejected_tests],
                 "output_contract": self.output.to_dict(), "coverage": self.coverage,
                 "tests": [test.to_dict() for test in self.tests], "edges": [e.to_dict() for e in self.edges],
+                "edges_tested": self.edges_tested,
                 "skipped": self.skipped}
 
     def format(self) -> str:
@@ -145,8 +161,12 @@ class SamplerReport:
             found = ("clean" if edge.contract.clean else "; ".join(
                 f"{count} row(s) with {kind}, e.g. {edge.contract.examples[kind]}"
                 for kind, count in edge.contract.counts.items()))
-            lines.append(f"edge u = {edge.edge}: {reached}{unforced} -> {found}")
+            found = found if edge.reached or not edge.contract.clean else "not tested"
+            lines.append(f"edge u = {edge.edge} ({edge.likelihood}): {reached}{unforced} -> {found}")
+        if self.edges_tested is False:
+            lines.append(f"edges: {NOT_REACHABLE}")
         if self.skipped:
             lines.append("skipped: " + "; ".join(self.skipped))
-        lines.append(f"\nverdict: {self.verdict}")
+        edges = ", edges NOT TESTED (not reachable)" if self.edges_tested is False else ""
+        lines.append(f"\nverdict: {self.verdict}{edges}")
         return "\n".join(lines)
