@@ -44,9 +44,9 @@ RULES = {
     "min_tokens held": Processing(min_tokens=5, eos=1),
     "min_tokens reached": Processing(min_tokens=4, eos=1),
     "min_p": Processing(min_p=0.3),
-    "all with temperature": Processing(temperature=0.7, min_p=0.05, logit_bias=((2, 0.5),), repetition_penalty=1.3,
-                                       presence_penalty=0.2, frequency_penalty=0.1, banned=(4,), allowed=(0, 1, 2, 3, 5),
-                                       min_tokens=9, eos=5),
+    "all with temperature": Processing(temperature=0.7, min_p=0.05, logit_bias=((2, 0.5),),
+                                       repetition_penalty=1.3, presence_penalty=0.2, frequency_penalty=0.1, banned=(4,),
+                                       allowed=(0, 1, 2, 3, 5), min_tokens=9, eos=5),
 }
 
 
