@@ -56,7 +56,16 @@ from resispec.audit.sampler.engine_drafting import (
     replay_chain,
 )
 from resispec.audit.sampler.global_generators import seeded_global_generators
-from resispec.audit.sampler.models import CHAIN_FAMILIES, MODEL_VOCAB, ChainModel, node_contexts
+from resispec.audit.sampler.models import (
+    CHAIN_FAMILIES,
+    MODEL_VOCAB,
+    ZERO_PAIRS,
+    ChainModel,
+    logit_shift,
+    node_contexts,
+    processed,
+)
+from resispec.audit.sampler.parameters import Evidence, dropped, parameter_verdicts
 from resispec.audit.sampler.probe_rows import probe_rows
 from resispec.audit.sampler.reach import swapped_generators
 from resispec.audit.sampler.report import EdgeOutcome, SamplerReport, SamplerTest
@@ -87,7 +96,8 @@ cells at V = 6): marginals of the sequence law with few cells, where a bias earl
 def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 4,
                   branching: Sequence[int] = (2, 2), drafting: str = "iid", rule: str | None = None,
                   arrays: str = "numpy", dtype: str = "float64", inputs: str = "probs", temperature: float = 1.0,
-                  top_k: int | None = None, top_p: float | None = None, extras: Sequence[str] = (),
+                  top_k: int | None = None, top_p: float | None = None, processing: Processing | None = None,
+                  extras: Sequence[str] = (),
                   samples: int = DEFAULT_SAMPLES, seed: int = 0, family_alpha: float = FAMILY_ALPHA,
                   probe_edges: bool = False, time_limit: float = DEFAULT_TIME_LIMIT,
                   pairs: Sequence[str] | None = None, families: Sequence[str] | None = None,
@@ -98,12 +108,19 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
     i.i.d. from q itself, ``engine_drafting``); ``rule``: a zoo verifier name (node) or a round
     verifier name (chain, tree; zoo names verify node by node) whose exact acceptance is tested, with the same
     drafting; ``pairs`` (node) / ``families`` (chain, tree): the contexts, by default every suite pair / every
-    chain family; ``samples`` per context. ``progress``: a tqdm bar over the calls (None: only on a terminal).
+    chain family; ``samples`` per context. ``processing``: every claim at once (``resispec.processing.Processing``,
+    instead of ``temperature``, ``top_k``, ``top_p``). ``progress``: a tqdm bar over the calls (None: only on a
+    terminal).
     ``ValueError`` naming the argument on bad options; ``SamplerError`` (a ``ValueError``) when ``fn`` raises,
     hangs or returns outside the contract.
     """
+    if processing is None:
+        processing = Processing(temperature, top_k, top_p)
+    elif (temperature, top_k, top_p) != (1.0, None, None):
+        raise ValueError("processing: pass temperature, top_k and top_p inside processing=Processing(...), not "
+                         "beside it")
     contract = SamplerContract(level=level, k=k, gamma=gamma, branching=tuple(branching), arrays=arrays, dtype=dtype,
-                               inputs=inputs, processing=Processing(temperature, top_k, top_p), extras=tuple(extras),
+                               inputs=inputs, processing=processing, extras=tuple(extras),
                                time_limit=time_limit, drafting=drafting)
     samples = as_count(samples, "samples", "samples")
     if drafting not in (*DRAFTING_SCHEMES, ENGINE):
@@ -122,14 +139,15 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
         report = _audit_nodes(runner, scheme, rule, samples, pairs)
     else:
         report = _audit_rounds(runner, scheme, rule, samples, families, seed)
-    pending, coverage, skipped = report
+    pending, coverage, skipped, evidence = report
     level_alpha = bonferroni_level(max(len(pending), 1), family_alpha)
     tests = [SamplerTest(t.name, t.context, t.dimension, t.evaluate(level_alpha)) for t in pending]
+    parameters = parameter_verdicts(evidence, tests, runner.log.counts["token with p = 0"] > 0)
     coverage.update(runner.batch_coverage())
     edges = _probe(runner, scheme, seed) if probe_edges else []
     return SamplerReport(contract=contract.describe(), level=level, samples=samples, seed=seed,
                          family_alpha=family_alpha, level_alpha=level_alpha, tests=tests, output=runner.log,
-                         coverage=coverage, edges=edges, rule=rule, skipped=skipped)
+                         coverage=coverage, edges=edges, rule=rule, skipped=skipped, parameters=parameters)
 
 
 class _Runner:
@@ -147,23 +165,25 @@ class _Runner:
     def output_shape(self, rows: int) -> tuple[int, ...]:
         return (rows,) if self.contract.level == "node" else (rows, self.contract.depth + 1)
 
-    def call(self, rows: DraftedRows, seeds: list[int | None], log: ContractLog, label: str = "",
-             models: list[ChainModel] | None = None, positions: np.ndarray | None = None
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, DraftedRows]:
+    def call(self, rows: DraftedRows, seeds: list[int | None], log: ContractLog, contexts: list, label: str = "",
+             positions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, DraftedRows]:
         """One call on ``rows``: ``(out, clean, path, rows)`` (``checks.check_rows``; with engine drafting the
-        rows along the sampler's drafts, ``engine_drafting``; ``models`` the chain models by context)."""
+        rows along the sampler's drafts, ``engine_drafting``); ``contexts`` by index: node ``Context``s or
+        ``ChainModel``s (their histories and claims)."""
         contract, count = self.contract, rows.tokens.shape[0]
-        offsets = self.rng.normal(0.0, 3.0, size=count)
+        shift = logit_shift(contract.processing)
+        offsets = self.rng.normal(0.0, 3.0, size=count) if shift is None else np.full(count, shift)
         if contract.engine:
-            arguments, expected = engine_arguments(rows, contract, offsets, models)
+            arguments, expected = engine_arguments(rows, contract, offsets, contexts)
         else:
             arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(rows.raw_q, contract, offsets),
                          as_ids(rows.tokens, contract))
             expected = self.output_shape(count)
         call_seed = int(self.rng.integers(0, 2**31))
-        if positions is None:
+        if positions is None and "positions" in contract.extras:  # the probe's rows (no request pool)
             positions = self.rng.integers(0, 2**20, size=count)
-        extras = extra_arguments(contract, seeds, rows.lengths, call_seed, positions)
+        extras = extra_arguments(contract, seeds, rows.lengths, call_seed, positions,
+                                 [contexts[c] for c in rows.context])
         self.calls += 1
         with seeded_global_generators(call_seed):
             out = call_sampler(self.fn, contract, arguments, extras, expected,
@@ -175,14 +195,13 @@ class _Runner:
                 rows = DraftedRows(rows.raw_p, rows.raw_q, rows.p, drafts, rows.context, rows.lengths)
                 drafted = drafts_in_support(drafts, process_probs(rows.raw_q, contract.processing))
             else:
-                rows, drafted = replay_chain(rows, drafts, models, contract.gamma)
+                rows, drafted = replay_chain(rows, drafts, contexts, contract.gamma)
             log.add(DRAFT_VIOLATION, ~drafted, lambda b: f"row {b}: drafts {drafts[b].tolist()}"
                     + (f" ({label})" if label else ""))
         clean, path = check_rows(contract.level, out, rows.p, rows.tokens, rows.lengths, log, label)
         return out, clean & drafted, path, rows
 
-    def run(self, rows: DraftedRows, models: list[ChainModel] | None = None
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any, DraftedRows]:
+    def run(self, rows: DraftedRows, contexts: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any, DraftedRows]:
         """Every row once, over composed batches: ``(out, clean, path, placement, rows)`` in row order (the rows
         along the sampler's drafts with engine drafting)."""
         count = rows.tokens.shape[0]
@@ -195,7 +214,7 @@ class _Runner:
             if self.requests is not None:
                 batch.seeds, positions, batch.rounds = self.requests.assign(batch.seeds)
             out[batch.rows], clean[batch.rows], path[batch.rows], called = self.call(
-                rows.take(batch.rows), batch.seeds, self.log, models=models, positions=positions)
+                rows.take(batch.rows), batch.seeds, self.log, contexts, positions=positions)
             if self.contract.engine:
                 rows.put(batch.rows, called)
             self.sizes[batch.rows.size] += 1
@@ -229,6 +248,7 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
     if not served:
         raise ValueError(f"k: no pair serves k = {contract.k} candidates under {scheme.name} drafting")
     pending: list[PendingTest] = []
+    evidence: list[Evidence] = []
     coverage: dict = {"candidate tokens": {}, "residual tokens": {}}
     pit_rows, placements_all = [], []
     for vocab in sorted({c.p.size for c in served}):
@@ -240,14 +260,18 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
             np.full((len(group) * samples, contract.k), -1, dtype=np.int64) if contract.engine else
             np.concatenate([scheme.draft_rows(c.q, contract.k, samples, 0, rng)[0] for c in group]),
             np.repeat(np.arange(len(group)), samples), np.zeros(len(group) * samples, dtype=np.int64))
-        out, clean, _, placement, rows = runner.run(rows)
+        out, clean, _, placement, rows = runner.run(rows, group)
         for index, context in enumerate(group):
             mine = clean & (rows.context == index)
             tokens = out[mine]
             if tokens.size == 0:
                 continue
-            pending.append(counts_test("token law", context.name, "law", np.bincount(tokens, minlength=vocab),
-                                       context.p))
+            counts = np.bincount(tokens, minlength=vocab)
+            pending.append(counts_test("token law", context.name, "law", counts, context.p))
+            formed = out[(rows.context == index) & (out >= 0) & (out < vocab)]
+            evidence.append(Evidence(f"token law, {context.name}", np.bincount(formed, minlength=vocab), context.p, {
+                name: processed(context.raw_p, claims, context.history)
+                for name, claims in dropped(context.processing).items()}))
             if contract.engine:
                 pending.append(counts_test("draft law (first candidate)", context.name, "drafts",
                                            np.bincount(rows.tokens[mine, 0], minlength=vocab), context.q))
@@ -267,7 +291,7 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
     values = np.concatenate(pit_rows)
     keep = ~np.isnan(values[:, 0])
     pending.extend(_group_tests(values[keep], subset(placement, keep), runner.seeded, runner.requests is not None))
-    return pending, coverage, skipped
+    return pending, coverage, skipped, evidence
 
 
 def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, families: Sequence[str] | None,
@@ -287,6 +311,7 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
                           scheme_chooser(scheme, rng))
     out, clean, _, placement, rows = runner.run(rows, models)
     pending: list[PendingTest] = []
+    evidence: list[Evidence] = []
     accepted = (out != -1).sum(axis=1) - 1
     coverage: dict = {
         "accepted depth": dict(sorted(Counter(accepted[clean].tolist()).items())),
@@ -318,6 +343,7 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
                                    lambda alpha, s=sequences, m=model: prefix_chi_square(
                                        s, m.target, alpha, f"sequence law (by prefix), {m.name}")))
         values[mine] = sequence_pits(sequences, model.target, rng)
+        evidence.extend(_prefix_evidence(out[(rows.context == index) & _well_formed(out)], model))
         if contract.engine:
             drafts = rows.tokens[mine]
             pending.append(counts_test("first draft", model.name, "drafts",
@@ -341,7 +367,27 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
                                            np.bincount(picked, minlength=law.size), law))
     keep = clean
     pending.extend(_group_tests(values[keep], subset(placement, keep), runner.seeded, runner.requests is not None))
-    return pending, coverage, skipped
+    return pending, coverage, skipped, evidence
+
+
+def _well_formed(out: np.ndarray) -> np.ndarray:
+    """(B,) rows of ``out`` (B, D + 1) whose tokens are ids in range, at least one, with no hole before -1."""
+    valid = out != -1
+    return valid[:, 0] & ~(~valid[:, :-1] & valid[:, 1:]).any(axis=1) & ((out >= -1) & (out < MODEL_VOCAB)).all(axis=1)
+
+
+def _prefix_evidence(out: np.ndarray, model: ChainModel) -> list[Evidence]:
+    """Per prefix the rows emitted a token after, the counts of those tokens against the claimed law and the laws
+    without each claimed parameter (``parameters``; a verified row emits its token from the law at its prefix)."""
+    counts: dict[tuple[int, ...], np.ndarray] = {}
+    for row in out:
+        tokens = [int(x) for x in row if x >= 0]
+        for t, token in enumerate(tokens):
+            counts.setdefault(tuple(tokens[:t]), np.zeros(MODEL_VOCAB, dtype=np.int64))[token] += 1
+    ablated = {name: model.with_processing(claims) for name, claims in dropped(model.processing).items()}
+    return [Evidence(f"first token, {model.name}", seen, model.target(prefix),
+                     {name: other.target(prefix) for name, other in ablated.items()})
+            for prefix, seen in counts.items()]
 
 
 def _undrafted_chains(gamma: int, samples: int, contexts: int) -> DraftedRows:
@@ -358,7 +404,9 @@ def _probe(runner: _Runner, scheme, seed: int) -> list[EdgeOutcome]:
     rows = probe_rows(contract.level, contract.processing, contract.k, contract.gamma, contract.branching, scheme,
                       seed)
     count = rows.tokens.shape[0]
-    models = [ChainModel("zeros", contract.processing, seed)] if contract.level == "chain" else None
+    contexts = ([ChainModel("zeros", contract.processing, seed)] if contract.level != "node" else
+                [c for c in node_contexts(contract.processing, ZERO_PAIRS)
+                 if (scheme.max_candidates(c.q) or contract.k) >= contract.k])
     seeds = [None] * count
     if runner.seeded and count > 1:
         seeds[0] = seed
@@ -373,7 +421,7 @@ def _probe(runner: _Runner, scheme, seed: int) -> list[EdgeOutcome]:
                 record, generator = stack.enter_context(numpy_edge(edge))
                 stack.enter_context(swapped_generators(runner.fn, generator))
             try:
-                runner.call(rows, seeds, log, label=f"edge u = {edge}", models=models)
+                runner.call(rows, seeds, log, contexts, label=f"edge u = {edge}")
             except SamplerError as error:
                 log.rows += count
                 log.counts["raised under the edge"] += count

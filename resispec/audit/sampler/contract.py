@@ -24,7 +24,11 @@ seeded, others not), ``generators`` (torch only: a list of ``torch.Generator`` o
 only: each row's draft length, ``0 <= lengths[b] <= gamma``; past it ``drafts`` is -1 and ``p`` / ``q`` rows
 are uniform padding, ``p[b, lengths[b]]`` is the row's bonus row), ``rng`` (a ``numpy.random.Generator`` for
 ``arrays="numpy"``, a ``torch.Generator`` for torch, fresh per call), ``positions`` (engine drafting only: each
-row's token position, the offset engines key their per-request randomness by; ``engine_drafting``).
+row's token position, the offset engines key their per-request randomness by; ``engine_drafting``), ``history``
+(each row's ids generated before it, a tuple: the penalties and ``min_tokens`` act on it and, along a chain, on
+the round's earlier drafts, which the sampler adds), ``processing`` (each row's claims, a
+``resispec.processing.Processing``: rows of one call carry different parameters; without it every row has the
+audit's claims).
 
 ``drafting="engine"`` (node and chain): the sampler draws the drafts itself and returns them with the emitted
 tokens (``resispec.audit.sampler.engine_drafting`` gives the calls).
@@ -50,7 +54,7 @@ LEVELS = ("node", "chain", "tree")
 ARRAYS = ("numpy", "torch")
 DTYPES = ("float32", "float64")
 INPUTS = ("probs", "logits")
-EXTRAS = ("seeds", "generators", "lengths", "rng", "positions")
+EXTRAS = ("seeds", "generators", "lengths", "rng", "positions", "history", "processing")
 ENGINE = "engine"
 """``drafting=ENGINE``: the sampler draws its own drafts (``resispec.audit.sampler.engine_drafting``)."""
 DEFAULT_TIME_LIMIT = 60.0
@@ -97,6 +101,12 @@ class SamplerContract:
             raise ValueError("extras: 'generators' (torch.Generator per row) needs arrays='torch'")
         if "lengths" in self.extras and self.level != "chain":
             raise ValueError("extras: 'lengths' (unequal chain lengths) applies to level='chain' only")
+        if self.processing.needs_logits and self.inputs != "logits":
+            raise ValueError("inputs: the repetition penalty depends on the logits' sign; audit it with "
+                             "inputs='logits'")
+        if self.processing.uses_history and "history" not in self.extras:
+            raise ValueError("extras: penalties and min_tokens act on the tokens generated before; declare the "
+                             "'history' extra")
         if self.drafting == ENGINE and self.level == "tree":
             raise ValueError("drafting: 'engine' (the sampler drafts) is implemented for node and chain levels")
         if "positions" in self.extras and self.drafting != ENGINE:
@@ -157,9 +167,14 @@ def _to_library(values: np.ndarray, contract: SamplerContract) -> Any:
 
 
 def extra_arguments(contract: SamplerContract, seeds: list[int | None], lengths: np.ndarray | None,
-                    call_seed: int, positions: np.ndarray | None = None) -> dict[str, Any]:
-    """The keyword arguments of the declared extras for one call (module doc)."""
+                    call_seed: int, positions: np.ndarray | None = None, contexts: list[Any] = ()) -> dict[str, Any]:
+    """The keyword arguments of the declared extras for one call (module doc); ``contexts`` are the rows'
+    contexts (each with its ``history`` and ``processing``)."""
     extras: dict[str, Any] = {}
+    if "history" in contract.extras:
+        extras["history"] = [context.history for context in contexts]
+    if "processing" in contract.extras:
+        extras["processing"] = [context.processing for context in contexts]
     if "positions" in contract.extras:
         extras["positions"] = as_ids(positions, contract)
     if "seeds" in contract.extras:

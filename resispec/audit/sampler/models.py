@@ -13,6 +13,10 @@ A model family maps a prefix (the token ids after the round's root) to a raw pai
   disjoint, one-hot p).
 
 The audit tests against the *processed* models (``resispec.processing``); the sampler is handed the raw ones.
+Every context carries a ``history`` (the ids generated before it, ``HISTORY`` folded into its vocabulary): the
+penalties and ``min_tokens`` act on it (a chain's position i on the history, then the round's first i drafts).
+Where the claims depend on the logits' sign (the repetition penalty), the logits handed over are ``log p +
+LOGIT_SHIFT`` (tokens with p > e^-2 positive, the others negative) and the processed law is computed from them.
 """
 
 from __future__ import annotations
@@ -32,11 +36,31 @@ MODEL_VOCAB = 6
 CHAIN_FAMILIES = ("suite", "dirichlet")
 ZERO_PAIRS = ("zeros-in-p", "disjoint", "one-hot-p")
 SUITE_ROOT = "zeros-in-q"
+HISTORY = (0, 1, 1, 3)
+"""The tokens every context was generated after (ids taken modulo the vocabulary)."""
+LOGIT_SHIFT = 2.0
+"""``log p + LOGIT_SHIFT`` are the logits handed over when the claims depend on their sign (module doc)."""
+
+
+def history_for(vocab: int) -> tuple[int, ...]:
+    """``HISTORY`` in a vocabulary of ``vocab`` tokens."""
+    return tuple(token % vocab for token in HISTORY)
+
+
+def logit_shift(processing: Processing) -> float | None:
+    """The fixed logit offset the claims need (``LOGIT_SHIFT`` for the repetition penalty), None otherwise."""
+    return LOGIT_SHIFT if processing.needs_logits else None
+
+
+def processed(row: np.ndarray, processing: Processing, history: tuple[int, ...]) -> np.ndarray:
+    """The processed law of a raw probability row after ``history``, from the logits the sampler is handed."""
+    return process_probs(row, processing, history, logit_shift(processing) or 0.0)
 
 
 def processed_pair(pair: SuitePair, processing: Processing) -> tuple[np.ndarray, np.ndarray]:
-    """``(process(p), process(q))`` of a raw pair, float64 rows (V,)."""
-    return process_probs(pair.p, processing), process_probs(pair.q, processing)
+    """``(process(p), process(q))`` of a raw pair after its history, float64 rows (V,)."""
+    history = history_for(pair.p.size)
+    return processed(pair.p, processing, history), processed(pair.q, processing, history)
 
 
 @dataclass(frozen=True)
@@ -48,33 +72,44 @@ class Context:
     raw_q: np.ndarray
     p: np.ndarray
     q: np.ndarray
+    processing: Processing
+    history: tuple[int, ...]
 
 
 def node_contexts(processing: Processing, names: Sequence[str] | None = None) -> list[Context]:
     """The standard suite's pairs (or the named ones) as node contexts."""
     pairs = [pair for pair in get_suite("standard") if names is None or pair.name in names]
-    return [Context(pair.name, pair.p, pair.q, *processed_pair(pair, processing)) for pair in pairs]
+    return [Context(pair.name, pair.p, pair.q, *processed_pair(pair, processing), processing,
+                    history_for(pair.p.size)) for pair in pairs]
 
 
 class ChainModel:
-    """A named family's raw and processed ``prefix -> (V,)`` target and draft (module doc)."""
+    """A named family's raw and processed ``prefix -> (V,)`` target and draft (module doc), after ``history``;
+    ``label`` names the context (default: the family)."""
 
-    def __init__(self, family: str, processing: Processing, seed: int = 0) -> None:
+    def __init__(self, family: str, processing: Processing, seed: int = 0, label: str | None = None) -> None:
         if family not in (*CHAIN_FAMILIES, "zeros"):
             raise ValueError(f"family: expected one of {', '.join((*CHAIN_FAMILIES, 'zeros'))}, got {family!r}")
-        self.family, self.processing, self.seed = family, processing, seed
+        self.family, self.processing, self.seed, self.label = family, processing, seed, label or family
+        self.history = history_for(MODEL_VOCAB)
         suite = [pair for pair in get_suite("standard") if pair.p.size == MODEL_VOCAB]
         self._pairs = [pair for pair in suite if family == "suite" or pair.name in ZERO_PAIRS]
         self.raw = lru_cache(maxsize=None)(self._raw)
-        self.target = lru_cache(maxsize=None)(lambda prefix: process_probs(self.raw(prefix)[0], processing))
-        self.draft = lru_cache(maxsize=None)(lambda prefix: process_probs(self.raw(prefix)[1], processing))
+        self.target = lru_cache(maxsize=None)(
+            lambda prefix: processed(self.raw(prefix)[0], processing, self.history + prefix))
+        self.draft = lru_cache(maxsize=None)(
+            lambda prefix: processed(self.raw(prefix)[1], processing, self.history + prefix))
 
     @property
     def name(self) -> str:
-        return self.family
+        return self.label
+
+    def with_processing(self, processing: Processing) -> ChainModel:
+        """The same family and seed under other claims (a parameter dropped: ``parameters``)."""
+        return ChainModel(self.family, processing, self.seed, self.label)
 
     def _raw(self, prefix: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        key = zlib.crc32(f"{self.family}|{self.seed}|{prefix}".encode())
+        key = zlib.crc32(f"{self.family}|{self.seed}|{prefix}".encode())  # the family's, whatever the label
         if self.family == "dirichlet":
             rng = np.random.default_rng([self.seed, key])
             p = rng.dirichlet(np.ones(MODEL_VOCAB))

@@ -98,6 +98,8 @@ class SamplerReport:
     edges: list[EdgeOutcome] = field(default_factory=list)
     rule: str | None = None
     skipped: list[str] = field(default_factory=list)
+    parameters: dict[str, str] = field(default_factory=dict)
+    """A verdict line per claimed processing parameter (``parameters``)."""
 
     @property
     def rejected_tests(self) -> list[SamplerTest]:
@@ -134,7 +136,7 @@ class SamplerReport:
                 "rejected": [f"{t.name}, {t.context}" for t in self.rejected_tests],
                 "output_contract": self.output.to_dict(), "coverage": self.coverage,
                 "tests": [test.to_dict() for test in self.tests], "edges": [e.to_dict() for e in self.edges],
-                "edges_tested": self.edges_tested,
+                "edges_tested": self.edges_tested, "parameters": self.parameters,
                 "skipped": self.skipped}
 
     def format(self) -> str:
@@ -150,6 +152,7 @@ class SamplerReport:
             lines.append(f"{test.name + ', ' + test.context:<{width}}  {describe_result(test.result)}  {verdict}")
         lines.append("")
         lines.append("coverage: " + "; ".join(f"{key} {value}" for key, value in self.coverage.items()))
+        lines.extend(f"claim {name}: {verdict}" for name, verdict in self.parameters.items())
         if self.output.clean:
             lines.append(f"output contract: held on {self.output.rows} rows")
         else:

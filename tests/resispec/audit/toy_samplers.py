@@ -10,13 +10,17 @@
   rows keep their initial noise of 1 and the race becomes an argmax (the mechanism vLLM's v0 rejection
   sampler had before vllm-project/vllm#10863, written anew here);
 - ``rng_node``: sps at one node drawing from the ``rng`` extra (NumPy); ``accept_at_equality=True`` accepts
-  iff ``u <= ratio``, which at ``u = 0`` accepts a candidate with p = 0.
+  iff ``u <= ratio``, which at ``u = 0`` accepts a candidate with p = 0;
+- ``processed_chain``: sps along a chain on NumPy logits, each position processed after the row's ``history`` and
+  the round's earlier drafts; ``verified`` / ``bonus`` put other claims on the verified target rows / the bonus row (the
+  bugs: min-p and a logit bias applied to the bonus row only, vllm-project/vllm#42744; a penalty dropped under
+  speculation, vllm-project/vllm#18902, NVIDIA/TensorRT-LLM#17701).
 """
 
 import numpy as np
 import torch
 
-from resispec.processing import Processing, process_probs
+from resispec.processing import Processing, process_logits, process_probs
 
 
 def _draw(weights: np.ndarray, u: float) -> int:
@@ -92,3 +96,28 @@ def rng_node(p, q, candidates, rng, accept_at_equality=False):
     residual[residual.sum(axis=1) <= 0] = p[residual.sum(axis=1) <= 0]
     recovered = np.array([_draw(residual[b], v) for b, v in enumerate(rng.random(p.shape[0]))])
     return np.where(accept, x, recovered)
+
+
+def processed_chain(p, q, drafts, history, processing=PLAIN, verified=None, bonus=None, rng=np.random):
+    out = np.full((drafts.shape[0], drafts.shape[1] + 1), -1)
+    for b in range(drafts.shape[0]):
+        for i in range(drafts.shape[1] + 1):
+            seen = tuple(history[b]) + tuple(int(x) for x in drafts[b, :i])
+            if i == drafts.shape[1]:
+                out[b, i] = _draw(process_logits(p[b, i], bonus or processing, seen), rng.random())
+                break
+            target = process_logits(p[b, i], verified or processing, seen)
+            draft = process_logits(q[b, i], processing, seen)  # the law the drafts were drawn from
+            x = drafts[b, i]
+            if rng.random() < target[x] / draft[x]:
+                out[b, i] = x
+                continue
+            residual = np.maximum(target - draft, 0.0)
+            out[b, i] = _draw(residual if residual.sum() > 0 else target, rng.random())
+            break
+    return out
+
+
+def processed_node(p, q, candidates, history, **options):
+    """``processed_chain`` on a chain of one (the bonus row is p again; a node never emits it)."""
+    return processed_chain(np.stack([p, p], axis=1), q[:, None], candidates, history, **options)[:, 0]

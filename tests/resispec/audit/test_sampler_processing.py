@@ -1,0 +1,53 @@
+"""The whole processed law as claims (``resispec.processing``): an exact sampler with every claim on passes with a
+verdict per claim; samplers that skip one claim on the verified rows (tests/resispec/audit/toy_samplers.py,
+``processed_chain``) are rejected with that claim named; claims the contract cannot serve are one-line errors."""
+
+from dataclasses import replace
+from functools import partial
+
+import pytest
+
+from resispec.audit.sampler import audit_sampler
+from resispec.processing import Processing
+from tests.resispec.audit import toy_samplers as toy
+
+ALL = Processing(temperature=0.8, top_k=5, min_p=0.1, logit_bias=((2, 1.0),), repetition_penalty=1.3,
+                 presence_penalty=0.3, frequency_penalty=0.4, banned=(4,), min_tokens=6, eos=5)
+CHAIN = dict(gamma=4, processing=ALL, inputs="logits", extras=["history"], samples=1500)
+
+
+def test_an_exact_sampler_with_every_claim_on_passes_with_a_verdict_per_claim():
+    report = audit_sampler(partial(toy.processed_chain, processing=ALL), "chain", **CHAIN)
+    assert report.verdict == "PASS", report.format()
+    assert set(report.parameters) == set(ALL.claims()) - {"eos"}
+    assert all(line.startswith(("consistent", "not testable here")) for line in report.parameters.values())
+    assert report.parameters["logit_bias"].startswith("consistent")
+    node = audit_sampler(partial(toy.processed_node, processing=ALL), "node", k=1, processing=ALL, inputs="logits",
+                         extras=["history"], samples=1500, pairs=["dirichlet-1", "llm-like", "zeros-in-q"])
+    assert node.verdict == "PASS", node.format()
+
+
+@pytest.mark.parametrize("claim, skipped", [
+    ("min_p", dict(min_p=None)),                      # vllm-project/vllm#42744: min-p on the bonus row only
+    ("logit_bias", dict(logit_bias=())),              # the same issue: logit_bias on the bonus row only
+    ("frequency_penalty", dict(frequency_penalty=0.0)),  # vllm-project/vllm#18902: dropped under speculation
+    ("repetition_penalty", dict(repetition_penalty=1.0)),  # NVIDIA/TensorRT-LLM#17701: ignored on the one-model path
+])
+def test_a_claim_skipped_on_the_verified_rows_is_rejected_and_named(claim, skipped):
+    buggy = partial(toy.processed_chain, processing=ALL, verified=replace(ALL, **skipped))
+    report = audit_sampler(buggy, "chain", **CHAIN)
+    assert report.verdict == "REJECTED"
+    named = [name for name, line in report.parameters.items() if line.startswith("REJECTED")]
+    assert named == [claim], report.parameters
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(processing=Processing(frequency_penalty=0.5), inputs="logits"), "declare the 'history' extra"),
+    (dict(processing=Processing(repetition_penalty=1.2), extras=["history"]), "inputs='logits'"),
+    (dict(processing=Processing(allowed=(4,), banned=(4,)), pairs=["dirichlet-1"]), "exclude every token"),
+    (dict(processing=Processing(banned=(7,)), pairs=["dirichlet-1"]), "banned: token id 7 is outside"),
+    (dict(processing=Processing(top_k=2), top_k=2), "inside processing=Processing"),
+])
+def test_claims_the_audit_cannot_serve_are_one_line_errors(options, message):
+    with pytest.raises(ValueError, match=message):
+        audit_sampler(toy.sps_node, "node", k=1, samples=10, **options)
