@@ -64,6 +64,8 @@ from resispec.audit.sampler.models import (
     logit_shift,
     node_contexts,
     processed,
+    row_variants,
+    variant_label,
 )
 from resispec.audit.sampler.parameters import Evidence, dropped, parameter_verdicts
 from resispec.audit.sampler.probe_rows import probe_rows
@@ -83,6 +85,7 @@ from resispec.audit.sampling import DEFAULT_SAMPLES
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.processing import Processing, process_probs
 from resispec.sequence import get_round_verifier
+from resispec.suite import get_suite
 from resispec.validation import as_count
 from resispec.verifiers import get_verifier
 
@@ -239,9 +242,10 @@ def _group_tests(values: np.ndarray, placement: RowPlacement, seeded: bool, requ
 
 def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs: Sequence[str] | None):
     contract, rng = runner.contract, runner.rng
-    contexts = node_contexts(contract.processing, pairs)
-    if pairs is not None and len(contexts) < len(set(pairs)):
-        raise ValueError(f"pairs: unknown pair name in {list(pairs)}")
+    contexts = node_contexts(contract.processing, pairs, "processing" in contract.extras)
+    unknown = set(pairs or ()) - {pair.name for pair in get_suite("standard")}
+    if unknown:
+        raise ValueError(f"pairs: unknown pair name(s) {sorted(unknown)}")
     served = [c for c in contexts if (scheme.max_candidates(c.q) or contract.k) >= contract.k]
     skipped = [f"{c.name}: {scheme.name} drafting cannot draw k = {contract.k} candidates" for c in contexts
                if c not in served]
@@ -298,7 +302,9 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
                   seed: int):
     contract, rng = runner.contract, runner.rng
     families = list(families or CHAIN_FAMILIES)
-    models = [ChainModel(family, contract.processing, seed) for family in families]
+    mixed = "processing" in contract.extras
+    models = [ChainModel(family, claims, seed, variant_label(family, claims, mixed))
+              for claims in row_variants(contract.processing, mixed) for family in families]
     depth = contract.depth
     if "lengths" in contract.extras:
         lengths = [rng.integers(0, depth + 1, size=samples) for _ in models]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -76,11 +76,27 @@ class Context:
     history: tuple[int, ...]
 
 
-def node_contexts(processing: Processing, names: Sequence[str] | None = None) -> list[Context]:
-    """The standard suite's pairs (or the named ones) as node contexts."""
+ROW_VARIANTS = ({}, {"temperature": 0.5, "top_k": 3}, {"temperature": 1.6, "top_p": 0.9})
+"""With the ``processing`` extra (per-request parameters), every context is audited under the claims and under
+each of these changes to them, all rows shuffled into the same calls: a parameter read from another row (a
+per-token buffer indexed per request, NVIDIA/TensorRT-LLM PR #12588's review) shows in the contexts it moved."""
+
+
+def row_variants(processing: Processing, mixed: bool) -> list[Processing]:
+    """The claims of each context's variants (``ROW_VARIANTS`` when ``mixed``, the claims alone otherwise)."""
+    return [replace(processing, **change) for change in (ROW_VARIANTS if mixed else ({},))]
+
+
+def variant_label(name: str, processing: Processing, mixed: bool) -> str:
+    """A context's name: with mixed parameters, its claims in brackets."""
+    return f"{name} [{processing.describe()}]" if mixed else name
+
+
+def node_contexts(processing: Processing, names: Sequence[str] | None = None, mixed: bool = False) -> list[Context]:
+    """The standard suite's pairs (or the named ones) as node contexts, per variant of the claims when ``mixed``."""
     pairs = [pair for pair in get_suite("standard") if names is None or pair.name in names]
-    return [Context(pair.name, pair.p, pair.q, *processed_pair(pair, processing), processing,
-                    history_for(pair.p.size)) for pair in pairs]
+    return [Context(variant_label(pair.name, claims, mixed), pair.p, pair.q, *processed_pair(pair, claims), claims,
+                    history_for(pair.p.size)) for claims in row_variants(processing, mixed) for pair in pairs]
 
 
 class ChainModel:

@@ -60,14 +60,16 @@ def parameter_verdicts(evidence: list[Evidence], tests: list[SamplerTest], broke
         return {}
     rejected = broken or any(test.rejected and test.dimension == "law" for test in tests)
     detects = {f"{test.name}, {test.context}": test.result.min_detectable_tv for test in tests}
-    claimed = sum(_log_likelihood(e.counts, e.claimed) for e in evidence)
-    fits = {name: sum(_log_likelihood(e.counts, e.without[name]) for e in evidence) for name in evidence[0].without}
-    better = sorted((name for name, fit in fits.items() if fit > claimed), key=lambda name: -fits[name])
+    names = list(dict.fromkeys(name for e in evidence for name in e.without))
+    holding = {name: [e for e in evidence if name in e.without] for name in names}  # mixed rows: not every context
+    gains = {name: sum(_log_likelihood(e.counts, e.without[name]) - _log_likelihood(e.counts, e.claimed)
+                       for e in holding[name]) for name in names}
+    better = sorted((name for name in names if gains[name] > 0), key=lambda name: -gains[name])
     verdicts = {}
-    for name in fits:
-        distance = max(_tv(e.without[name], e.claimed) for e in evidence)
-        visible = any(_tv(e.without[name], e.claimed) >= detects.get(e.test, np.inf) for e in evidence)
-        gain = f" (log-likelihood {fits[name] - claimed:+.1f} over the claim)"
+    for name in names:
+        distance = max(_tv(e.without[name], e.claimed) for e in holding[name])
+        visible = any(_tv(e.without[name], e.claimed) >= detects.get(e.test, np.inf) for e in holding[name])
+        gain = f" (log-likelihood {gains[name]:+.1f} over the claim)"
         if rejected and better and name == better[0]:
             verdicts[name] = f"REJECTED: the tokens follow the law without {name} best{gain}"
         elif rejected and name in better:

@@ -51,3 +51,19 @@ def test_a_claim_skipped_on_the_verified_rows_is_rejected_and_named(claim, skipp
 def test_claims_the_audit_cannot_serve_are_one_line_errors(options, message):
     with pytest.raises(ValueError, match=message):
         audit_sampler(toy.sps_node, "node", k=1, samples=10, **options)
+
+
+MIXED = dict(gamma=3, inputs="logits", extras=["history", "processing"], samples=1200, families=["suite"])
+
+
+def test_per_request_parameters_in_mixed_batches_name_the_combination_a_parameter_was_misread_in():
+    """Each context is audited under three parameter combinations, rows shuffled into the same calls; a draft
+    processed with the temperature of another row (a per-token buffer read per request) is caught there."""
+    exact = audit_sampler(toy.processed_chain, "chain", **MIXED)
+    assert exact.verdict == "PASS", exact.format()
+    assert {test.context for test in exact.tests} >= {"suite [T = 1]", "suite [T = 0.5, top-k 3]",
+                                                       "suite [T = 1.6, top-p 0.9]"}
+    buggy = audit_sampler(partial(toy.processed_chain, per_token_buffer_bug=True), "chain", **MIXED)
+    assert buggy.verdict == "REJECTED"
+    named = {test.context for test in buggy.rejected_tests if test.dimension == "law"}
+    assert "suite [T = 1.6, top-p 0.9]" in named and named <= {test.context for test in exact.tests}

@@ -14,8 +14,13 @@
 - ``processed_chain``: sps along a chain on NumPy logits, each position processed after the row's ``history`` and
   the round's earlier drafts; ``verified`` / ``bonus`` put other claims on the verified target rows / the bonus row (the
   bugs: min-p and a logit bias applied to the bonus row only, vllm-project/vllm#42744; a penalty dropped under
-  speculation, vllm-project/vllm#18902, NVIDIA/TensorRT-LLM#17701).
+  speculation, vllm-project/vllm#18902, NVIDIA/TensorRT-LLM#17701); ``processing`` may be a list (the
+  ``processing`` extra, one entry per row), and ``per_token_buffer_bug=True`` processes the draft with the
+  temperature at index b of a per-token buffer (one entry per row and position) instead of row b's, as
+  TensorRT-LLM built draft probabilities from ``temperatures[:batch_size]`` (PR #12588's review).
 """
+
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -98,18 +103,26 @@ def rng_node(p, q, candidates, rng, accept_at_equality=False):
     return np.where(accept, x, recovered)
 
 
-def processed_chain(p, q, drafts, history, processing=PLAIN, verified=None, bonus=None, rng=np.random):
+def processed_chain(p, q, drafts, history, processing=PLAIN, verified=None, bonus=None, rng=np.random,
+                    per_token_buffer_bug=False):
+    rows = processing if isinstance(processing, list) else [processing] * drafts.shape[0]
+    temperatures = np.repeat([claims.temperature for claims in rows], drafts.shape[1] + 1)  # one per token
     out = np.full((drafts.shape[0], drafts.shape[1] + 1), -1)
     for b in range(drafts.shape[0]):
+        claims = rows[b]
+        if per_token_buffer_bug:  # the draft's temperature read from temperatures[:batch] of the per-token buffer
+            claims = replace(claims, temperature=float(temperatures[:drafts.shape[0]][b]))
         for i in range(drafts.shape[1] + 1):
             seen = tuple(history[b]) + tuple(int(x) for x in drafts[b, :i])
             if i == drafts.shape[1]:
-                out[b, i] = _draw(process_logits(p[b, i], bonus or processing, seen), rng.random())
+                out[b, i] = _draw(process_logits(p[b, i], bonus or rows[b], seen), rng.random())
                 break
-            target = process_logits(p[b, i], verified or processing, seen)
-            draft = process_logits(q[b, i], processing, seen)  # the law the drafts were drawn from
+            target = process_logits(p[b, i], verified or rows[b], seen)
+            draft = process_logits(q[b, i], claims, seen)  # the law the drafts were drawn from
             x = drafts[b, i]
-            if rng.random() < target[x] / draft[x]:
+            with np.errstate(divide="ignore", invalid="ignore"):  # a buggy draft law may miss the drafted token
+                accept = rng.random() < target[x] / draft[x]
+            if accept:
                 out[b, i] = x
                 continue
             residual = np.maximum(target - draft, 0.0)
