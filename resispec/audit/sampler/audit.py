@@ -84,12 +84,15 @@ from resispec.audit.sampler.statistics import (
 from resispec.audit.sampling import DEFAULT_SAMPLES
 from resispec.drafting import DRAFTING_SCHEMES
 from resispec.processing import Processing, process_probs
+from resispec.sampling import inverse_cdf
 from resispec.sequence import get_round_verifier
 from resispec.suite import get_suite
 from resispec.validation import as_count
 from resispec.verifiers import get_verifier
 
 Sampler = Callable[..., Any]
+
+BONUS_VIOLATION = "bonus token differs from the one handed in"
 
 PREFIX_LAWS = (2, 3)
 """Chain and tree audits also test the law of the first 2 and 3 tokens of the continued sequences (36 and 216
@@ -161,7 +164,7 @@ class _Runner:
         self.log = ContractLog()
         self.calls = 0
         self.sizes: Counter = Counter()
-        self.seeded = bool({"seeds", "generators"} & set(contract.extras))
+        self.seeded = bool({"seeds", "generators", "generator_map"} & set(contract.extras))
         step = 1 if contract.level == "node" else contract.gamma + 1
         self.requests = RequestPool(rng, step) if "positions" in contract.extras else None
 
@@ -179,7 +182,7 @@ class _Runner:
         if contract.engine:
             arguments, expected = engine_arguments(rows, contract, offsets, contexts)
         else:
-            arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(rows.raw_q, contract, offsets),
+            arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(rows.raw_q, contract, offsets, "q"),
                          as_ids(rows.tokens, contract))
             expected = self.output_shape(count)
         call_seed = int(self.rng.integers(0, 2**31))
@@ -187,6 +190,10 @@ class _Runner:
             positions = self.rng.integers(0, 2**20, size=count)
         extras = extra_arguments(contract, seeds, rows.lengths, call_seed, positions,
                                  [contexts[c] for c in rows.context])
+        if "bonus" in contract.extras:  # drawn from the processed bonus row, as engines draw it before verifying
+            bonus = np.array([inverse_cdf(rows.p[b, rows.lengths[b]], u) for b, u in enumerate(self.rng.random(count))],
+                             dtype=np.int64)
+            extras["bonus"] = as_ids(bonus, contract)
         self.calls += 1
         with seeded_global_generators(call_seed):
             out = call_sampler(self.fn, contract, arguments, extras, expected,
@@ -202,6 +209,12 @@ class _Runner:
             log.add(DRAFT_VIOLATION, ~drafted, lambda b: f"row {b}: drafts {drafts[b].tolist()}"
                     + (f" ({label})" if label else ""))
         clean, path = check_rows(contract.level, out, rows.p, rows.tokens, rows.lengths, log, label)
+        if "bonus" in contract.extras:
+            full = clean & ((out != -1).sum(axis=1) == rows.lengths + 1)
+            differs = full & (out[np.arange(count), np.minimum(rows.lengths, out.shape[1] - 1)] != bonus)
+            log.add(BONUS_VIOLATION, differs, lambda b: f"row {b}: emitted {out[b].tolist()}, bonus handed in "
+                    f"{int(bonus[b])}" + (f" ({label})" if label else ""))
+            clean = clean & ~differs
         return out, clean & drafted, path, rows
 
     def run(self, rows: DraftedRows, contexts: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any, DraftedRows]:

@@ -15,8 +15,9 @@ Shapes per level (``B`` rows per call, ``V`` tokens; row ``b`` of every argument
   mixed radix ``branching``), so paths sharing a prefix of slots share those tokens and rows. ``out``: the
   accepted path's tokens, then the next token, then ``-1`` padding.
 
-Inputs: ``arrays`` ``"numpy"`` or ``"torch"`` (CPU tensors), ``dtype`` float32 / float64, ``inputs`` ``"probs"``
-or ``"logits"`` (``log p`` plus a per-row offset, ``-inf`` where ``p = 0``); ids are int64. The model handed over
+Inputs: ``arrays`` ``"numpy"`` or ``"torch"`` (CPU tensors), ``dtype`` float32 / float64, ``inputs`` ``"probs"``,
+``"logits"`` (``log p`` plus a per-row offset, ``-inf`` where ``p = 0``) or ``"target-logits"`` (the target as
+logits, the draft as probabilities); ids are int64. The model handed over
 is *unprocessed*; processing claims (temperature, top-k, top-p) are the sampler's job.
 
 Extras a sampler declares (keyword arguments, one entry per row): ``seeds`` (a list of int or None: some rows
@@ -28,7 +29,10 @@ row's token position, the offset engines key their per-request randomness by; ``
 (each row's ids generated before it, a tuple: the penalties and ``min_tokens`` act on it and, along a chain, on
 the round's earlier drafts, which the sampler adds), ``processing`` (each row's claims, a
 ``resispec.processing.Processing``: rows of one call carry different parameters; without it every row has the
-audit's claims).
+audit's claims), ``generator_map`` (torch only: ``{row: torch.Generator}`` for the seeded rows, vLLM's layout),
+``bonus`` (chain only: each row's bonus token, drawn by the audit from the processed bonus row and handed in as
+vLLM's ``bonus_token_ids`` are; a fully accepted row must emit it), ``branching`` (tree only: the children count per
+depth, a tuple).
 
 ``drafting="engine"`` (node and chain): the sampler draws the drafts itself and returns them with the emitted
 tokens (``resispec.audit.sampler.engine_drafting`` gives the calls).
@@ -53,8 +57,10 @@ from resispec.processing import Processing
 LEVELS = ("node", "chain", "tree")
 ARRAYS = ("numpy", "torch")
 DTYPES = ("float32", "float64")
-INPUTS = ("probs", "logits")
-EXTRAS = ("seeds", "generators", "lengths", "rng", "positions", "history", "processing")
+INPUTS = ("probs", "logits", "target-logits")
+"""``target-logits``: the target as logits, the draft as probabilities (vLLM's rejection sampler takes them so)."""
+EXTRAS = ("seeds", "generators", "generator_map", "lengths", "rng", "positions", "history", "processing", "bonus",
+          "branching")
 ENGINE = "engine"
 """``drafting=ENGINE``: the sampler draws its own drafts (``resispec.audit.sampler.engine_drafting``)."""
 DEFAULT_TIME_LIMIT = 60.0
@@ -97,11 +103,18 @@ class SamplerContract:
         unknown = [extra for extra in self.extras if extra not in EXTRAS]
         if unknown:
             raise ValueError(f"extras: unknown {', '.join(map(repr, unknown))}; known: {', '.join(EXTRAS)}")
-        if "generators" in self.extras and self.arrays != "torch":
-            raise ValueError("extras: 'generators' (torch.Generator per row) needs arrays='torch'")
+        for name in ("generators", "generator_map"):
+            if name in self.extras and self.arrays != "torch":
+                raise ValueError(f"extras: {name!r} (torch.Generator per row) needs arrays='torch'")
+        for name, level in (("bonus", "chain"), ("branching", "tree")):
+            if name in self.extras and self.level != level:
+                raise ValueError(f"extras: {name!r} applies to level={level!r} only")
+        if "bonus" in self.extras and self.drafting == ENGINE:
+            raise ValueError("extras: 'bonus' hands in the audit's bonus tokens; with drafting='engine' the sampler "
+                             "draws its own")
         if "lengths" in self.extras and self.level != "chain":
             raise ValueError("extras: 'lengths' (unequal chain lengths) applies to level='chain' only")
-        if self.processing.needs_logits and self.inputs != "logits":
+        if self.processing.needs_logits and self.inputs == "probs":
             raise ValueError("inputs: the repetition penalty depends on the logits' sign; audit it with "
                              "inputs='logits'")
         if self.processing.uses_history and "history" not in self.extras:
@@ -141,11 +154,12 @@ class SamplerContract:
                 f"{self.processing.describe()}{extras}")
 
 
-def as_inputs(probs: np.ndarray, contract: SamplerContract, offsets: np.ndarray) -> Any:
-    """``probs`` (float64, (B, ..., V)) as the sampler is handed them: logits ``log p + offset`` (one offset
-    per row, (B,)) or probabilities, in the contract's dtype and array library."""
+def as_inputs(probs: np.ndarray, contract: SamplerContract, offsets: np.ndarray, law: str = "p") -> Any:
+    """``probs`` (float64, (B, ..., V)) of the target (``law="p"``) or the draft (``"q"``) as the sampler is handed
+    them: logits ``log p + offset`` (one offset per row, (B,)) or probabilities, in the contract's dtype and array
+    library."""
     values = probs
-    if contract.inputs == "logits":
+    if contract.inputs == "logits" or (contract.inputs == "target-logits" and law == "p"):
         with np.errstate(divide="ignore"):
             values = np.log(probs) + offsets.reshape((-1,) + (1,) * (probs.ndim - 1))
     values = np.ascontiguousarray(values, dtype=np.dtype(contract.dtype))
@@ -179,10 +193,16 @@ def extra_arguments(contract: SamplerContract, seeds: list[int | None], lengths:
         extras["positions"] = as_ids(positions, contract)
     if "seeds" in contract.extras:
         extras["seeds"] = list(seeds)
-    if "generators" in contract.extras:
+    if {"generators", "generator_map"} & set(contract.extras):
         import torch
 
-        extras["generators"] = [None if seed is None else torch.Generator().manual_seed(seed) for seed in seeds]
+        generators = [None if seed is None else torch.Generator().manual_seed(seed) for seed in seeds]
+        if "generators" in contract.extras:
+            extras["generators"] = generators
+        if "generator_map" in contract.extras:
+            extras["generator_map"] = {row: g for row, g in enumerate(generators) if g is not None}
+    if "branching" in contract.extras:
+        extras["branching"] = contract.branching
     if "lengths" in contract.extras:
         extras["lengths"] = as_ids(lengths, contract)
     if "rng" in contract.extras:

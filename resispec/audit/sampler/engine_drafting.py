@@ -81,7 +81,7 @@ class ChainModels:
         """Raw draft rows (B, V) after each row's drafts ``prefix`` (B, t)."""
         ids = self._ids(prefix, "draft", range(self.contract.gamma))
         rows = np.stack([model.raw(tuple(int(x) for x in ids[b]))[1] for b, model in enumerate(self.models)])
-        return as_inputs(rows, self.contract, self.offsets)
+        return as_inputs(rows, self.contract, self.offsets, "q")
 
     def target(self, drafts: Any) -> Any:
         """Raw target rows (B, gamma + 1, V) along each row's ``drafts`` (B, gamma), the bonus row last."""
@@ -96,7 +96,8 @@ def engine_arguments(rows: DraftedRows, contract: SamplerContract, offsets: np.n
     """The positional arguments of one engine-drafting call and the shapes of its two outputs (module doc)."""
     count = rows.tokens.shape[0]
     if contract.level == "node":
-        arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(rows.raw_q, contract, offsets), contract.k)
+        arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(rows.raw_q, contract, offsets, "q"),
+                     contract.k)
         return arguments, [(count,), (count, contract.k)]
     chain = ChainModels([models[c] for c in rows.context], contract, offsets)
     return (chain.target, chain.draft, count, contract.gamma), [(count, contract.gamma + 1), (count, contract.gamma)]

@@ -49,7 +49,8 @@ class SamplerTest:
 
     def to_dict(self) -> dict:
         record = self.result.to_dict()
-        record.update(name=self.name, context=self.context, dimension=self.dimension, tested=self.tested,
+        record.update(test=f"{self.name}, {self.context}", name=self.name, context=self.context,
+                      dimension=self.dimension, tested=self.tested,
                       rejected=self.rejected, detectable_tv=self.result.min_detectable_tv)
         return record
 
