@@ -59,6 +59,7 @@ from resispec.audit.sampler.global_generators import seeded_global_generators
 from resispec.audit.sampler.models import (
     CHAIN_FAMILIES,
     MODEL_VOCAB,
+    TIE_PAIRS,
     ZERO_PAIRS,
     ChainModel,
     logit_shift,
@@ -256,7 +257,7 @@ def _group_tests(values: np.ndarray, placement: RowPlacement, seeded: bool, requ
 def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs: Sequence[str] | None):
     contract, rng = runner.contract, runner.rng
     contexts = node_contexts(contract.processing, pairs, "processing" in contract.extras)
-    unknown = set(pairs or ()) - {pair.name for pair in get_suite("standard")}
+    unknown = set(pairs or ()) - {pair.name for pair in get_suite("standard")} - set(TIE_PAIRS)
     if unknown:
         raise ValueError(f"pairs: unknown pair name(s) {sorted(unknown)}")
     served = [c for c in contexts if (scheme.max_candidates(c.q) or contract.k) >= contract.k]
@@ -268,8 +269,9 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
     evidence: list[Evidence] = []
     coverage: dict = {"candidate tokens": {}, "residual tokens": {}}
     pit_rows, placements_all = [], []
-    for vocab in sorted({c.p.size for c in served}):
-        group = [c for c in served if c.p.size == vocab]
+    for vocab, ties in sorted({(c.p.size, c.name.split(" [")[0] in TIE_PAIRS) for c in served},
+                              key=lambda key: (key[1], key[0])):  # the tie pairs' calls last
+        group = [c for c in served if c.p.size == vocab and (c.name.split(" [")[0] in TIE_PAIRS) == ties]
         rows = DraftedRows(
             np.concatenate([np.tile(c.raw_p, (samples, 1)) for c in group]),
             np.concatenate([np.tile(c.raw_q, (samples, 1)) for c in group]),

@@ -92,9 +92,24 @@ def variant_label(name: str, processing: Processing, mixed: bool) -> str:
     return f"{name} [{processing.describe()}]" if mixed else name
 
 
+def tie_pairs() -> list[SuitePair]:
+    """Pairs with tied values, audited at every node by default: ``ties`` (exact ties in p, q and their residual
+    ``(p - q)+``) and ``float32-ties`` (values 2e-9 apart that tie once rounded to float32). A sampler that ranks
+    tokens by value and maps a rank back to the smallest id of that value emits one tied token, never the other
+    (lightseekorg/tokenspeed PR #280's Triton top-k/top-p sampler; mistral.rs #2424's argmax of the filtered law)."""
+    q = np.array([0.1, 0.1, 0.4, 0.4])
+    near = np.array([0.3 + 2e-9, 0.3, 0.2, 0.2 - 2e-9])
+    return [SuitePair("ties", np.array([0.3, 0.3, 0.2, 0.2]), q, "exact ties in p, q and the residual"),
+            SuitePair("float32-ties", near / near.sum(), q, "values that tie once rounded to float32")]
+
+
+TIE_PAIRS = ("ties", "float32-ties")
+
+
 def node_contexts(processing: Processing, names: Sequence[str] | None = None, mixed: bool = False) -> list[Context]:
-    """The standard suite's pairs (or the named ones) as node contexts, per variant of the claims when ``mixed``."""
-    pairs = [pair for pair in get_suite("standard") if names is None or pair.name in names]
+    """The standard suite's pairs and the tie pairs (or the named ones) as node contexts, per variant of the claims
+    when ``mixed``."""
+    pairs = [pair for pair in (*get_suite("standard"), *tie_pairs()) if names is None or pair.name in names]
     return [Context(variant_label(pair.name, claims, mixed), pair.p, pair.q, *processed_pair(pair, claims), claims,
                     history_for(pair.p.size)) for claims in row_variants(processing, mixed) for pair in pairs]
 

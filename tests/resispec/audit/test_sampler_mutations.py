@@ -106,3 +106,16 @@ def test_each_edge_states_how_likely_its_value_is_in_the_samplers_dtype():
     likelihood = {edge.edge: edge.likelihood for edge in report.edges}
     assert likelihood["0"] == "1 in 2^53 float64 draws" and "2^53" in likelihood["1 - 2^-24"]
     assert "never on the float64 grid" in likelihood["smallest positive float32"]
+
+
+TIES = dict(k=1, samples=3000, dtype="float32", pairs=["ties", "float32-ties", "dirichlet-1", "llm-like"])
+
+
+def test_a_sampler_that_collapses_tied_tokens_onto_the_smallest_id_is_caught_by_the_tie_pairs_only():
+    buggy = audit_sampler(partial(toy.rank_node, collapse_ties=True), "node", **TIES)
+    assert buggy.verdict == "REJECTED" and buggy.output.clean
+    assert {test.context for test in buggy.rejected_tests if test.name == "token law"} == {"ties", "float32-ties"}
+    fixed = audit_sampler(toy.rank_node, "node", **TIES)
+    assert fixed.verdict == "PASS", fixed.format()
+    default = audit_sampler(toy.rank_node, "node", k=1, samples=50)
+    assert {"ties", "float32-ties"} <= {test.context for test in default.tests}  # audited by default

@@ -11,6 +11,9 @@
   sampler had before vllm-project/vllm#10863, written anew here);
 - ``rng_node``: sps at one node drawing from the ``rng`` extra (NumPy); ``accept_at_equality=True`` accepts
   iff ``u <= ratio``, which at ``u = 0`` accepts a candidate with p = 0;
+- ``rank_node``: sps at one node whose residual token is drawn by rank (values sorted descending, inverse CDF over
+  them); ``collapse_ties=True`` maps the drawn rank back to the smallest id holding that value, so of tied tokens
+  only the first is ever drawn (the bug class of lightseekorg/tokenspeed PR #280, written anew);
 - ``processed_chain``: sps along a chain on NumPy logits, each position processed after the row's ``history`` and
   the round's earlier drafts; ``verified`` / ``bonus`` put other claims on the verified target rows / the bonus row (the
   bugs: min-p and a logit bias applied to the bonus row only, vllm-project/vllm#42744; a penalty dropped under
@@ -101,6 +104,20 @@ def rng_node(p, q, candidates, rng, accept_at_equality=False):
     residual[residual.sum(axis=1) <= 0] = p[residual.sum(axis=1) <= 0]
     recovered = np.array([_draw(residual[b], v) for b, v in enumerate(rng.random(p.shape[0]))])
     return np.where(accept, x, recovered)
+
+
+def rank_node(p, q, candidates, collapse_ties=False, rng=np.random):
+    rows = np.arange(p.shape[0])
+    x = candidates[:, 0]
+    accept = rng.random(p.shape[0]) < p[rows, x] / q[rows, x]
+    tokens = x.copy()
+    for b in np.flatnonzero(~accept):
+        residual = np.maximum(p[b] - q[b], 0)
+        residual = residual if residual.sum() > 0 else p[b]
+        order = np.argsort(-residual, kind="stable")
+        rank = _draw(residual[order], rng.random())
+        tokens[b] = np.flatnonzero(residual == residual[order][rank])[0] if collapse_ties else order[rank]
+    return tokens
 
 
 def processed_chain(p, q, drafts, history, processing=PLAIN, verified=None, bonus=None, rng=np.random,
