@@ -40,7 +40,7 @@ def logit_bias(text: str) -> tuple[int, float]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from resispec.audit.sampler.contract import ARRAYS, DTYPES, ENGINE, EXTRAS, INPUTS, LEVELS
+    from resispec.audit.sampler.contract import ARRAYS, DTYPES, ENGINE, EXTRAS, INPUTS, LEVELS, Q_LAYOUTS
     from resispec.audit.sampling import DEFAULT_SAMPLES
     from resispec.drafting import DRAFTING_SCHEMES
 
@@ -60,6 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "default: %(default)s)")
     parser.add_argument("--rule", default=None, metavar="NAME",
                         help="a zoo or round verifier whose exact acceptance the sampler claims (e.g. sps, rrs)")
+    parser.add_argument("--q-layout", choices=Q_LAYOUTS, default="paths",
+                        help="tree: q per path and depth, or one row per parent (default: %(default)s)")
     parser.add_argument("--arrays", choices=ARRAYS, default="numpy", help="(default: %(default)s)")
     parser.add_argument("--dtype", choices=DTYPES, default="float64", help="(default: %(default)s)")
     parser.add_argument("--inputs", choices=INPUTS, default="probs", help="(default: %(default)s)")
@@ -141,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     report = audit_sampler(
         fn, args.level, k=args.k, gamma=args.gamma, branching=args.branching, drafting=args.drafting, rule=args.rule,
         arrays=args.arrays, dtype=args.dtype, inputs=args.inputs, processing=claimed_processing(args),
-        extras=args.extras, samples=args.samples, seed=args.seed, probe_edges=args.probe_edges,
+        extras=args.extras, q_layout=args.q_layout, samples=args.samples, seed=args.seed, probe_edges=args.probe_edges,
         time_limit=args.time_limit)
     print(strict_json(report.to_dict()) if args.json else report.format())
     if report.verdict == "NOT TESTED":

@@ -46,7 +46,7 @@ from resispec.audit.sampler.contract import (
     call_sampler,
     extra_arguments,
 )
-from resispec.audit.sampler.drafting import DraftedRows, level_rows, scheme_chooser
+from resispec.audit.sampler.drafting import DraftedRows, level_rows, parent_rows, scheme_chooser
 from resispec.audit.sampler.edges import EDGES, edge_likelihood, numpy_edge, torch_edge
 from resispec.audit.sampler.engine_drafting import (
     DRAFT_VIOLATION,
@@ -104,7 +104,7 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
                   branching: Sequence[int] = (2, 2), drafting: str = "iid", rule: str | None = None,
                   arrays: str = "numpy", dtype: str = "float64", inputs: str = "probs", temperature: float = 1.0,
                   top_k: int | None = None, top_p: float | None = None, processing: Processing | None = None,
-                  extras: Sequence[str] = (),
+                  extras: Sequence[str] = (), q_layout: str = "paths",
                   samples: int = DEFAULT_SAMPLES, seed: int = 0, family_alpha: float = FAMILY_ALPHA,
                   probe_edges: bool = False, time_limit: float = DEFAULT_TIME_LIMIT,
                   pairs: Sequence[str] | None = None, families: Sequence[str] | None = None,
@@ -116,7 +116,8 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
     verifier name (chain, tree; zoo names verify node by node) whose exact acceptance is tested, with the same
     drafting; ``pairs`` (node) / ``families`` (chain, tree): the contexts, by default every suite pair / every
     chain family; ``samples`` per context. ``processing``: every claim at once (``resispec.processing.Processing``,
-    instead of ``temperature``, ``top_k``, ``top_p``). ``progress``: a tqdm bar over the calls (None: only on a
+    instead of ``temperature``, ``top_k``, ``top_p``). ``q_layout``: ``"paths"`` or ``"parent"`` (tree: one q row per
+    parent). ``progress``: a tqdm bar over the calls (None: only on a
     terminal).
     ``ValueError`` naming the argument on bad options; ``SamplerError`` (a ``ValueError``) when ``fn`` raises,
     hangs or returns outside the contract.
@@ -128,7 +129,7 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
                          "beside it")
     contract = SamplerContract(level=level, k=k, gamma=gamma, branching=tuple(branching), arrays=arrays, dtype=dtype,
                                inputs=inputs, processing=processing, extras=tuple(extras),
-                               time_limit=time_limit, drafting=drafting)
+                               time_limit=time_limit, drafting=drafting, q_layout=q_layout)
     samples = as_count(samples, "samples", "samples")
     if drafting not in (*DRAFTING_SCHEMES, ENGINE):
         raise ValueError(f"drafting: expected one of {', '.join((*DRAFTING_SCHEMES, ENGINE))}, got {drafting!r}")
@@ -183,7 +184,8 @@ class _Runner:
         if contract.engine:
             arguments, expected = engine_arguments(rows, contract, offsets, contexts)
         else:
-            arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(rows.raw_q, contract, offsets, "q"),
+            raw_q = parent_rows(rows.raw_q, contract.branching) if contract.q_layout == "parent" else rows.raw_q
+            arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(raw_q, contract, offsets, "q"),
                          as_ids(rows.tokens, contract))
             expected = self.output_shape(count)
         call_seed = int(self.rng.integers(0, 2**31))

@@ -13,7 +13,8 @@ Shapes per level (``B`` rows per call, ``V`` tokens; row ``b`` of every argument
   path's first d tokens, ``q[:, l, d]`` the draft law the path's token at depth d + 1 was drawn from (siblings
   share it). Paths are in the order of their child slots (path l's slot at depth d is digit d of l in the
   mixed radix ``branching``), so paths sharing a prefix of slots share those tokens and rows. ``out``: the
-  accepted path's tokens, then the next token, then ``-1`` padding.
+  accepted path's tokens, then the next token, then ``-1`` padding. With ``q_layout="parent"`` q is one row per
+  internal node, ``(B, N, V)``, breadth first (root first, children in slot order), as engines keep it.
 
 Inputs: ``arrays`` ``"numpy"`` or ``"torch"`` (CPU tensors), ``dtype`` float32 / float64, ``inputs`` ``"probs"``,
 ``"logits"`` (``log p`` plus a per-row offset, ``-inf`` where ``p = 0``) or ``"target-logits"`` (the target as
@@ -63,6 +64,8 @@ EXTRAS = ("seeds", "generators", "generator_map", "lengths", "rng", "positions",
           "branching")
 ENGINE = "engine"
 """``drafting=ENGINE``: the sampler draws its own drafts (``resispec.audit.sampler.engine_drafting``)."""
+Q_LAYOUTS = ("paths", "parent")
+"""Tree: q per path and depth ``(B, L, D, V)``, or one row per parent ``(B, N, V)`` (``drafting.parent_rows``)."""
 DEFAULT_TIME_LIMIT = 60.0
 """Seconds one call of the sampler may take before the audit stops it (``SamplerError``)."""
 
@@ -86,6 +89,7 @@ class SamplerContract:
     extras: tuple[str, ...] = ()
     time_limit: float = DEFAULT_TIME_LIMIT
     drafting: str = "iid"
+    q_layout: str = "paths"
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("level", self.level, LEVELS), ("arrays", self.arrays, ARRAYS),
@@ -120,6 +124,9 @@ class SamplerContract:
         if self.processing.uses_history and "history" not in self.extras:
             raise ValueError("extras: penalties and min_tokens act on the tokens generated before; declare the "
                              "'history' extra")
+        if self.q_layout not in Q_LAYOUTS or (self.q_layout == "parent" and self.level != "tree"):
+            raise ValueError(f"q_layout: expected one of {', '.join(Q_LAYOUTS)} ('parent' at level='tree'), got "
+                             f"{self.q_layout!r}")
         if self.drafting == ENGINE and self.level == "tree":
             raise ValueError("drafting: 'engine' (the sampler drafts) is implemented for node and chain levels")
         if "positions" in self.extras and self.drafting != ENGINE:

@@ -92,6 +92,23 @@ def path_slots(branching: tuple[int, ...]) -> np.ndarray:
         math.prod(branching), len(branching))
 
 
+def tree_nodes(branching: tuple[int, ...]) -> list[tuple[tuple[int, ...], int]]:
+    """Every node of a drafted tree of ``branching``, breadth first (root first, children in slot order; the
+    numbering of ``resispec.sequence.enumeration.branching_parents``): its slot prefix and the first path through it
+    (``path_slots`` order)."""
+    strides = np.cumprod((1,) + branching[::-1])[::-1][1:]
+    nodes = [()] + [prefix for d in range(1, len(branching) + 1)
+                    for prefix in dict.fromkeys(tuple(s[:d]) for s in path_slots(branching).tolist())]
+    return [(prefix, int(np.dot(prefix, strides[:len(prefix)]))) for prefix in nodes]
+
+
+def parent_rows(rows: np.ndarray, branching: tuple[int, ...]) -> np.ndarray:
+    """Draft rows from the paths layout ``(B, L, D, V)`` to one row per parent (internal node, breadth first)
+    ``(B, N, V)``: the layout engines keep (``q_layout="parent"``)."""
+    internal = [(prefix, path) for prefix, path in tree_nodes(branching) if len(prefix) < len(branching)]
+    return np.stack([rows[:, path, len(prefix)] for prefix, path in internal], axis=1)
+
+
 def draft_tree(model: ChainModel, branching: tuple[int, ...], choose: Chooser) -> tuple[np.ndarray, ...]:
     """One drafted tree as paths: ``(paths (L, D), raw p (L, D + 1, V), raw q (L, D, V), p (L, D + 1, V))``.
 

@@ -81,3 +81,35 @@ def test_every_test_has_a_distinct_name_in_the_json():
 def test_extras_out_of_place_are_one_line_errors(options, message):
     with pytest.raises(ValueError, match=message):
         audit_sampler(vllm_style.vllm_chain, samples=10, **options)
+
+
+def test_a_tree_verifier_that_keeps_one_q_row_per_parent_passes():
+    from resispec.audit.sampler.drafting import path_slots, tree_nodes
+
+    def tree(p, q, paths, branching):  # q (B, N, V): one row per parent, breadth first
+        index = {prefix: n for n, (prefix, _) in enumerate(tree_nodes(branching))}
+        per_path = q[:, [[index[tuple(s[:d])] for d in range(len(branching))] for s in path_slots(branching).tolist()]]
+        return zoo_sampler("rrs", "tree", branching)(p, per_path, paths)
+
+    report = audit_sampler(tree, "tree", branching=(2, 2), q_layout="parent", extras=["branching"], rule="rrs",
+                           samples=400, families=["dirichlet"])
+    assert report.verdict == "PASS", report.format()
+    with pytest.raises(ValueError, match="'parent' at level='tree'"):
+        audit_sampler(tree, "chain", q_layout="parent", samples=10)
+
+
+def test_a_verifier_bound_to_a_model_audits_through_fake_model():
+    from resispec.audit.sampler import fake_model
+
+    def mcsd_like_verify(model, hidden, q, candidates):  # computes the target's rows itself
+        return zoo_sampler("rrs")(model.lm_head(hidden), q, candidates)
+
+    model = None
+
+    def sampler(p, q, candidates):
+        nonlocal model
+        model = fake_model(p)
+        return mcsd_like_verify(model, "hidden states", q, candidates)
+
+    report = audit_sampler(sampler, "node", rule="rrs", samples=300, pairs=["dirichlet-1", "zeros-in-q"])
+    assert report.verdict == "PASS" and model.calls == 1
