@@ -67,3 +67,16 @@ def test_per_request_parameters_in_mixed_batches_name_the_combination_a_paramete
     assert buggy.verdict == "REJECTED"
     named = {test.context for test in buggy.rejected_tests if test.dimension == "law"}
     assert "suite [T = 1.6, top-p 0.9]" in named and named <= {test.context for test in exact.tests}
+
+
+def test_a_grammar_mask_lost_on_the_verified_rows_breaks_the_contract_and_is_named():
+    """The bug class of vllm-project/vllm#44006 / #54437 (mask rows lost past a padded slot), written anew: the
+    verified target rows are not masked, the bonus row is."""
+    mask = Processing(allowed=(0, 1, 2, 3))
+    buggy = partial(toy.processed_chain, processing=mask, verified=Processing())
+    report = audit_sampler(buggy, "chain", gamma=3, processing=mask, inputs="logits", extras=["history"], samples=800)
+    assert report.verdict == "REJECTED" and report.output.counts["token with p = 0"] > 0
+    assert report.parameters["allowed"].startswith("REJECTED")
+    fixed = audit_sampler(partial(toy.processed_chain, processing=mask), "chain", gamma=3, processing=mask,
+                          inputs="logits", extras=["history"], samples=800)
+    assert fixed.verdict == "PASS", fixed.format()
