@@ -51,7 +51,7 @@ def test_a_tree_verifier_that_needs_the_branching_gets_it_in_two_lines():
     def tree(p, q, paths, branching):
         return zoo_sampler("rrs", "tree", branching)(p, q, paths)
 
-    report = audit_sampler(tree, "tree", branching=(2, 2), extras=["branching"], rule="rrs", samples=400,
+    report = audit_sampler(tree, "tree", branching=(2, 2), extras=["branching"], samples=400,
                            families=["dirichlet"])
     assert report.verdict == "PASS", report.format()
 
@@ -91,7 +91,7 @@ def test_a_tree_verifier_that_keeps_one_q_row_per_parent_passes():
         per_path = q[:, [[index[tuple(s[:d])] for d in range(len(branching))] for s in path_slots(branching).tolist()]]
         return zoo_sampler("rrs", "tree", branching)(p, per_path, paths)
 
-    report = audit_sampler(tree, "tree", branching=(2, 2), q_layout="parent", extras=["branching"], rule="rrs",
+    report = audit_sampler(tree, "tree", branching=(2, 2), q_layout="parent", extras=["branching"],
                            samples=400, families=["dirichlet"])
     assert report.verdict == "PASS", report.format()
     with pytest.raises(ValueError, match="'parent' at level='tree'"):
