@@ -87,3 +87,8 @@ def engine_chain(target, draft, rows, gamma, seeds=None, positions=None, couplin
             if not accepted:
                 break
     return out, drafts
+
+
+def coupled_chain(target, draft, rows, gamma, seeds=None, positions=None):
+    """``engine_chain`` with the shared Gumbel coupling, for the command line (docs/audit_sampler.md)."""
+    return engine_chain(target, draft, rows, gamma, seeds, positions, coupling="gumbel")
