@@ -22,7 +22,7 @@ import json
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -123,7 +123,30 @@ def _jsonl_record(line: str, sampling: Sampling, where: str) -> GeneratedSequenc
         settings = Sampling(*(record.get(key, getattr(sampling, key)) for key in JSONL_SAMPLING_KEYS))
     except ValueError as error:
         raise ValueError(f"generator: {where}: {error}") from None
-    return GeneratedSequence.of(*ids, settings)
+    return replace(GeneratedSequence.of(*ids, settings), logprobs=_served_logprobs(record, len(ids[1]), where))
+
+
+def _served_logprobs(record: dict, count: int, where: str) -> tuple[float | None, ...] | None:
+    """The record's served logprob per generated token, or None where it carries none: ``logprobs`` as numbers
+    (or null), or as objects with a ``logprob`` (OpenAI / vLLM), or llama.cpp server's ``completion_probabilities``
+    (objects with a ``logprob``); one per generated id."""
+    key = next((name for name in ("logprobs", "completion_probabilities") if name in record), None)
+    if key is None:
+        return None
+    value = record[key]
+    if isinstance(value, dict) and isinstance(value.get("content"), list):  # OpenAI chat: {"content": [...]}
+        value = value["content"]
+    if not isinstance(value, list) or len(value) != count:
+        raise ValueError(f"generator: {where}: {key} must be a list with one entry per generated id ({count}), got "
+                         f"{json.dumps(value)[:60]}")
+    served = []
+    for entry in value:
+        number = entry.get("logprob") if isinstance(entry, dict) else entry
+        if number is not None and (isinstance(number, bool) or not isinstance(number, (int, float))):
+            raise ValueError(f"generator: {where}: {key} entries must be numbers, null or objects with a "
+                             f"logprob, got {json.dumps(entry)[:60]}")
+        served.append(None if number is None else float(number))
+    return tuple(served)
 
 
 def _draft(draft: str | TreeLM, model) -> TreeLM:

@@ -24,13 +24,14 @@ under the audited law; one such token fails the audit outright.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from resispec.audit import DEFAULT_ALPHA, AuditResult, pit_audit, randomized_pit
+from resispec.engine.audit.served_logprobs import ServedLogprobs
 from resispec.engine.decode.processing import Sampling, target_probs
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ class GeneratedSequence:
     prompt_ids: tuple[int, ...]
     generated_ids: tuple[int, ...]
     sampling: Sampling | None = None
+    logprobs: tuple[float | None, ...] | None = None
+    """The engine's served logprob of every generated token, where the stream carries them (``served_logprobs``)."""
 
     @classmethod
     def of(cls, prompt_ids: Iterable[int] | torch.Tensor, generated_ids: Iterable[int] | torch.Tensor,
@@ -73,6 +76,7 @@ class StreamPit:
     values: np.ndarray
     impossible: int
     sequences: int
+    served: ServedLogprobs = field(default_factory=ServedLogprobs)
 
 
 def cut_after(generated: Sequence[int], eos_id: int | None) -> list[int]:
@@ -98,7 +102,9 @@ def _checked(sequences: Iterable[GeneratedSequence | tuple], sampling: Sampling,
     for index, item in enumerate(sequences):
         sequence = item if isinstance(item, GeneratedSequence) else GeneratedSequence.of(*item)
         if eos_id is not None:
-            sequence = replace(sequence, generated_ids=tuple(cut_after(sequence.generated_ids, eos_id)))
+            generated = tuple(cut_after(sequence.generated_ids, eos_id))
+            sequence = replace(sequence, generated_ids=generated, logprobs=None if sequence.logprobs is None else
+                               sequence.logprobs[:len(generated)])
         if not sequence.prompt_ids:
             raise ValueError(f"sequences: sequence {index} has an empty prompt (the first token needs a context)")
         ids = sequence.prompt_ids + sequence.generated_ids
@@ -170,19 +176,26 @@ def stream_pit(model: torch.nn.Module, sequences: Iterable[GeneratedSequence | t
     rng = np.random.default_rng((seed, AUDIT_STREAM))
     values: list[float] = []
     impossible = 0
+    served = ServedLogprobs()
+    scored = 0
     for batch in _batches(checked, max_batch_tokens):
         for sequence, logits in zip(batch, _teacher_forced_logits(model, batch)):
+            scored += 1
             if not sequence.generated_ids:
                 continue
             probs = target_probs(logits, sequence.sampling)
             tokens = torch.tensor(sequence.generated_ids, device=probs.device)
+            if sequence.logprobs is not None:
+                raw = torch.log_softmax(logits.double(), dim=-1).gather(1, tokens[:, None])[:, 0]
+                served.add(sequence.logprobs, raw.cpu().numpy(), probs.gather(1, tokens[:, None])[:, 0].log().cpu()
+                           .numpy(), f"sequence {scored - 1}")
             impossible += int((probs.gather(1, tokens[:, None]) == 0).sum())
             ordered, positions = _reorder(probs, tokens, order)
             for p, position in zip(ordered.cpu().numpy(), positions.tolist()):
                 values.append(randomized_pit(p, position, float(rng.random())))
         if progress:
             progress(len(batch))
-    return StreamPit(np.asarray(values), impossible, len(checked))
+    return StreamPit(np.asarray(values), impossible, len(checked), served)
 
 
 def law_description(sampling: Sampling) -> str:
@@ -204,6 +217,8 @@ def audit_pit(pit: StreamPit, law: str, alpha: float = DEFAULT_ALPHA) -> AuditRe
             f"{pit.impossible} impossible under this law")
     if pit.impossible:  # one impossible token is a rejection, however few the tokens
         return replace(result, passed=False, pvalue=0.0, tested=True, note=note)
+    if pit.served.problem:  # the served logprobs are wrong: nothing this stream serves is certified
+        return replace(result, passed=False, tested=False, note=f"{pit.served.problem}; {note}")
     return replace(result, note="; ".join(filter(None, [note, result.note])))
 
 

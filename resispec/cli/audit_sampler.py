@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from resispec.cli.arguments import (
+    any_number,
     audit_samples,
     branching,
+    fail,
     integer_in,
     nonneg_seed,
     positive_int,
+    positive_number,
     temperature,
     thread_count,
     time_limit,
@@ -24,10 +28,19 @@ from resispec.cli.arguments import (
 from resispec.cli.output import strict_json
 
 small_count = integer_in(1, 8, what="a count")
+token_id = integer_in(0, what="a token id")
+
+
+def logit_bias(text: str) -> tuple[int, float]:
+    """``ID:BIAS``, e.g. ``2:1.5``."""
+    token, _, bias = text.partition(":")
+    if not _:
+        fail(f"expected ID:BIAS (e.g. 2:1.5), got {text!r}")
+    return token_id(token), any_number(bias)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from resispec.audit.sampler.contract import ARRAYS, DTYPES, EXTRAS, INPUTS, LEVELS
+    from resispec.audit.sampler.contract import ARRAYS, DTYPES, ENGINE, EXTRAS, INPUTS, LEVELS, Q_LAYOUTS
     from resispec.audit.sampling import DEFAULT_SAMPLES
     from resispec.drafting import DRAFTING_SCHEMES
 
@@ -44,16 +57,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--gamma", type=small_count, default=4, help="chain: draft length (default: %(default)s)")
     parser.add_argument("--branching", type=branching, default=(2, 2), metavar="B1,B2,...",
                         help="tree: children per node at each depth (default: 2,2)")
-    parser.add_argument("--drafting", choices=list(DRAFTING_SCHEMES), default="iid",
-                        help="the claimed drafting rule (default: %(default)s)")
+    parser.add_argument("--drafting", choices=[*DRAFTING_SCHEMES, ENGINE], default="iid",
+                        help="the claimed drafting rule, or engine: the sampler drafts itself (node, chain; "
+                             "default: %(default)s)")
     parser.add_argument("--rule", default=None, metavar="NAME",
                         help="a zoo or round verifier whose exact acceptance the sampler claims (e.g. sps, rrs)")
+    parser.add_argument("--q-layout", choices=Q_LAYOUTS, default="paths",
+                        help="tree: q per path and depth, or one row per parent (default: %(default)s)")
     parser.add_argument("--arrays", choices=ARRAYS, default="numpy", help="(default: %(default)s)")
     parser.add_argument("--dtype", choices=DTYPES, default="float64", help="(default: %(default)s)")
     parser.add_argument("--inputs", choices=INPUTS, default="probs", help="(default: %(default)s)")
     parser.add_argument("--temperature", type=temperature, default=1.0, help="claimed temperature (default: 1)")
     parser.add_argument("--top-k", type=positive_int, default=None, help="claimed top-k")
     parser.add_argument("--top-p", type=top_p, default=None, help="claimed top-p")
+    claims = parser.add_argument_group("more processing claims (resispec.processing; penalties and --min-tokens "
+                                       "need --extras history)")
+    claims.add_argument("--min-p", type=top_p, default=None, metavar="P", help="claimed min-p")
+    claims.add_argument("--logit-bias", type=logit_bias, nargs="+", default=[], metavar="ID:BIAS",
+                        help="claimed logit biases")
+    claims.add_argument("--repetition-penalty", type=positive_number, default=1.0, metavar="R",
+                        help="claimed repetition penalty (needs --inputs logits or target-logits)")
+    claims.add_argument("--presence-penalty", type=any_number, default=0.0, metavar="A")
+    claims.add_argument("--frequency-penalty", type=any_number, default=0.0, metavar="F")
+    claims.add_argument("--banned", type=token_id, nargs="+", default=[], metavar="ID", help="banned token ids")
+    claims.add_argument("--allowed", type=token_id, nargs="+", default=None, metavar="ID",
+                        help="the only token ids allowed (a grammar's mask)")
+    claims.add_argument("--min-tokens", type=integer_in(0, what="a count"), default=0, metavar="N",
+                        help="EOS held back until N tokens were generated (with --eos)")
+    claims.add_argument("--eos", type=token_id, default=None, metavar="ID", help="the EOS id --min-tokens holds back")
     parser.add_argument("--extras", nargs="+", choices=EXTRAS, default=[], metavar="EXTRA",
                         help=f"per-row keyword arguments FUNCTION takes: {', '.join(EXTRAS)}")
     parser.add_argument("--probe-edges", action="store_true",
@@ -69,6 +100,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
+def claimed_processing(args: argparse.Namespace) -> Any:
+    """The options' processing claims as one ``resispec.processing.Processing`` (``ValueError`` naming a claim)."""
+    from resispec.processing import Processing
+
+    return Processing(args.temperature, args.top_k, args.top_p, args.min_p, tuple(args.logit_bias),
+                      args.repetition_penalty, args.presence_penalty, args.frequency_penalty, tuple(args.banned),
+                      None if args.allowed is None else tuple(args.allowed), args.min_tokens, args.eos)
+
+
 def run(args: argparse.Namespace) -> int:
     from resispec.audit import Verdict
     from resispec.audit.sampler import SamplerError, audit_sampler
@@ -76,9 +116,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = audit_sampler(
             args.sampler, args.level, k=args.k, gamma=args.gamma, branching=args.branching, drafting=args.drafting,
-            rule=args.rule, arrays=args.arrays, dtype=args.dtype, inputs=args.inputs, temperature=args.temperature,
-            top_k=args.top_k, top_p=args.top_p, extras=args.extras, samples=args.samples, seed=args.seed,
-            probe_edges=args.probe_edges, time_limit=args.time_limit, threads=args.threads)
+            rule=args.rule, arrays=args.arrays, dtype=args.dtype, inputs=args.inputs,
+            processing=claimed_processing(args), extras=args.extras, q_layout=args.q_layout, samples=args.samples,
+            seed=args.seed, probe_edges=args.probe_edges, time_limit=args.time_limit, threads=args.threads)
     except SamplerError as error:  # its line, then where in the sampler's own file and on what it failed
         print(f"resispec audit-sampler: error: {' '.join(str(error).split())}", file=sys.stderr)
         for line in getattr(error, "details", []):

@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         "draft": draft if spec.kind in ("engine", "hf-assisted", "hf-ensemble") else None,
         "sequences": pit.sequences, "tokens": int(pit.values.size), "impossible_tokens": pit.impossible,
         "laws": laws, "verdict": result.verdict.value, "audit": result.to_dict(),
+        "served_logprobs": pit.served.to_dict() if pit.served.tokens or pit.served.nulls else None,
     }
     print(strict_json(record) if args.json else report(record))
     result.require_tested()
@@ -141,5 +142,14 @@ def report(record: dict) -> str:
         f"detects a TV of the PIT law from uniform >= {audit['min_detectable_tv']:.3f} with power 0.9"
         if audit["tested"] else f"detects no TV of the PIT law from uniform: untested, {record['tokens']} tokens "
                                 f"(at least {MIN_TESTED_VALUES} needed)",
+        *([] if record.get("served_logprobs") is None else [_served_line(record["served_logprobs"])]),
         f"verdict: {record['verdict']}",
     ])
+
+
+def _served_line(served: dict) -> str:
+    """The served logprobs' line of the report (``resispec.engine.audit.served_logprobs``)."""
+    if served["problem"]:
+        return f"{served['problem']}: UNTESTED, nothing this stream serves is certified"
+    return (f"served logprobs: {served['tokens']} tokens agree with the target within {served['max_difference']:.3g} "
+            f"nats (tolerance {served['tolerance']:g})")

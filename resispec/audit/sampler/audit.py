@@ -17,16 +17,27 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
 
 from resispec.audit.family import FAMILY_ALPHA, bonferroni_level
 from resispec.audit.sampler.acceptance import candidate_share, depth_law
-from resispec.audit.sampler.batches import GROUPS, SEED_GROUPS, RowPlacement, compose, placements
+from resispec.audit.sampler.batches import (
+    GROUPS,
+    REQUEST_GROUPS,
+    SEED_GROUPS,
+    RowPlacement,
+    compose,
+    concatenate,
+    placements,
+    subset,
+)
 from resispec.audit.sampler.checks import ContractLog, check_rows
 from resispec.audit.sampler.contract import (
     DEFAULT_TIME_LIMIT,
+    ENGINE,
     SamplerContract,
     SamplerError,
     as_ids,
@@ -34,11 +45,31 @@ from resispec.audit.sampler.contract import (
     call_sampler,
     extra_arguments,
 )
-from resispec.audit.sampler.drafting import DraftedRows, level_rows, scheme_chooser
-from resispec.audit.sampler.edges import EDGES, numpy_edge, torch_edge
+from resispec.audit.sampler.drafting import DraftedRows, level_rows, parent_rows, scheme_chooser
+from resispec.audit.sampler.edges import EDGES, edge_likelihood, numpy_edge, torch_edge
+from resispec.audit.sampler.engine_drafting import (
+    DRAFT_VIOLATION,
+    RequestPool,
+    drafts_in_support,
+    engine_arguments,
+    replay_chain,
+)
 from resispec.audit.sampler.global_generators import seeded_global_generators
-from resispec.audit.sampler.models import CHAIN_FAMILIES, MODEL_VOCAB, ChainModel, node_contexts
+from resispec.audit.sampler.models import (
+    CHAIN_FAMILIES,
+    MODEL_VOCAB,
+    TIE_PAIRS,
+    ZERO_PAIRS,
+    ChainModel,
+    logit_shift,
+    node_contexts,
+    processed,
+    row_variants,
+    variant_label,
+)
+from resispec.audit.sampler.parameters import Evidence, dropped, parameter_verdicts
 from resispec.audit.sampler.probe_rows import probe_rows
+from resispec.audit.sampler.reach import swapped_generators
 from resispec.audit.sampler.report import EdgeOutcome, SamplerReport, SamplerTest
 from resispec.audit.sampler.statistics import (
     PendingTest,
@@ -52,13 +83,17 @@ from resispec.audit.sampler.statistics import (
 )
 from resispec.audit.sampling import DEFAULT_SAMPLES
 from resispec.drafting import DRAFTING_SCHEMES
-from resispec.processing import Processing
+from resispec.processing import Processing, process_probs
 from resispec.progress import progress
+from resispec.sampling import inverse_cdf
 from resispec.sequence import get_round_verifier
+from resispec.suite import get_suite
 from resispec.validation import as_count
 from resispec.verifiers import get_verifier
 
 Sampler = Callable[..., Any]
+
+BONUS_VIOLATION = "bonus token differs from the one handed in"
 
 PREFIX_LAWS = (2, 3)
 """Chain and tree audits also test the law of the first 2 and 3 tokens of the continued sequences (36 and 216
@@ -68,102 +103,154 @@ cells at V = 6): marginals of the sequence law with few cells, where a bias earl
 def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 4,
                   branching: Sequence[int] = (2, 2), drafting: str = "iid", rule: str | None = None,
                   arrays: str = "numpy", dtype: str = "float64", inputs: str = "probs", temperature: float = 1.0,
-                  top_k: int | None = None, top_p: float | None = None, extras: Sequence[str] = (),
+                  top_k: int | None = None, top_p: float | None = None, processing: Processing | None = None,
+                  extras: Sequence[str] = (), q_layout: str = "paths",
                   samples: int = DEFAULT_SAMPLES, seed: int = 0, family_alpha: float = FAMILY_ALPHA,
                   probe_edges: bool = False, time_limit: float = DEFAULT_TIME_LIMIT,
                   pairs: Sequence[str] | None = None, families: Sequence[str] | None = None,
                   progress: bool | None = None) -> SamplerReport:
     """Audit the sampler ``fn`` (module doc; the contract per level: ``resispec.audit.sampler.contract``).
 
-    ``drafting``: iid, wor or topk (the claimed drafting rule); ``rule``: a zoo verifier name (node) or a round
+    ``drafting``: iid, wor or topk (the claimed drafting rule), or ``engine`` (node, chain: the sampler drafts
+    i.i.d. from q itself, ``engine_drafting``); ``rule``: a zoo verifier name (node) or a round
     verifier name (chain, tree; zoo names verify node by node) whose exact acceptance is tested, with the same
     drafting; ``pairs`` (node) / ``families`` (chain, tree): the contexts, by default every suite pair / every
-    chain family; ``samples`` per context. ``progress``: report the calls on stderr (``resispec.progress``; None:
-    a bar on a terminal, a line every 10 s elsewhere).
+    chain family; ``samples`` per context. ``processing``: every claim at once (``resispec.processing.Processing``,
+    instead of ``temperature``, ``top_k``, ``top_p``). ``q_layout``: ``"paths"`` or ``"parent"`` (tree: one q row per
+    parent). ``progress``: report the calls on stderr (``resispec.progress``; None: a bar on a terminal, a line every
+    10 s elsewhere).
     ``ValueError`` naming the argument on bad options; ``SamplerError`` (a ``ValueError``) when ``fn`` raises,
     hangs or returns outside the contract.
     """
+    if processing is None:
+        processing = Processing(temperature, top_k, top_p)
+    elif (temperature, top_k, top_p) != (1.0, None, None):
+        raise ValueError("processing: pass temperature, top_k and top_p inside processing=Processing(...), not "
+                         "beside it")
     contract = SamplerContract(level=level, k=k, gamma=gamma, branching=tuple(branching), arrays=arrays, dtype=dtype,
-                               inputs=inputs, processing=Processing(temperature, top_k, top_p), extras=tuple(extras),
-                               time_limit=time_limit)
+                               inputs=inputs, processing=processing, extras=tuple(extras),
+                               time_limit=time_limit, drafting=drafting, q_layout=q_layout)
     samples = as_count(samples, "samples", "samples")
-    if drafting not in DRAFTING_SCHEMES:
-        raise ValueError(f"drafting: expected one of {', '.join(DRAFTING_SCHEMES)}, got {drafting!r}")
+    if drafting not in (*DRAFTING_SCHEMES, ENGINE):
+        raise ValueError(f"drafting: expected one of {', '.join((*DRAFTING_SCHEMES, ENGINE))}, got {drafting!r}")
+    scheme = DRAFTING_SCHEMES["iid" if contract.engine else drafting]
     if rule is not None:
         claimed = get_verifier(rule) if level == "node" else get_round_verifier(rule)
-        if claimed.drafting != drafting:
+        if claimed.drafting != scheme.name:
             raise ValueError(f"rule: {rule} drafts by {claimed.drafting}, but the audit drafts by {drafting}; "
                              f"pass drafting={claimed.drafting!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed: expected an integer >= 0, got {seed!r}")
-    scheme = DRAFTING_SCHEMES[drafting]
     rng = np.random.default_rng(seed)
     runner = _Runner(fn, contract, rng, progress)
     if level == "node":
         report = _audit_nodes(runner, scheme, rule, samples, pairs)
     else:
         report = _audit_rounds(runner, scheme, rule, samples, families, seed)
-    pending, coverage, skipped = report
+    pending, coverage, skipped, evidence = report
     level_alpha = bonferroni_level(max(len(pending), 1), family_alpha)
     tests = [SamplerTest(t.name, t.context, t.dimension, t.evaluate(level_alpha)) for t in pending]
+    parameters = parameter_verdicts(evidence, tests, runner.log.counts["token with p = 0"] > 0)
     coverage.update(runner.batch_coverage())
     edges = _probe(runner, scheme, seed) if probe_edges else []
     return SamplerReport(contract=contract.describe(), level=level, samples=samples, seed=seed,
                          family_alpha=family_alpha, level_alpha=level_alpha, tests=tests, output=runner.log,
-                         coverage=coverage, edges=edges, rule=rule, skipped=skipped)
+                         coverage=coverage, edges=edges, rule=rule, skipped=skipped, parameters=parameters)
 
 
 class _Runner:
-    """Calls the sampler over batches of drafted rows and checks every output."""
+    """Calls the sampler over batches of rows and checks every output (with engine drafting, the drafts too)."""
 
     def __init__(self, fn: Sampler, contract: SamplerContract, rng: np.random.Generator, progress: bool | None):
         self.fn, self.contract, self.rng, self.progress = fn, contract, rng, progress
         self.log = ContractLog()
         self.calls = 0
         self.sizes: Counter = Counter()
-        self.seeded = bool({"seeds", "generators"} & set(contract.extras))
+        self.seeded = bool({"seeds", "generators", "generator_map"} & set(contract.extras))
+        step = 1 if contract.level == "node" else contract.gamma + 1
+        self.requests = RequestPool(rng, step) if "positions" in contract.extras else None
 
     def output_shape(self, rows: int) -> tuple[int, ...]:
         return (rows,) if self.contract.level == "node" else (rows, self.contract.depth + 1)
 
-    def call(self, rows: DraftedRows, seeds: list[int | None], log: ContractLog, label: str = ""
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """One call on ``rows``: ``(out, clean, path)`` (``checks.check_rows``)."""
+    def call(self, rows: DraftedRows, seeds: list[int | None], log: ContractLog, contexts: list, label: str = "",
+             positions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, DraftedRows]:
+        """One call on ``rows``: ``(out, clean, path, rows)`` (``checks.check_rows``; with engine drafting the
+        rows along the sampler's drafts, ``engine_drafting``); ``contexts`` by index: node ``Context``s or
+        ``ChainModel``s (their histories and claims)."""
         contract, count = self.contract, rows.tokens.shape[0]
-        offsets = self.rng.normal(0.0, 3.0, size=count)
-        arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(rows.raw_q, contract, offsets),
-                     as_ids(rows.tokens, contract))
+        shift = logit_shift(contract.processing)
+        offsets = self.rng.normal(0.0, 3.0, size=count) if shift is None else np.full(count, shift)
+        if contract.engine:
+            arguments, expected = engine_arguments(rows, contract, offsets, contexts)
+        else:
+            raw_q = parent_rows(rows.raw_q, contract.branching) if contract.q_layout == "parent" else rows.raw_q
+            arguments = (as_inputs(rows.raw_p, contract, offsets), as_inputs(raw_q, contract, offsets, "q"),
+                         as_ids(rows.tokens, contract))
+            expected = self.output_shape(count)
         call_seed = int(self.rng.integers(0, 2**31))
-        extras = extra_arguments(contract, seeds, rows.lengths, call_seed)
+        if positions is None and "positions" in contract.extras:  # the probe's rows (no request pool)
+            positions = self.rng.integers(0, 2**20, size=count)
+        extras = extra_arguments(contract, seeds, rows.lengths, call_seed, positions,
+                                 [contexts[c] for c in rows.context])
+        if "bonus" in contract.extras:  # drawn from the processed bonus row, as engines draw it before verifying
+            bonus = np.array([inverse_cdf(rows.p[b, rows.lengths[b]], u) for b, u in enumerate(self.rng.random(count))],
+                             dtype=np.int64)
+            extras["bonus"] = as_ids(bonus, contract)
         self.calls += 1
         with seeded_global_generators(call_seed):
-            out = call_sampler(self.fn, contract, arguments, extras, self.output_shape(count),
+            out = call_sampler(self.fn, contract, arguments, extras, expected,
                                f"call {self.calls}, {count} row(s){', ' + label if label else ''}")
+        drafted = np.ones(count, dtype=bool)
+        if contract.engine:
+            out, drafts = out
+            if contract.level == "node":
+                rows = DraftedRows(rows.raw_p, rows.raw_q, rows.p, drafts, rows.context, rows.lengths)
+                drafted = drafts_in_support(drafts, process_probs(rows.raw_q, contract.processing))
+            else:
+                rows, drafted = replay_chain(rows, drafts, contexts, contract.gamma)
+            log.add(DRAFT_VIOLATION, ~drafted, lambda b: f"row {b}: drafts {drafts[b].tolist()}"
+                    + (f" ({label})" if label else ""))
         clean, path = check_rows(contract.level, out, rows.p, rows.tokens, rows.lengths, log, label)
-        return out, clean, path
+        if "bonus" in contract.extras:
+            full = clean & ((out != -1).sum(axis=1) == rows.lengths + 1)
+            differs = full & (out[np.arange(count), np.minimum(rows.lengths, out.shape[1] - 1)] != bonus)
+            log.add(BONUS_VIOLATION, differs, lambda b: f"row {b}: emitted {out[b].tolist()}, bonus handed in "
+                    f"{int(bonus[b])}" + (f" ({label})" if label else ""))
+            clean = clean & ~differs
+        return out, clean & drafted, path, rows
 
-    def run(self, rows: DraftedRows) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
-        """Every row once, over composed batches: ``(out, clean, path, placement)`` in row order."""
+    def run(self, rows: DraftedRows, contexts: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any, DraftedRows]:
+        """Every row once, over composed batches: ``(out, clean, path, placement, rows)`` in row order (the rows
+        along the sampler's drafts with engine drafting)."""
         count = rows.tokens.shape[0]
         batches = compose(count, self.seeded, self.rng)
         out = np.empty(self.output_shape(count), dtype=np.int64)
         clean, path = np.zeros(count, dtype=bool), np.zeros(count, dtype=np.int64)
         disable = {True: False, False: True}.get(self.progress)
         for batch in progress(batches, desc=f"audit-sampler {self.contract.level}", unit="call", disable=disable):
-            out[batch.rows], clean[batch.rows], path[batch.rows] = self.call(rows.take(batch.rows), batch.seeds,
-                                                                            self.log)
+            positions = None
+            if self.requests is not None:
+                batch.seeds, positions, batch.rounds = self.requests.assign(batch.seeds)
+            out[batch.rows], clean[batch.rows], path[batch.rows], called = self.call(
+                rows.take(batch.rows), batch.seeds, self.log, contexts, positions=positions)
+            if self.contract.engine:
+                rows.put(batch.rows, called)
             self.sizes[batch.rows.size] += 1
-        return out, clean, path, placements(batches, count)
+        return out, clean, path, placements(batches, count), rows
 
     def batch_coverage(self) -> dict:
-        return {"calls": self.calls, "batch sizes": dict(sorted(self.sizes.items())),
-                "seeded rows": "mixed with unseeded ones" if self.seeded else "none (no seeds declared)"}
+        seeded = "mixed with unseeded ones" if self.seeded else "none (no seeds declared)"
+        if self.requests is not None and self.seeded:
+            seeded += f", {self.requests.seeds.size} requests reused at advancing positions"
+        return {"calls": self.calls, "batch sizes": dict(sorted(self.sizes.items())), "seeded rows": seeded}
 
 
-def _group_tests(values: np.ndarray, placement: RowPlacement, seeded: bool) -> list[PendingTest]:
+def _group_tests(values: np.ndarray, placement: RowPlacement, seeded: bool, requests: bool) -> list[PendingTest]:
     """PIT tests of every row and of each batch group; ``values`` (rows, m) PIT values per row."""
     groups = {"all rows": np.ones(values.shape[0], dtype=bool)}
-    for name, select in {**GROUPS, **(SEED_GROUPS if seeded else {})}.items():
+    for name, select in {**GROUPS, **(SEED_GROUPS if seeded else {}),
+                         **(REQUEST_GROUPS if seeded and requests else {})}.items():
         groups[name] = select(placement)
     tests = [pit_test("randomized PIT", name, values[mask].ravel()) for name, mask in groups.items()]
     return [test for test in tests if test is not None]
@@ -171,33 +258,44 @@ def _group_tests(values: np.ndarray, placement: RowPlacement, seeded: bool) -> l
 
 def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs: Sequence[str] | None):
     contract, rng = runner.contract, runner.rng
-    contexts = node_contexts(contract.processing, pairs)
-    if pairs is not None and len(contexts) < len(set(pairs)):
-        raise ValueError(f"pairs: unknown pair name in {list(pairs)}")
+    contexts = node_contexts(contract.processing, pairs, "processing" in contract.extras)
+    unknown = set(pairs or ()) - {pair.name for pair in get_suite("standard")} - set(TIE_PAIRS)
+    if unknown:
+        raise ValueError(f"pairs: unknown pair name(s) {sorted(unknown)}")
     served = [c for c in contexts if (scheme.max_candidates(c.q) or contract.k) >= contract.k]
     skipped = [f"{c.name}: {scheme.name} drafting cannot draw k = {contract.k} candidates" for c in contexts
                if c not in served]
     if not served:
         raise ValueError(f"k: no pair serves k = {contract.k} candidates under {scheme.name} drafting")
     pending: list[PendingTest] = []
+    evidence: list[Evidence] = []
     coverage: dict = {"candidate tokens": {}, "residual tokens": {}}
     pit_rows, placements_all = [], []
-    for vocab in sorted({c.p.size for c in served}):
-        group = [c for c in served if c.p.size == vocab]
+    for vocab, ties in sorted({(c.p.size, c.name.split(" [")[0] in TIE_PAIRS) for c in served},
+                              key=lambda key: (key[1], key[0])):  # the tie pairs' calls last
+        group = [c for c in served if c.p.size == vocab and (c.name.split(" [")[0] in TIE_PAIRS) == ties]
         rows = DraftedRows(
             np.concatenate([np.tile(c.raw_p, (samples, 1)) for c in group]),
             np.concatenate([np.tile(c.raw_q, (samples, 1)) for c in group]),
             np.concatenate([np.tile(c.p, (samples, 1)) for c in group]),
+            np.full((len(group) * samples, contract.k), -1, dtype=np.int64) if contract.engine else
             np.concatenate([scheme.draft_rows(c.q, contract.k, samples, 0, rng)[0] for c in group]),
             np.repeat(np.arange(len(group)), samples), np.zeros(len(group) * samples, dtype=np.int64))
-        out, clean, _, placement = runner.run(rows)
+        out, clean, _, placement, rows = runner.run(rows, group)
         for index, context in enumerate(group):
             mine = clean & (rows.context == index)
             tokens = out[mine]
             if tokens.size == 0:
                 continue
-            pending.append(counts_test("token law", context.name, "law", np.bincount(tokens, minlength=vocab),
-                                       context.p))
+            counts = np.bincount(tokens, minlength=vocab)
+            pending.append(counts_test("token law", context.name, "law", counts, context.p))
+            formed = out[(rows.context == index) & (out >= 0) & (out < vocab)]
+            evidence.append(Evidence(f"token law, {context.name}", np.bincount(formed, minlength=vocab), context.p, {
+                name: processed(context.raw_p, claims, context.history)
+                for name, claims in dropped(context.processing).items()}))
+            if contract.engine:
+                pending.append(counts_test("draft law (first candidate)", context.name, "drafts",
+                                           np.bincount(rows.tokens[mine, 0], minlength=vocab), context.q))
             is_candidate = (rows.tokens[mine] == tokens[:, None]).any(axis=1)
             coverage["candidate tokens"][context.name] = int(is_candidate.sum())
             coverage["residual tokens"][context.name] = int((~is_candidate).sum())
@@ -210,26 +308,33 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
         values[clean, 0] = token_pits(rows.p[clean], out[clean], rng.random(int(clean.sum())))
         pit_rows.append(values)
         placements_all.append(placement)
-    placement = _concat_placements(placements_all)
+    placement = concatenate(placements_all)
     values = np.concatenate(pit_rows)
     keep = ~np.isnan(values[:, 0])
-    pending.extend(_group_tests(values[keep], _subset(placement, keep), runner.seeded))
-    return pending, coverage, skipped
+    pending.extend(_group_tests(values[keep], subset(placement, keep), runner.seeded, runner.requests is not None))
+    return pending, coverage, skipped, evidence
 
 
 def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, families: Sequence[str] | None,
                   seed: int):
     contract, rng = runner.contract, runner.rng
     families = list(families or CHAIN_FAMILIES)
-    models = [ChainModel(family, contract.processing, seed) for family in families]
+    mixed = "processing" in contract.extras
+    models = [ChainModel(family, claims, seed, variant_label(family, claims, mixed))
+              for claims in row_variants(contract.processing, mixed) for family in families]
     depth = contract.depth
     if "lengths" in contract.extras:
         lengths = [rng.integers(0, depth + 1, size=samples) for _ in models]
     else:
         lengths = [np.full(samples, depth) for _ in models]
-    rows = level_rows(contract.level, models, contract.gamma, contract.branching, lengths, scheme_chooser(scheme, rng))
-    out, clean, _, placement = runner.run(rows)
+    if contract.engine:
+        rows = _undrafted_chains(contract.gamma, samples, len(models))
+    else:
+        rows = level_rows(contract.level, models, contract.gamma, contract.branching, lengths,
+                          scheme_chooser(scheme, rng))
+    out, clean, _, placement, rows = runner.run(rows, models)
     pending: list[PendingTest] = []
+    evidence: list[Evidence] = []
     accepted = (out != -1).sum(axis=1) - 1
     coverage: dict = {
         "accepted depth": dict(sorted(Counter(accepted[clean].tolist()).items())),
@@ -261,6 +366,14 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
                                    lambda alpha, s=sequences, m=model: prefix_chi_square(
                                        s, m.target, alpha, f"sequence law (by prefix), {m.name}")))
         values[mine] = sequence_pits(sequences, model.target, rng)
+        evidence.extend(_prefix_evidence(out[(rows.context == index) & _well_formed(out)], model))
+        if contract.engine:
+            drafts = rows.tokens[mine]
+            pending.append(counts_test("first draft", model.name, "drafts",
+                                       np.bincount(drafts[:, 0], minlength=MODEL_VOCAB), model.draft(())))
+            pending.append(PendingTest("draft law (by prefix)", model.name, "drafts",
+                                       lambda alpha, s=drafts, m=model: prefix_chi_square(
+                                           s, m.draft, alpha, f"draft law (by prefix), {m.name}")))
         if rule:
             for length in np.unique(rows.lengths[mine]):
                 shape = contract.branching if contract.level == "tree" else (1,) * int(length)
@@ -276,17 +389,36 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
                 pending.append(counts_test("accepted depth", name, "acceptance",
                                            np.bincount(picked, minlength=law.size), law))
     keep = clean
-    pending.extend(_group_tests(values[keep], _subset(placement, keep), runner.seeded))
-    return pending, coverage, skipped
+    pending.extend(_group_tests(values[keep], subset(placement, keep), runner.seeded, runner.requests is not None))
+    return pending, coverage, skipped, evidence
 
 
-def _subset(placement: RowPlacement, keep: np.ndarray) -> RowPlacement:
-    return RowPlacement(placement.position[keep], placement.size[keep], placement.mode[keep], placement.seeded[keep])
+def _well_formed(out: np.ndarray) -> np.ndarray:
+    """(B,) rows of ``out`` (B, D + 1) whose tokens are ids in range, at least one, with no hole before -1."""
+    valid = out != -1
+    return valid[:, 0] & ~(~valid[:, :-1] & valid[:, 1:]).any(axis=1) & ((out >= -1) & (out < MODEL_VOCAB)).all(axis=1)
 
 
-def _concat_placements(parts: list[RowPlacement]) -> RowPlacement:
-    return RowPlacement(*(np.concatenate([getattr(part, name) for part in parts]) for name in
-                          ("position", "size", "mode", "seeded")))
+def _prefix_evidence(out: np.ndarray, model: ChainModel) -> list[Evidence]:
+    """Per prefix the rows emitted a token after, the counts of those tokens against the claimed law and the laws
+    without each claimed parameter (``parameters``; a verified row emits its token from the law at its prefix)."""
+    counts: dict[tuple[int, ...], np.ndarray] = {}
+    for row in out:
+        tokens = [int(x) for x in row if x >= 0]
+        for t, token in enumerate(tokens):
+            counts.setdefault(tuple(tokens[:t]), np.zeros(MODEL_VOCAB, dtype=np.int64))[token] += 1
+    ablated = {name: model.with_processing(claims) for name, claims in dropped(model.processing).items()}
+    return [Evidence(f"first token, {model.name}", seen, model.target(prefix),
+                     {name: other.target(prefix) for name, other in ablated.items()})
+            for prefix, seen in counts.items()]
+
+
+def _undrafted_chains(gamma: int, samples: int, contexts: int) -> DraftedRows:
+    """Engine drafting's chain rows before the sampler drafts them: ``samples`` per context, filled by the calls."""
+    count = samples * contexts
+    return DraftedRows(np.zeros((count, gamma + 1, MODEL_VOCAB)), np.zeros((count, gamma, MODEL_VOCAB)),
+                       np.zeros((count, gamma + 1, MODEL_VOCAB)), np.full((count, gamma), -1, dtype=np.int64),
+                       np.repeat(np.arange(contexts), samples), np.full(count, gamma, dtype=np.int64))
 
 
 def _probe(runner: _Runner, scheme, seed: int) -> list[EdgeOutcome]:
@@ -295,20 +427,28 @@ def _probe(runner: _Runner, scheme, seed: int) -> list[EdgeOutcome]:
     rows = probe_rows(contract.level, contract.processing, contract.k, contract.gamma, contract.branching, scheme,
                       seed)
     count = rows.tokens.shape[0]
+    contexts = ([ChainModel("zeros", contract.processing, seed)] if contract.level != "node" else
+                [c for c in node_contexts(contract.processing, ZERO_PAIRS)
+                 if (scheme.max_candidates(c.q) or contract.k) >= contract.k])
     seeds = [None] * count
     if runner.seeded and count > 1:
         seeds[0] = seed
     outcomes = []
+    dtype = contract.dtype if contract.arrays == "torch" else "float64"
     for edge in EDGES:
         log = ContractLog()
-        forcing = torch_edge(edge) if contract.arrays == "torch" else numpy_edge(edge)
-        with forcing as entered:
-            record = entered if contract.arrays == "torch" else entered[0]
+        with ExitStack() as stack:
+            if contract.arrays == "torch":
+                record = stack.enter_context(torch_edge(edge))
+            else:
+                record, generator = stack.enter_context(numpy_edge(edge))
+                stack.enter_context(swapped_generators(runner.fn, generator))
             try:
-                runner.call(rows, seeds, log, label=f"edge u = {edge}")
+                runner.call(rows, seeds, log, contexts, label=f"edge u = {edge}")
             except SamplerError as error:
                 log.rows += count
                 log.counts["raised under the edge"] += count
                 log.examples["raised under the edge"] = str(error)
-        outcomes.append(EdgeOutcome(edge, dict(record.forced), dict(record.unforced), log))
+        outcomes.append(EdgeOutcome(edge, dict(record.forced), dict(record.unforced), log,
+                                    edge_likelihood(edge, dtype)))
     return outcomes

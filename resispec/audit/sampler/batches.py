@@ -27,6 +27,8 @@ class Batch:
     rows: np.ndarray
     mode: str
     seeds: list[int | None]
+    rounds: np.ndarray | None = None
+    """Engine drafting with positions: each row's round of its request (-1 unseeded; ``engine_drafting``)."""
 
 
 def compose(n_rows: int, seeded: bool, rng: np.random.Generator) -> list[Batch]:
@@ -61,17 +63,34 @@ class RowPlacement:
     size: np.ndarray
     mode: np.ndarray
     seeded: np.ndarray
+    round: np.ndarray
 
 
 def placements(batches: list[Batch], n_rows: int) -> RowPlacement:
     position, size = np.zeros(n_rows, dtype=np.int64), np.zeros(n_rows, dtype=np.int64)
     mode, seeded = np.empty(n_rows, dtype=object), np.zeros(n_rows, dtype=bool)
+    round_ = np.full(n_rows, -1, dtype=np.int64)
     for batch in batches:
         position[batch.rows] = np.arange(batch.rows.size)
         size[batch.rows] = batch.rows.size
         mode[batch.rows] = batch.mode
         seeded[batch.rows] = [seed is not None for seed in batch.seeds]
-    return RowPlacement(position, size, mode, seeded)
+        if batch.rounds is not None:
+            round_[batch.rows] = batch.rounds
+    return RowPlacement(position, size, mode, seeded, round_)
+
+
+PLACEMENT_FIELDS = ("position", "size", "mode", "seeded", "round")
+
+
+def subset(placement: RowPlacement, keep: np.ndarray) -> RowPlacement:
+    """The placement of the rows ``keep`` selects."""
+    return RowPlacement(*(getattr(placement, name)[keep] for name in PLACEMENT_FIELDS))
+
+
+def concatenate(parts: list[RowPlacement]) -> RowPlacement:
+    """The placements of consecutive row blocks as one."""
+    return RowPlacement(*(np.concatenate([getattr(part, name) for part in parts]) for name in PLACEMENT_FIELDS))
 
 
 GROUPS: dict[str, Callable[[RowPlacement], np.ndarray]] = {
@@ -88,3 +107,9 @@ SEED_GROUPS: dict[str, Callable[[RowPlacement], np.ndarray]] = {
     "rows of all-seeded batches": lambda r: r.mode == "seeded",
     "rows of all-unseeded batches": lambda r: r.mode == "unseeded",
 }
+
+REQUEST_GROUPS: dict[str, Callable[[RowPlacement], np.ndarray]] = {
+    "first round of a request": lambda r: r.round == 0,
+    "later rounds of a request": lambda r: r.round > 0,
+}
+"""With engine drafting and ``positions``: the seeded rows by their request's round (``engine_drafting``)."""

@@ -13,17 +13,30 @@ Shapes per level (``B`` rows per call, ``V`` tokens; row ``b`` of every argument
   path's first d tokens, ``q[:, l, d]`` the draft law the path's token at depth d + 1 was drawn from (siblings
   share it). Paths are in the order of their child slots (path l's slot at depth d is digit d of l in the
   mixed radix ``branching``), so paths sharing a prefix of slots share those tokens and rows. ``out``: the
-  accepted path's tokens, then the next token, then ``-1`` padding.
+  accepted path's tokens, then the next token, then ``-1`` padding. With ``q_layout="parent"`` q is one row per
+  internal node, ``(B, N, V)``, breadth first (root first, children in slot order), as engines keep it.
 
-Inputs: ``arrays`` ``"numpy"`` or ``"torch"`` (CPU tensors), ``dtype`` float32 / float64, ``inputs`` ``"probs"``
-or ``"logits"`` (``log p`` plus a per-row offset, ``-inf`` where ``p = 0``); ids are int64. The model handed over
+Inputs: ``arrays`` ``"numpy"`` or ``"torch"`` (CPU tensors), ``dtype`` float32 / float64, ``inputs`` ``"probs"``,
+``"logits"`` (``log p`` plus a per-row offset, ``-inf`` where ``p = 0``) or ``"target-logits"`` (the target as
+logits, the draft as probabilities); ids are int64. The model handed over
 is *unprocessed*; processing claims (temperature, top-k, top-p) are the sampler's job.
 
 Extras a sampler declares (keyword arguments, one entry per row): ``seeds`` (a list of int or None: some rows
 seeded, others not), ``generators`` (torch only: a list of ``torch.Generator`` or None), ``lengths`` (chain
 only: each row's draft length, ``0 <= lengths[b] <= gamma``; past it ``drafts`` is -1 and ``p`` / ``q`` rows
 are uniform padding, ``p[b, lengths[b]]`` is the row's bonus row), ``rng`` (a ``numpy.random.Generator`` for
-``arrays="numpy"``, a ``torch.Generator`` for torch, fresh per call).
+``arrays="numpy"``, a ``torch.Generator`` for torch, fresh per call), ``positions`` (engine drafting only: each
+row's token position, the offset engines key their per-request randomness by; ``engine_drafting``), ``history``
+(each row's ids generated before it, a tuple: the penalties and ``min_tokens`` act on it and, along a chain, on
+the round's earlier drafts, which the sampler adds), ``processing`` (each row's claims, a
+``resispec.processing.Processing``: rows of one call carry different parameters; without it every row has the
+audit's claims), ``generator_map`` (torch only: ``{row: torch.Generator}`` for the seeded rows, vLLM's layout),
+``bonus`` (chain only: each row's bonus token, drawn by the audit from the processed bonus row and handed in as
+vLLM's ``bonus_token_ids`` are; a fully accepted row must emit it), ``branching`` (tree only: the children count per
+depth, a tuple).
+
+``drafting="engine"`` (node and chain): the sampler draws the drafts itself and returns them with the emitted
+tokens (``resispec.audit.sampler.engine_drafting`` gives the calls).
 
 A call that raises, hangs past ``time_limit`` seconds, or returns anything but an integer array of the output
 shape is a ``SamplerError`` (a ``ValueError``: the CLI's one-line usage error) naming what was wrong.
@@ -45,8 +58,14 @@ from resispec.processing import Processing
 LEVELS = ("node", "chain", "tree")
 ARRAYS = ("numpy", "torch")
 DTYPES = ("float32", "float64")
-INPUTS = ("probs", "logits")
-EXTRAS = ("seeds", "generators", "lengths", "rng")
+INPUTS = ("probs", "logits", "target-logits")
+"""``target-logits``: the target as logits, the draft as probabilities (vLLM's rejection sampler takes them so)."""
+EXTRAS = ("seeds", "generators", "generator_map", "lengths", "rng", "positions", "history", "processing", "bonus",
+          "branching")
+ENGINE = "engine"
+"""``drafting=ENGINE``: the sampler draws its own drafts (``resispec.audit.sampler.engine_drafting``)."""
+Q_LAYOUTS = ("paths", "parent")
+"""Tree: q per path and depth ``(B, L, D, V)``, or one row per parent ``(B, N, V)`` (``drafting.parent_rows``)."""
 DEFAULT_TIME_LIMIT = 60.0
 """Seconds one call of the sampler may take before the audit stops it (``SamplerError``)."""
 
@@ -69,6 +88,8 @@ class SamplerContract:
     processing: Processing = field(default_factory=Processing)
     extras: tuple[str, ...] = ()
     time_limit: float = DEFAULT_TIME_LIMIT
+    drafting: str = "iid"
+    q_layout: str = "paths"
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("level", self.level, LEVELS), ("arrays", self.arrays, ARRAYS),
@@ -86,12 +107,41 @@ class SamplerContract:
         unknown = [extra for extra in self.extras if extra not in EXTRAS]
         if unknown:
             raise ValueError(f"extras: unknown {', '.join(map(repr, unknown))}; known: {', '.join(EXTRAS)}")
-        if "generators" in self.extras and self.arrays != "torch":
-            raise ValueError("extras: 'generators' (torch.Generator per row) needs arrays='torch'")
+        for name in ("generators", "generator_map"):
+            if name in self.extras and self.arrays != "torch":
+                raise ValueError(f"extras: {name!r} (torch.Generator per row) needs arrays='torch'")
+        for name, level in (("bonus", "chain"), ("branching", "tree")):
+            if name in self.extras and self.level != level:
+                raise ValueError(f"extras: {name!r} applies to level={level!r} only")
+        if "bonus" in self.extras and self.drafting == ENGINE:
+            raise ValueError("extras: 'bonus' hands in the audit's bonus tokens; with drafting='engine' the sampler "
+                             "draws its own")
         if "lengths" in self.extras and self.level != "chain":
             raise ValueError("extras: 'lengths' (unequal chain lengths) applies to level='chain' only")
+        if self.processing.needs_logits and self.inputs == "probs":
+            raise ValueError("inputs: the repetition penalty depends on the logits' sign; audit it with "
+                             "inputs='logits'")
+        if self.processing.uses_history and "history" not in self.extras:
+            raise ValueError("extras: penalties and min_tokens act on the tokens generated before; declare the "
+                             "'history' extra")
+        if self.q_layout not in Q_LAYOUTS or (self.q_layout == "parent" and self.level != "tree"):
+            raise ValueError(f"q_layout: expected one of {', '.join(Q_LAYOUTS)} ('parent' at level='tree'), got "
+                             f"{self.q_layout!r}")
+        if self.drafting == ENGINE and self.level == "tree":
+            raise ValueError("drafting: 'engine' (the sampler drafts) is implemented for node and chain levels")
+        if "positions" in self.extras and self.drafting != ENGINE:
+            raise ValueError("extras: 'positions' (the offset engine-owned randomness is keyed by) needs "
+                             "drafting='engine'")
+        if "lengths" in self.extras and self.drafting == ENGINE:
+            raise ValueError("extras: 'lengths' needs drafts the audit draws; with drafting='engine' every chain "
+                             "has gamma drafts")
         if not 0 < self.time_limit < float("inf"):
             raise ValueError(f"time_limit: expected a positive number of seconds, got {self.time_limit!r}")
+
+    @property
+    def engine(self) -> bool:
+        """Whether the sampler draws its own drafts."""
+        return self.drafting == ENGINE
 
     @property
     def depth(self) -> int:
@@ -106,15 +156,17 @@ class SamplerContract:
         shape = {"node": f"k = {self.k}", "chain": f"gamma = {self.gamma}",
                  "tree": f"branching {','.join(map(str, self.branching))}"}[self.level]
         extras = f", extras {', '.join(self.extras)}" if self.extras else ""
-        return (f"{self.level} ({shape}), {self.arrays} {self.dtype} {self.inputs}, "
+        drafts = ", the sampler drafts" if self.engine else ""
+        return (f"{self.level} ({shape}){drafts}, {self.arrays} {self.dtype} {self.inputs}, "
                 f"{self.processing.describe()}{extras}")
 
 
-def as_inputs(probs: np.ndarray, contract: SamplerContract, offsets: np.ndarray) -> Any:
-    """``probs`` (float64, (B, ..., V)) as the sampler is handed them: logits ``log p + offset`` (one offset
-    per row, (B,)) or probabilities, in the contract's dtype and array library."""
+def as_inputs(probs: np.ndarray, contract: SamplerContract, offsets: np.ndarray, law: str = "p") -> Any:
+    """``probs`` (float64, (B, ..., V)) of the target (``law="p"``) or the draft (``"q"``) as the sampler is handed
+    them: logits ``log p + offset`` (one offset per row, (B,)) or probabilities, in the contract's dtype and array
+    library."""
     values = probs
-    if contract.inputs == "logits":
+    if contract.inputs == "logits" or (contract.inputs == "target-logits" and law == "p"):
         with np.errstate(divide="ignore"):
             values = np.log(probs) + offsets.reshape((-1,) + (1,) * (probs.ndim - 1))
     values = np.ascontiguousarray(values, dtype=np.dtype(contract.dtype))
@@ -136,15 +188,28 @@ def _to_library(values: np.ndarray, contract: SamplerContract) -> Any:
 
 
 def extra_arguments(contract: SamplerContract, seeds: list[int | None], lengths: np.ndarray | None,
-                    call_seed: int) -> dict[str, Any]:
-    """The keyword arguments of the declared extras for one call (module doc)."""
+                    call_seed: int, positions: np.ndarray | None = None, contexts: list[Any] = ()) -> dict[str, Any]:
+    """The keyword arguments of the declared extras for one call (module doc); ``contexts`` are the rows'
+    contexts (each with its ``history`` and ``processing``)."""
     extras: dict[str, Any] = {}
+    if "history" in contract.extras:
+        extras["history"] = [context.history for context in contexts]
+    if "processing" in contract.extras:
+        extras["processing"] = [context.processing for context in contexts]
+    if "positions" in contract.extras:
+        extras["positions"] = as_ids(positions, contract)
     if "seeds" in contract.extras:
         extras["seeds"] = list(seeds)
-    if "generators" in contract.extras:
+    if {"generators", "generator_map"} & set(contract.extras):
         import torch
 
-        extras["generators"] = [None if seed is None else torch.Generator().manual_seed(seed) for seed in seeds]
+        generators = [None if seed is None else torch.Generator().manual_seed(seed) for seed in seeds]
+        if "generators" in contract.extras:
+            extras["generators"] = generators
+        if "generator_map" in contract.extras:
+            extras["generator_map"] = {row: g for row, g in enumerate(generators) if g is not None}
+    if "branching" in contract.extras:
+        extras["branching"] = contract.branching
     if "lengths" in contract.extras:
         extras["lengths"] = as_ids(lengths, contract)
     if "rng" in contract.extras:
@@ -158,9 +223,10 @@ def extra_arguments(contract: SamplerContract, seeds: list[int | None], lengths:
 
 
 def call_sampler(fn: Callable[..., Any], contract: SamplerContract, arguments: tuple, extras: dict[str, Any],
-                 expected: tuple[int, ...], where: str) -> np.ndarray:
-    """``fn(*arguments, **extras)`` under the time limit, its output read as int64 of shape ``expected``;
-    ``SamplerError`` naming ``where`` (e.g. "call 3, 64 rows") otherwise."""
+                 expected: tuple[int, ...] | list[tuple[int, ...]], where: str) -> np.ndarray | list[np.ndarray]:
+    """``fn(*arguments, **extras)`` under the time limit, its output read as int64 of shape ``expected`` (a list
+    of shapes: a tuple of that many arrays, e.g. engine drafting's ``(out, drafts)``); ``SamplerError`` naming
+    ``where`` (e.g. "call 3, 64 rows") otherwise."""
     try:
         out = _within_time_limit(lambda: fn(*arguments, **extras), contract.time_limit)
     except SamplerError as error:
@@ -168,6 +234,11 @@ def call_sampler(fn: Callable[..., Any], contract: SamplerContract, arguments: t
     except Exception as error:  # the user's code: any exception is a finding about it, reported in one line
         message = " ".join(str(error).split()) or "no message"
         raise SamplerError(f"sampler: raised {type(error).__name__}: {message[:300]} ({where})") from None
+    if isinstance(expected, list):
+        if not isinstance(out, (tuple, list)) or len(out) != len(expected):
+            raise SamplerError(f"sampler: returned {type(out).__name__}; expected a tuple of {len(expected)} integer "
+                               f"arrays of shapes {', '.join(map(str, expected))} ({where})")
+        return [read_output(part, shape, where) for part, shape in zip(out, expected)]
     return read_output(out, expected, where)
 
 

@@ -42,13 +42,19 @@ class DraftedRows:
     lengths: np.ndarray
 
     def take(self, rows: np.ndarray) -> DraftedRows:
-        return DraftedRows(self.raw_p[rows], self.raw_q[rows], self.p[rows], self.tokens[rows], self.context[rows],
-                           self.lengths[rows])
+        return DraftedRows(*(getattr(self, name)[rows] for name in ROW_FIELDS))
+
+    def put(self, rows: np.ndarray, values: DraftedRows) -> None:
+        """Overwrite ``rows`` with ``values`` (the rows along a sampler's own drafts, ``engine_drafting``)."""
+        for name in ROW_FIELDS:
+            getattr(self, name)[rows] = getattr(values, name)
+
+
+ROW_FIELDS = ("raw_p", "raw_q", "p", "tokens", "context", "lengths")
 
 
 def stack_rows(parts: list[DraftedRows]) -> DraftedRows:
-    return DraftedRows(*(np.concatenate([getattr(part, name) for part in parts]) for name in
-                         ("raw_p", "raw_q", "p", "tokens", "context", "lengths")))
+    return DraftedRows(*(np.concatenate([getattr(part, name) for part in parts]) for name in ROW_FIELDS))
 
 
 def scheme_chooser(scheme: DraftingScheme, rng: np.random.Generator) -> Chooser:
@@ -84,6 +90,23 @@ def path_slots(branching: tuple[int, ...]) -> np.ndarray:
     """(L, D): the child slot of every path at every depth, paths in mixed-radix order of ``branching``."""
     return np.array(list(itertools.product(*(range(b) for b in branching))), dtype=np.int64).reshape(
         math.prod(branching), len(branching))
+
+
+def tree_nodes(branching: tuple[int, ...]) -> list[tuple[tuple[int, ...], int]]:
+    """Every node of a drafted tree of ``branching``, breadth first (root first, children in slot order; the
+    numbering of ``resispec.sequence.enumeration.branching_parents``): its slot prefix and the first path through it
+    (``path_slots`` order)."""
+    strides = np.cumprod((1,) + branching[::-1])[::-1][1:]
+    nodes = [()] + [prefix for d in range(1, len(branching) + 1)
+                    for prefix in dict.fromkeys(tuple(s[:d]) for s in path_slots(branching).tolist())]
+    return [(prefix, int(np.dot(prefix, strides[:len(prefix)]))) for prefix in nodes]
+
+
+def parent_rows(rows: np.ndarray, branching: tuple[int, ...]) -> np.ndarray:
+    """Draft rows from the paths layout ``(B, L, D, V)`` to one row per parent (internal node, breadth first)
+    ``(B, N, V)``: the layout engines keep (``q_layout="parent"``)."""
+    internal = [(prefix, path) for prefix, path in tree_nodes(branching) if len(prefix) < len(branching)]
+    return np.stack([rows[:, path, len(prefix)] for prefix, path in internal], axis=1)
 
 
 def draft_tree(model: ChainModel, branching: tuple[int, ...], choose: Chooser) -> tuple[np.ndarray, ...]:

@@ -39,6 +39,19 @@ EDGES: dict[str, float] = {
 "1 - ulp" is the largest float64 below 1, which rounds to 1.0 in float32, so a float32 result gets the largest
 float32 below 1 instead (``_below_one``): in float32 the last two edges coincide."""
 
+def edge_likelihood(edge: str, dtype: str) -> str:
+    """How often a uniform of ``dtype`` (float32: torch's grid of 2^-24; float64: NumPy's and torch's grid of
+    2^-53) takes the forced value, per draw."""
+    bits = 24 if dtype == "float32" else 53
+    if edge == "smallest positive float32":
+        return f"never on the {dtype} grid of 2^-{bits}; stands for its smallest positive draw, 1 in 2^{bits}"
+    if edge == "1 - ulp" and dtype == "float32":
+        return "1 - 2^-24 in float32: 1 in 2^24"
+    if edge == "1 - 2^-24" and dtype == "float64":
+        return "on the float64 grid: 1 in 2^53"
+    return f"1 in 2^{bits} {dtype} draws"
+
+
 TORCH_UNFORCED = ("randn", "randn_like", "randint", "randint_like", "randperm", "normal", "bernoulli", "poisson",
                   "normal_", "random_", "bernoulli_", "geometric_", "cauchy_", "log_normal_")
 

@@ -13,13 +13,17 @@ A model family maps a prefix (the token ids after the round's root) to a raw pai
   disjoint, one-hot p).
 
 The audit tests against the *processed* models (``resispec.processing``); the sampler is handed the raw ones.
+Every context carries a ``history`` (the ids generated before it, ``HISTORY`` folded into its vocabulary): the
+penalties and ``min_tokens`` act on it (a chain's position i on the history, then the round's first i drafts).
+Where the claims depend on the logits' sign (the repetition penalty), the logits handed over are ``log p +
+LOGIT_SHIFT`` (tokens with p > e^-2 positive, the others negative) and the processed law is computed from them.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -32,11 +36,31 @@ MODEL_VOCAB = 6
 CHAIN_FAMILIES = ("suite", "dirichlet")
 ZERO_PAIRS = ("zeros-in-p", "disjoint", "one-hot-p")
 SUITE_ROOT = "zeros-in-q"
+HISTORY = (0, 1, 1, 3)
+"""The tokens every context was generated after (ids taken modulo the vocabulary)."""
+LOGIT_SHIFT = 2.0
+"""``log p + LOGIT_SHIFT`` are the logits handed over when the claims depend on their sign (module doc)."""
+
+
+def history_for(vocab: int) -> tuple[int, ...]:
+    """``HISTORY`` in a vocabulary of ``vocab`` tokens."""
+    return tuple(token % vocab for token in HISTORY)
+
+
+def logit_shift(processing: Processing) -> float | None:
+    """The fixed logit offset the claims need (``LOGIT_SHIFT`` for the repetition penalty), None otherwise."""
+    return LOGIT_SHIFT if processing.needs_logits else None
+
+
+def processed(row: np.ndarray, processing: Processing, history: tuple[int, ...]) -> np.ndarray:
+    """The processed law of a raw probability row after ``history``, from the logits the sampler is handed."""
+    return process_probs(row, processing, history, logit_shift(processing) or 0.0)
 
 
 def processed_pair(pair: SuitePair, processing: Processing) -> tuple[np.ndarray, np.ndarray]:
-    """``(process(p), process(q))`` of a raw pair, float64 rows (V,)."""
-    return process_probs(pair.p, processing), process_probs(pair.q, processing)
+    """``(process(p), process(q))`` of a raw pair after its history, float64 rows (V,)."""
+    history = history_for(pair.p.size)
+    return processed(pair.p, processing, history), processed(pair.q, processing, history)
 
 
 @dataclass(frozen=True)
@@ -48,33 +72,75 @@ class Context:
     raw_q: np.ndarray
     p: np.ndarray
     q: np.ndarray
+    processing: Processing
+    history: tuple[int, ...]
 
 
-def node_contexts(processing: Processing, names: Sequence[str] | None = None) -> list[Context]:
-    """The standard suite's pairs (or the named ones) as node contexts."""
-    pairs = [pair for pair in get_suite("standard") if names is None or pair.name in names]
-    return [Context(pair.name, pair.p, pair.q, *processed_pair(pair, processing)) for pair in pairs]
+ROW_VARIANTS = ({}, {"temperature": 0.5, "top_k": 3}, {"temperature": 1.6, "top_p": 0.9})
+"""With the ``processing`` extra (per-request parameters), every context is audited under the claims and under
+each of these changes to them, all rows shuffled into the same calls: a parameter read from another row (a
+per-token buffer indexed per request, NVIDIA/TensorRT-LLM PR #12588's review) shows in the contexts it moved."""
+
+
+def row_variants(processing: Processing, mixed: bool) -> list[Processing]:
+    """The claims of each context's variants (``ROW_VARIANTS`` when ``mixed``, the claims alone otherwise)."""
+    return [replace(processing, **change) for change in (ROW_VARIANTS if mixed else ({},))]
+
+
+def variant_label(name: str, processing: Processing, mixed: bool) -> str:
+    """A context's name: with mixed parameters, its claims in brackets."""
+    return f"{name} [{processing.describe()}]" if mixed else name
+
+
+def tie_pairs() -> list[SuitePair]:
+    """Pairs with tied values, audited at every node by default: ``ties`` (exact ties in p, q and their residual
+    ``(p - q)+``) and ``float32-ties`` (values 2e-9 apart that tie once rounded to float32). A sampler that ranks
+    tokens by value and maps a rank back to the smallest id of that value emits one tied token, never the other
+    (lightseekorg/tokenspeed PR #280's Triton top-k/top-p sampler; mistral.rs #2424's argmax of the filtered law)."""
+    q = np.array([0.1, 0.1, 0.4, 0.4])
+    near = np.array([0.3 + 2e-9, 0.3, 0.2, 0.2 - 2e-9])
+    return [SuitePair("ties", np.array([0.3, 0.3, 0.2, 0.2]), q, "exact ties in p, q and the residual"),
+            SuitePair("float32-ties", near / near.sum(), q, "values that tie once rounded to float32")]
+
+
+TIE_PAIRS = ("ties", "float32-ties")
+
+
+def node_contexts(processing: Processing, names: Sequence[str] | None = None, mixed: bool = False) -> list[Context]:
+    """The standard suite's pairs and the tie pairs (or the named ones) as node contexts, per variant of the claims
+    when ``mixed``."""
+    pairs = [pair for pair in (*get_suite("standard"), *tie_pairs()) if names is None or pair.name in names]
+    return [Context(variant_label(pair.name, claims, mixed), pair.p, pair.q, *processed_pair(pair, claims), claims,
+                    history_for(pair.p.size)) for claims in row_variants(processing, mixed) for pair in pairs]
 
 
 class ChainModel:
-    """A named family's raw and processed ``prefix -> (V,)`` target and draft (module doc)."""
+    """A named family's raw and processed ``prefix -> (V,)`` target and draft (module doc), after ``history``;
+    ``label`` names the context (default: the family)."""
 
-    def __init__(self, family: str, processing: Processing, seed: int = 0) -> None:
+    def __init__(self, family: str, processing: Processing, seed: int = 0, label: str | None = None) -> None:
         if family not in (*CHAIN_FAMILIES, "zeros"):
             raise ValueError(f"family: expected one of {', '.join((*CHAIN_FAMILIES, 'zeros'))}, got {family!r}")
-        self.family, self.processing, self.seed = family, processing, seed
+        self.family, self.processing, self.seed, self.label = family, processing, seed, label or family
+        self.history = history_for(MODEL_VOCAB)
         suite = [pair for pair in get_suite("standard") if pair.p.size == MODEL_VOCAB]
         self._pairs = [pair for pair in suite if family == "suite" or pair.name in ZERO_PAIRS]
         self.raw = lru_cache(maxsize=None)(self._raw)
-        self.target = lru_cache(maxsize=None)(lambda prefix: process_probs(self.raw(prefix)[0], processing))
-        self.draft = lru_cache(maxsize=None)(lambda prefix: process_probs(self.raw(prefix)[1], processing))
+        self.target = lru_cache(maxsize=None)(
+            lambda prefix: processed(self.raw(prefix)[0], processing, self.history + prefix))
+        self.draft = lru_cache(maxsize=None)(
+            lambda prefix: processed(self.raw(prefix)[1], processing, self.history + prefix))
 
     @property
     def name(self) -> str:
-        return self.family
+        return self.label
+
+    def with_processing(self, processing: Processing) -> ChainModel:
+        """The same family and seed under other claims (a parameter dropped: ``parameters``)."""
+        return ChainModel(self.family, processing, self.seed, self.label)
 
     def _raw(self, prefix: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        key = zlib.crc32(f"{self.family}|{self.seed}|{prefix}".encode())
+        key = zlib.crc32(f"{self.family}|{self.seed}|{prefix}".encode())  # the family's, whatever the label
         if self.family == "dirichlet":
             rng = np.random.default_rng([self.seed, key])
             p = rng.dirichlet(np.ones(MODEL_VOCAB))

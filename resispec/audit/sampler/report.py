@@ -49,9 +49,17 @@ class SamplerTest:
 
     def to_dict(self) -> dict:
         record = self.result.to_dict()
-        record.update(name=self.name, context=self.context, dimension=self.dimension, tested=self.tested,
+        record.update(test=f"{self.name}, {self.context}", name=self.name, context=self.context,
+                      dimension=self.dimension, tested=self.tested,
                       rejected=self.rejected, detectable_tv=self.result.min_detectable_tv)
         return record
+
+
+NOT_REACHABLE = ("not reachable: the probe forced no draw. It forces torch's rand, rand_like, uniform_, exponential_ "
+                 "and multinomial; NumPy's module functions, every default_rng() made during the call, the rng extra "
+                 "and the generators in the sampler's module globals, closure, defaults or partial arguments "
+                 "(resispec.audit.sampler.reach); a generator elsewhere (another module, an object's attribute) "
+                 "or a draw by another function is not reached, so no edge was tested")
 
 
 @dataclass
@@ -63,14 +71,16 @@ class EdgeOutcome:
     forced: dict[str, int]
     unforced: dict[str, int]
     contract: ContractLog
+    likelihood: str = ""
+    """How often the sampler's dtype draws the forced value (``edges.edge_likelihood``)."""
 
     @property
     def reached(self) -> bool:
         return sum(self.forced.values()) > 0
 
     def to_dict(self) -> dict:
-        return {"edge": self.edge, "reached": self.reached, "forced": self.forced, "unforced": self.unforced,
-                **self.contract.to_dict()}
+        return {"edge": self.edge, "likelihood": self.likelihood, "reached": self.reached, "forced": self.forced,
+                "unforced": self.unforced, **self.contract.to_dict()}
 
 
 @dataclass
@@ -89,6 +99,8 @@ class SamplerReport:
     edges: list[EdgeOutcome] = field(default_factory=list)
     rule: str | None = None
     skipped: list[str] = field(default_factory=list)
+    parameters: dict[str, str] = field(default_factory=dict)
+    """A verdict line per claimed processing parameter (``parameters``)."""
 
     @property
     def rejected_tests(self) -> list[SamplerTest]:
@@ -101,6 +113,12 @@ class SamplerReport:
     @property
     def tested(self) -> bool:
         return any(test.tested for test in self.tests)
+
+    @property
+    def edges_tested(self) -> bool | None:
+        """Whether an edge probe forced a draw (None: no probe asked for). A probe that forced nothing tested no
+        edge: its clean output shows nothing, and the verdict line says so."""
+        return any(edge.reached for edge in self.edges) if self.edges else None
 
     @property
     def verdict(self) -> Verdict:
@@ -118,6 +136,7 @@ class SamplerReport:
                 "rejected": [f"{t.name}, {t.context}" for t in self.rejected_tests],
                 "output_contract": self.output.to_dict(), "coverage": self.coverage,
                 "tests": [test.to_dict() for test in self.tests], "edges": [e.to_dict() for e in self.edges],
+                "edges_tested": self.edges_tested, "parameters": self.parameters,
                 "skipped": self.skipped}
 
     def format(self) -> str:
@@ -133,6 +152,7 @@ class SamplerReport:
             lines.append(f"{test.name + ', ' + test.context:<{width}}  {describe_result(test.result)}  {verdict}")
         lines.append("")
         lines.append("coverage: " + "; ".join(f"{key} {value}" for key, value in self.coverage.items()))
+        lines.extend(f"claim {name}: {verdict}" for name, verdict in self.parameters.items())
         if self.output.clean:
             lines.append(f"output contract: held on {self.output.rows} rows")
         else:
@@ -144,8 +164,12 @@ class SamplerReport:
             found = ("clean" if edge.contract.clean else "; ".join(
                 f"{count} row(s) with {kind}, e.g. {edge.contract.examples[kind]}"
                 for kind, count in edge.contract.counts.items()))
-            lines.append(f"edge u = {edge.edge}: {reached}{unforced} -> {found}")
+            found = found if edge.reached or not edge.contract.clean else "not tested"
+            lines.append(f"edge u = {edge.edge} ({edge.likelihood}): {reached}{unforced} -> {found}")
+        if self.edges_tested is False:
+            lines.append(f"edges: {NOT_REACHABLE}")
         if self.skipped:
             lines.append("skipped: " + "; ".join(self.skipped))
-        lines.append(f"\nverdict: {self.verdict.value}")
+        edges = ", edges UNTESTED (not reachable)" if self.edges_tested is False else ""
+        lines.append(f"\nverdict: {self.verdict.value}{edges}")
         return "\n".join(lines)

@@ -18,7 +18,7 @@ from itertools import count
 
 import numpy as np
 
-from resispec.audit.sampler.drafting import path_slots
+from resispec.audit.sampler.drafting import tree_nodes
 from resispec.sampling import inverse_cdf
 from resispec.sequence import get_round_verifier
 from resispec.sequence.enumeration import branching_parents
@@ -78,11 +78,7 @@ def _chain(p: np.ndarray, q: np.ndarray, drafts: np.ndarray):
 
 def _tree(p: np.ndarray, q: np.ndarray, paths: np.ndarray, branching: tuple[int, ...]):
     """The tree behind the paths (breadth-first numbering of ``branching_parents``), its p and q rows."""
-    slots = path_slots(branching)
-    strides = np.cumprod((1,) + branching[::-1])[::-1][1:]
-    nodes = [()] + [prefix for d in range(1, len(branching) + 1)
-                    for prefix in dict.fromkeys(tuple(s[:d]) for s in slots.tolist())]
-    first_path = [int(np.dot(prefix, strides[:len(prefix)])) for prefix in nodes]
+    nodes, first_path = zip(*tree_nodes(branching))
     tokens = np.array([0] + [paths[first_path[n], len(nodes[n]) - 1] for n in range(1, len(nodes))])
     tree = round_tree(branching_parents(branching), tokens, p.shape[-1])
     p_nodes = np.stack([p[first_path[n], len(nodes[n])] for n in range(len(nodes))])

@@ -9,6 +9,7 @@ import pytest
 
 from resispec.audit.sampler import audit_sampler
 from resispec.processing import Processing
+from tests.resispec.audit import module_rng_samplers as module_rng
 from tests.resispec.audit import toy_samplers as toy
 
 pytest.importorskip("torch")
@@ -75,8 +76,46 @@ def test_the_numpy_edge_probe_finds_an_acceptance_at_u_equal_to_zero():
     assert fixed.verdict == "PASS" and all(edge.reached and edge.contract.clean for edge in fixed.edges)
 
 
-def test_an_edge_probe_that_reaches_nothing_says_so():
-    report = audit_sampler(partial(toy.sps_node, rng=np.random.default_rng(5)), "node", k=1, samples=200,
+@pytest.mark.parametrize("sampler", [module_rng.module_rng_node, module_rng.default_rng_node,
+                                     partial(toy.rng_node, rng=np.random.default_rng(6))])
+def test_the_edge_probe_reaches_generators_made_before_the_call(sampler):
+    """A module-level generator (the most common NumPy style), a default argument, a partial's bound argument."""
+    buggy = partial(sampler, accept_at_equality=True)
+    report = audit_sampler(buggy, "node", k=1, samples=300, pairs=["zeros-in-p"], probe_edges=True)
+    edges = {edge.edge: edge for edge in report.edges}
+    assert report.verdict == "FAIL" and report.edges_tested
+    assert edges["0"].forced["Generator.random"] >= 1 and edges["0"].contract.counts["token with p = 0"] > 0
+    assert isinstance(module_rng.RNG, np.random.Generator)  # put back after the probe
+    fixed = audit_sampler(sampler, "node", k=1, samples=300, pairs=["zeros-in-p"], probe_edges=True)
+    assert fixed.verdict == "PASS" and all(edge.reached and edge.contract.clean for edge in fixed.edges)
+
+
+def test_an_edge_probe_that_reaches_nothing_says_not_reachable_and_the_verdict_says_edges_not_tested():
+    report = audit_sampler(module_rng.ObjectRngNode(accept_at_equality=True), "node", k=1, samples=200,
                            pairs=["zeros-in-p"], probe_edges=True)
-    assert report.edges and not any(edge.reached for edge in report.edges)
-    assert "nothing forced" in report.format()
+    assert report.edges and not any(edge.reached for edge in report.edges) and report.edges_tested is False
+    text = report.format()
+    assert "not reachable" in text and "clean" not in text
+    assert text.rstrip().endswith("verdict: PASS, edges UNTESTED (not reachable)")
+    assert report.to_dict()["edges_tested"] is False
+
+
+def test_each_edge_states_how_likely_its_value_is_in_the_samplers_dtype():
+    report = audit_sampler(toy.rng_node, "node", k=1, extras=["rng"], samples=100, pairs=["zeros-in-p"],
+                           probe_edges=True)
+    likelihood = {edge.edge: edge.likelihood for edge in report.edges}
+    assert likelihood["0"] == "1 in 2^53 float64 draws" and "2^53" in likelihood["1 - 2^-24"]
+    assert "never on the float64 grid" in likelihood["smallest positive float32"]
+
+
+TIES = dict(k=1, samples=3000, dtype="float32", pairs=["ties", "float32-ties", "dirichlet-1", "llm-like"])
+
+
+def test_a_sampler_that_collapses_tied_tokens_onto_the_smallest_id_is_caught_by_the_tie_pairs_only():
+    buggy = audit_sampler(partial(toy.rank_node, collapse_ties=True), "node", **TIES)
+    assert buggy.verdict == "FAIL" and buggy.output.clean
+    assert {test.context for test in buggy.rejected_tests if test.name == "token law"} == {"ties", "float32-ties"}
+    fixed = audit_sampler(toy.rank_node, "node", **TIES)
+    assert fixed.verdict == "PASS", fixed.format()
+    default = audit_sampler(toy.rank_node, "node", k=1, samples=50)
+    assert {"ties", "float32-ties"} <= {test.context for test in default.tests}  # audited by default

@@ -10,13 +10,25 @@
   rows keep their initial noise of 1 and the race becomes an argmax (the mechanism vLLM's v0 rejection
   sampler had before vllm-project/vllm#10863, written anew here);
 - ``rng_node``: sps at one node drawing from the ``rng`` extra (NumPy); ``accept_at_equality=True`` accepts
-  iff ``u <= ratio``, which at ``u = 0`` accepts a candidate with p = 0.
+  iff ``u <= ratio``, which at ``u = 0`` accepts a candidate with p = 0;
+- ``rank_node``: sps at one node whose residual token is drawn by rank (values sorted descending, inverse CDF over
+  them); ``collapse_ties=True`` maps the drawn rank back to the smallest id holding that value, so of tied tokens
+  only the first is ever drawn (the bug class of lightseekorg/tokenspeed PR #280, written anew);
+- ``processed_chain``: sps along a chain on NumPy logits, each position processed after the row's ``history`` and
+  the round's earlier drafts; ``verified`` / ``bonus`` put other claims on the verified target rows / the bonus row (the
+  bugs: min-p and a logit bias applied to the bonus row only, vllm-project/vllm#42744; a penalty dropped under
+  speculation, vllm-project/vllm#18902, NVIDIA/TensorRT-LLM#17701); ``processing`` may be a list (the
+  ``processing`` extra, one entry per row), and ``per_token_buffer_bug=True`` processes the draft with the
+  temperature at index b of a per-token buffer (one entry per row and position) instead of row b's, as
+  TensorRT-LLM built draft probabilities from ``temperatures[:batch_size]`` (PR #12588's review).
 """
+
+from dataclasses import replace
 
 import numpy as np
 import torch
 
-from resispec.processing import Processing, process_probs
+from resispec.processing import Processing, process_logits, process_probs
 
 
 def _draw(weights: np.ndarray, u: float) -> int:
@@ -92,3 +104,50 @@ def rng_node(p, q, candidates, rng, accept_at_equality=False):
     residual[residual.sum(axis=1) <= 0] = p[residual.sum(axis=1) <= 0]
     recovered = np.array([_draw(residual[b], v) for b, v in enumerate(rng.random(p.shape[0]))])
     return np.where(accept, x, recovered)
+
+
+def rank_node(p, q, candidates, collapse_ties=False, rng=np.random):
+    rows = np.arange(p.shape[0])
+    x = candidates[:, 0]
+    accept = rng.random(p.shape[0]) < p[rows, x] / q[rows, x]
+    tokens = x.copy()
+    for b in np.flatnonzero(~accept):
+        residual = np.maximum(p[b] - q[b], 0)
+        residual = residual if residual.sum() > 0 else p[b]
+        order = np.argsort(-residual, kind="stable")
+        rank = _draw(residual[order], rng.random())
+        tokens[b] = np.flatnonzero(residual == residual[order][rank])[0] if collapse_ties else order[rank]
+    return tokens
+
+
+def processed_chain(p, q, drafts, history, processing=PLAIN, verified=None, bonus=None, rng=np.random,
+                    per_token_buffer_bug=False):
+    rows = processing if isinstance(processing, list) else [processing] * drafts.shape[0]
+    temperatures = np.repeat([claims.temperature for claims in rows], drafts.shape[1] + 1)  # one per token
+    out = np.full((drafts.shape[0], drafts.shape[1] + 1), -1)
+    for b in range(drafts.shape[0]):
+        claims = rows[b]
+        if per_token_buffer_bug:  # the draft's temperature read from temperatures[:batch] of the per-token buffer
+            claims = replace(claims, temperature=float(temperatures[:drafts.shape[0]][b]))
+        for i in range(drafts.shape[1] + 1):
+            seen = tuple(history[b]) + tuple(int(x) for x in drafts[b, :i])
+            if i == drafts.shape[1]:
+                out[b, i] = _draw(process_logits(p[b, i], bonus or rows[b], seen), rng.random())
+                break
+            target = process_logits(p[b, i], verified or rows[b], seen)
+            draft = process_logits(q[b, i], claims, seen)  # the law the drafts were drawn from
+            x = drafts[b, i]
+            with np.errstate(divide="ignore", invalid="ignore"):  # a buggy draft law may miss the drafted token
+                accept = rng.random() < target[x] / draft[x]
+            if accept:
+                out[b, i] = x
+                continue
+            residual = np.maximum(target - draft, 0.0)
+            out[b, i] = _draw(residual if residual.sum() > 0 else target, rng.random())
+            break
+    return out
+
+
+def processed_node(p, q, candidates, history, **options):
+    """``processed_chain`` on a chain of one (the bonus row is p again; a node never emits it)."""
+    return processed_chain(np.stack([p, p], axis=1), q[:, None], candidates, history, **options)[:, 0]

@@ -4,6 +4,7 @@ that saw nothing); ``--json`` is strict JSON."""
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +109,28 @@ def test_an_audit_that_saw_nothing_exits_2(samplers, capsys, monkeypatch):
     captured = capsys.readouterr()
     assert status == 2 and "verdict: UNTESTED" in captured.out
     assert "saw nothing" in captured.err and len(captured.err.strip().splitlines()) == 1
+
+
+TOYS = Path(__file__).resolve().parents[1] / "audit"
+
+
+def test_engine_drafting_and_per_row_processing_claims_from_the_command_line(capsys):
+    assert main(["audit-sampler", f"{TOYS}/engine_samplers.py:engine_chain", "--level", "chain", "--gamma", "2",
+                 "--drafting", "engine", "--extras", "seeds", "positions", "--samples", "300", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["verdict"] == "PASS" and "the sampler drafts" in record["contract"]
+    assert main(["audit-sampler", f"{TOYS}/toy_samplers.py:processed_chain", "--level", "chain", "--gamma", "2",
+                 "--inputs", "logits", "--min-p", "0.1", "--frequency-penalty", "0.4", "--logit-bias", "2:1.0",
+                 "--extras", "history", "processing", "--samples", "300"]) == 0
+    assert "claim frequency_penalty:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--min-tokens", "3"], "min_tokens: needs the eos id"),
+    (["--frequency-penalty", "0.5"], "declare the 'history' extra"),
+    (["--logit-bias", "2"], "expected ID:BIAS"),
+])
+def test_bad_processing_claims_exit_2_with_one_line(samplers, capsys, options, message):
+    assert main(["audit-sampler", f"{samplers}/samplers.py:exact", "--samples", "20", *options]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
