@@ -64,8 +64,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         batch = parse_source(args.rows).sample(args.pairs, np.random.default_rng(0))
     except (ValueError, OSError) as error:
-        print(f"resispec bench zoo-headroom: --rows: {error}", file=sys.stderr)
-        return 2
+        raise ValueError(f"--rows: {error}") from None
     compute = args.target_compute or fastest_target_compute(path=args.target)
     check_target_compute(compute, path=args.target)
     torch.set_num_threads(args.threads)

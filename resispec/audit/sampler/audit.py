@@ -43,6 +43,7 @@ from resispec.audit.sampler.contract import (
     as_ids,
     as_inputs,
     call_sampler,
+    check_extras,
     extra_arguments,
 )
 from resispec.audit.sampler.drafting import DraftedRows, level_rows, parent_rows, scheme_chooser
@@ -141,6 +142,7 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
                              f"pass drafting={claimed.drafting!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed: expected an integer >= 0, got {seed!r}")
+    check_extras(fn, contract.extras)
     rng = np.random.default_rng(seed)
     runner = _Runner(fn, contract, rng, progress)
     if level == "node":

@@ -44,6 +44,7 @@ shape is a ``SamplerError`` (a ``ValueError``: the CLI's one-line usage error) n
 
 from __future__ import annotations
 
+import inspect
 import math
 import signal
 import threading
@@ -288,3 +289,18 @@ def _within_time_limit(call: Callable[[], Any], seconds: float) -> Any:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def check_extras(fn: Callable[..., Any], extras: tuple[str, ...] | list[str]) -> None:
+    """``ValueError`` when ``fn`` requires a keyword of ``contract.EXTRAS`` that is not declared ("declare --extras
+    rng"), instead of the ``TypeError`` of its first call; silent where its signature cannot be read."""
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return
+    required = [name for name, parameter in parameters.items() if name in EXTRAS and name not in extras
+                and parameter.default is inspect.Parameter.empty
+                and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)]
+    if required:
+        raise ValueError(f"extras: the sampler takes {', '.join(required)}; declare --extras {' '.join(required)} "
+                         f"(extras={required!r} in the API)")

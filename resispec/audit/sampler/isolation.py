@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import inspect
 import os
 import pickle
 import secrets
@@ -43,16 +42,17 @@ import numpy as np
 from resispec.audit.sampler.audit import audit_sampler as audit_in_process
 from resispec.audit.sampler.contract import (
     DEFAULT_TIME_LIMIT,
-    EXTRAS,
     SamplerContract,
     SamplerError,
     as_ids,
     as_inputs,
     call_sampler,
+    check_extras,
     extra_arguments,
 )
 from resispec.audit.sampler.report import SamplerReport
 from resispec.limits import MAX_AUDIT_SAMPLES, MAX_TIME_LIMIT, check_limit
+from resispec.processing import Processing
 
 DEFAULT_K = 2
 """Candidates per node where the audit is not asked to infer them (the in-process audit's default)."""
@@ -109,21 +109,6 @@ def load_sampler(spec: str) -> Callable[..., Any]:
     return function
 
 
-def check_extras(fn: Callable[..., Any], extras: tuple[str, ...] | list[str]) -> None:
-    """``ValueError`` when ``fn`` requires a keyword of ``contract.EXTRAS`` that is not declared ("declare --extras
-    rng"), instead of the ``TypeError`` of its first call; silent where its signature cannot be read."""
-    try:
-        parameters = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return
-    required = [name for name, parameter in parameters.items() if name in EXTRAS and name not in extras
-                and parameter.default is inspect.Parameter.empty
-                and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)]
-    if required:
-        raise ValueError(f"extras: the sampler takes {', '.join(required)}; declare --extras {' '.join(required)} "
-                         f"(extras={required!r} in the API)")
-
-
 def audit_sampler(sampler: Callable[..., Any] | str, level: str = "node", *, threads: int = 1,
                   **options: Any) -> SamplerReport:
     """``resispec.audit.sampler.audit.audit_sampler(fn, level, **options)`` run in a forked child (module
@@ -157,9 +142,9 @@ def _audit_in_child(sampler: Callable[..., Any] | str, level: str, threads: int,
     else:
         fn = sampler
     channel.idle()
-    check_extras(fn, tuple(options.get("extras", ())))
     watched = channel.watched(fn)
     if options.get("k", DEFAULT_K) is None:
+        check_extras(fn, tuple(options.get("extras", ())))  # before the probe calls; the audit checks it again
         options = {**options, "k": _inferred_k(watched, channel, options) if level == "node" else DEFAULT_K}
     return audit_in_process(watched, level, **options)
 
@@ -169,6 +154,10 @@ def _inferred_k(fn: Callable[..., Any], channel: _Channel, options: dict) -> int
     p and q) returns a valid output; ``ValueError`` asking for ``k`` when it takes several (a sampler that
     takes any k may be meant for one and ignore the rest); ``DEFAULT_K`` when it takes none (the audit then
     reports why)."""
+    SamplerContract(level="node", k=DEFAULT_K, arrays=options.get("arrays", "numpy"),  # the claims, checked first
+                    dtype=options.get("dtype", "float64"), inputs=options.get("inputs", "probs"),
+                    processing=options.get("processing") or Processing(), extras=tuple(options.get("extras", ())),
+                    drafting=options.get("drafting", "iid"), q_layout=options.get("q_layout", "paths"))
     vocab = 8
     taken = []
     for k in range(1, MAX_K + 1):

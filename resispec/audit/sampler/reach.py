@@ -29,7 +29,8 @@ GENERATORS = (np.random.Generator, np.random.RandomState)
 
 def _slots(fn: Any) -> list[tuple[Any, Any]]:
     """``(container, key)`` of every place of ``fn`` (module doc) holding a NumPy generator; a container is a dict,
-    a closure cell (key None), or a function whose ``__defaults__`` index is the key."""
+    a closure cell (key None), or a function whose ``__defaults__`` index is the key; a wrapper (``functools.wraps``:
+    a decorator, the isolated audit's call watcher) is looked through to ``__wrapped__``."""
     slots: list[tuple[Any, Any]] = []
     if isinstance(fn, functools.partial):
         slots += [(fn.keywords, key) for key, value in fn.keywords.items() if isinstance(value, GENERATORS)]
@@ -46,7 +47,8 @@ def _slots(fn: Any) -> list[tuple[Any, Any]]:
     module_globals = getattr(function, "__globals__", None)
     if module_globals is not None:
         slots += [(module_globals, key) for key, value in module_globals.items() if isinstance(value, GENERATORS)]
-    return slots
+    wrapped = getattr(fn, "__wrapped__", None)
+    return slots + _slots(wrapped) if wrapped is not None else slots
 
 
 def _get(container: Any, key: Any) -> Any:
