@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -84,19 +85,20 @@ def check_request_fits(request: GenerationRequest, path: str | None = None) -> i
     prompt plus ``max_new_tokens`` to fit its context (``max_position_embeddings``: 8,192 for the built-in
     target); ``ValueError`` naming the option otherwise. Reads the config and the tokenizer only, before any
     weights load (a prompt past the context ran on for minutes; a GPT-2 folder ended in a TypeError)."""
+    from resispec.engine.model.chat_tokenizer import ChatTokenizer, tokenizer_problem
     from resispec.engine.model.checkpoints import checkpoint_folder, tokenizer_or_none
     from resispec.engine.model.gguf import target_gguf_path
-    from resispec.engine.model.models import target_config
 
-    config = target_config(path)
-    if config.model_type != "llama":
-        raise ValueError(f"--target: {path} is a {config.model_type} checkpoint; the engine runs Llama-architecture "
-                         "targets (config model_type 'llama', like SmolLM2)")
-    tokenizer = tokenizer_or_none(checkpoint_folder(target_gguf_path() if path is None else path, "target"))
+    folder = checkpoint_folder(target_gguf_path() if path is None else path, "target")
+    config = json.loads((folder / "config.json").read_text())  # read as JSON: a warm start imports no transformers
+    if config.get("model_type") != "llama":
+        raise ValueError(f"--target: {path} is a {config.get('model_type')} checkpoint; the engine runs "
+                         "Llama-architecture targets (config model_type 'llama', like SmolLM2)")
+    tokenizer = ChatTokenizer(folder) if tokenizer_problem(folder) is None else tokenizer_or_none(folder)
     if tokenizer is None:
         return 0  # load_target names the missing tokenizer
     tokens = len(prompt_ids(tokenizer, request.prompt, request.chat))
-    context = getattr(config, "max_position_embeddings", None)
+    context = config.get("max_position_embeddings")
     if context is not None and tokens + request.max_new_tokens > context:
         raise ValueError(f"--prompt: {tokens} tokens plus --max-new-tokens {request.max_new_tokens} pass the target's "
                          f"context of {context} tokens; shorten the prompt or ask for fewer tokens")

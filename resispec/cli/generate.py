@@ -98,10 +98,10 @@ def run(args: argparse.Namespace) -> int:
     dtype = getattr(torch, args.dtype)
     compute = args.target_compute or fastest_target_compute(args.device, dtype, args.target)
     check_target_compute(compute, args.device, dtype, args.target)
-    check_request_fits(request, args.target)
-    torch.set_num_threads(args.threads)
     if args.target is None and first_run():
         print(first_run_notice(), file=sys.stderr, flush=True)
+    check_request_fits(request, args.target)
+    torch.set_num_threads(args.threads)
     transformers_free = args.verifier == AUTOREGRESSIVE or reads_only_target_weights(request.draft)
     model, tokenizer = load_target(device=args.device, dtype=dtype, path=args.target, compute=compute,
                                    transformers_free=transformers_free)
