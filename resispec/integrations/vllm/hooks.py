@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from resispec.integrations.vllm.recorder import Recorder
-from resispec.integrations.vllm.rows import GREEDY_EPS, score
+from resispec.integrations.vllm.rows import request_processing, score
 
 
 @dataclass
@@ -44,18 +44,10 @@ def _capture() -> Capture | None:
     return getattr(_active, "capture", None)
 
 
-def request_params(metadata, index: int, vocab: int, temperatures: list[float] | None) -> str:
-    """A digest of request ``index``'s sampling parameters (readable; equal parameters, equal digest)."""
-    temperature = 0.0 if temperatures is None else temperatures[index]
-    parts = ["greedy" if temperature < GREEDY_EPS else f"T={temperature:g}"]
-    if metadata.top_k is not None and int(metadata.top_k[index]) < vocab:
-        parts.append(f"top_k={int(metadata.top_k[index])}")
-    if metadata.top_p is not None and float(metadata.top_p[index]) < 1:
-        parts.append(f"top_p={float(metadata.top_p[index]):g}")
-    if not metadata.no_penalties:
-        parts.append("penalties")
-    parts.append("seeded" if index in metadata.generators else "unseeded")
-    return ",".join(parts)
+def request_params(processing, seeded: bool, penalties: bool) -> str:
+    """A digest of a request's sampling parameters (readable; equal parameters, equal digest)."""
+    return ", ".join([processing.describe()] + (["penalties"] if penalties else [])
+                     + ["seeded" if seeded else "unseeded"])
 
 
 def emitted_rows(output: np.ndarray, num_draft: list[int] | None, drafts: np.ndarray | None,
@@ -96,17 +88,19 @@ def record_step(runner, spec_metadata, capture: Capture, output, recorder: Recor
     emitted = [e for e in emitted_rows(tokens, num_draft, drafts, discard) if e[3] < vocab]
     if not emitted:
         return
-    request = torch.tensor([e[0] for e in emitted])
-    temperatures = None if metadata.temperature is None else metadata.temperature.detach().cpu().tolist()
 
-    def per_row(values: torch.Tensor | None) -> torch.Tensor | None:
-        return None if values is None else values.detach().cpu()[request]
+    def values(tensor: torch.Tensor | None) -> list | None:
+        return None if tensor is None else tensor.detach().cpu().tolist()
 
-    uniforms = recorder.uniforms(len(emitted))
+    temperature, top_k, top_p = values(metadata.temperature), values(metadata.top_k), values(metadata.top_p)
+    processing = {b: request_processing(None if temperature is None else temperature[b],
+                                        None if top_k is None else top_k[b], None if top_p is None else top_p[b],
+                                        vocab) for b in {e[0] for e in emitted}}
     pit, p = score(logits[torch.tensor([e[2] for e in emitted], device=logits.device)].cpu(),
-                   torch.tensor([e[3] for e in emitted]), torch.from_numpy(uniforms),
-                   per_row(metadata.temperature), per_row(metadata.top_k), per_row(metadata.top_p))
-    params = {b: request_params(metadata, b, vocab, temperatures) for b in set(request.tolist())}
+                   torch.tensor([e[3] for e in emitted]), torch.from_numpy(recorder.uniforms(len(emitted))),
+                   [processing[e[0]] for e in emitted])
+    params = {b: request_params(processing[b], b in metadata.generators, not metadata.no_penalties)
+              for b in processing}
     req_ids, base = batch.req_ids, batch.num_tokens_no_spec
     recorder.add({
         "request_id": [str(req_ids[e[0]]) for e in emitted],
