@@ -27,8 +27,9 @@ GREEDY_EPS = 1e-5
 def request_processing(temperature: float | None, top_k: int | None, top_p: float | None, vocab: int
                        ) -> Processing:
     """One request's parameters in vLLM's conventions (module doc) as the project's ``Processing``."""
-    greedy = temperature is None or temperature < GREEDY_EPS
-    return Processing(temperature=0.0 if greedy else float(temperature),
+    if temperature is None or temperature < GREEDY_EPS:
+        return Processing(temperature=0.0)  # one-hot at the argmax: top-k and top-p change nothing
+    return Processing(temperature=float(temperature),
                       top_k=None if top_k is None or not 0 < top_k < vocab else int(top_k),
                       top_p=None if top_p is None or top_p >= 1 else float(top_p))
 
