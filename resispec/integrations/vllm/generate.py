@@ -1,11 +1,12 @@
 """``python -m resispec.integrations.vllm.generate``: decode a fixed workload with vLLM's offline ``LLM`` in this
 (vLLM's) environment, with whatever the plugin's settings switch on, and print one JSON line of what it did.
 
-The workload: ``--requests`` prompts (``PROMPTS``, cycled, each with its index so no two are equal), each decoded
-to ``--max-tokens`` tokens at ``--temperature``; ``--spec ngram`` speculates ``--gamma`` tokens with vLLM's ngram
-proposer, ``--spec draft --draft DIR`` with a draft model, ``--spec none`` samples plainly. The JSON: tokens,
-seconds of ``generate`` (model load excluded), tokens/s, and for speculation vLLM's own counters (drafts, draft
-tokens, accepted tokens) and accepted tokens per step (``1 + accepted / drafts``). Progress goes to stderr.
+The workload (``workload``): ``--requests`` prompts (``PROMPTS``, cycled, each numbered so no two are equal),
+each decoded to ``--max-tokens`` tokens (EOS ignored) at ``--temperature``; ``--seeded`` gives every other
+request its own seed. ``--spec ngram`` speculates ``--gamma`` tokens with vLLM's ngram proposer, ``--spec draft
+--draft DIR`` with a draft model, ``--spec none`` samples plainly. The JSON (``run_workload``): tokens, seconds of
+``generate`` (model load excluded), tokens/s, and with speculation vLLM's own counters (drafts, draft tokens,
+accepted tokens) and tokens per step (``1 + accepted / drafts``: the tokens one verification emits).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ PROMPTS = (
 )
 
 
-def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m resispec.integrations.vllm.generate", description=__doc__)
+def parser(prog: str, description: str | None) -> argparse.ArgumentParser:
+    """The workload's options (module doc), shared with the benchmark."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--model", required=True, help="a local checkpoint folder")
     parser.add_argument("--spec", choices=("ngram", "draft", "none"), default="ngram")
     parser.add_argument("--draft", help="draft checkpoint folder (--spec draft)")
@@ -38,14 +40,46 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0, help="vLLM's seed (default: 0)")
     parser.add_argument("--seeded", action="store_true", help="give every other request its own seed")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
     if args.spec == "draft" and not args.draft:
         parser.error("--spec draft: needs --draft DIR")
     return args
 
 
+def make_llm(args: argparse.Namespace, in_process: bool = False):
+    """vLLM's ``LLM`` for the workload (float32, eager); ``in_process``: engine and worker in this process (so the
+    plugin's switches reach them)."""
+    from vllm import LLM
+
+    speculative = None
+    if args.spec == "ngram":
+        speculative = {"method": "ngram", "num_speculative_tokens": args.gamma, "prompt_lookup_max": 3,
+                       "prompt_lookup_min": 1}
+    elif args.spec == "draft":
+        speculative = {"method": "draft_model", "model": args.draft, "num_speculative_tokens": args.gamma}
+    extra = {"distributed_executor_backend": "uni"} if in_process else {}
+    start = time.perf_counter()
+    llm = LLM(model=args.model, dtype="float32", max_model_len=1024, seed=args.seed, enforce_eager=True,
+              speculative_config=speculative, disable_log_stats=False, **extra)
+    print(f"generate: model loaded in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+    return llm
+
+
+def workload(args: argparse.Namespace) -> tuple[list[str], list]:
+    """The prompts and their sampling parameters (module doc)."""
+    from vllm import SamplingParams
+
+    prompts = [PROMPTS[i % len(PROMPTS)] + (f" ({i})" if i >= len(PROMPTS) else "") for i in range(args.requests)]
+    params = [SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens, ignore_eos=True,
+                             seed=(1000 + i) if args.seeded and i % 2 else None) for i in range(args.requests)]
+    return prompts, params
+
+
 def counters(llm) -> dict[str, float]:
-    """vLLM's speculative-decoding counters (0 where absent)."""
+    """vLLM's speculative-decoding counters so far (0 where absent)."""
     wanted = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft_tokens": "draft_tokens",
               "vllm:spec_decode_num_accepted_tokens": "accepted_tokens"}
     found = {name: 0.0 for name in wanted.values()}
@@ -55,34 +89,28 @@ def counters(llm) -> dict[str, float]:
     return found
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
-    from vllm import LLM, SamplingParams
-
-    speculative = None
-    if args.spec == "ngram":
-        speculative = {"method": "ngram", "num_speculative_tokens": args.gamma, "prompt_lookup_max": 3,
-                       "prompt_lookup_min": 1}
-    elif args.spec == "draft":
-        speculative = {"method": "draft_model", "model": args.draft, "num_speculative_tokens": args.gamma}
+def run_workload(llm, args: argparse.Namespace) -> dict:
+    """Generate the workload once; the JSON record of module doc."""
+    prompts, params = workload(args)
+    before = counters(llm)
     start = time.perf_counter()
-    llm = LLM(model=args.model, dtype="float32", max_model_len=1024, seed=args.seed, enforce_eager=True,
-              speculative_config=speculative, disable_log_stats=False)
-    print(f"generate: model loaded in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
-    prompts = [f"{PROMPTS[i % len(PROMPTS)]} ({i})" if i >= len(PROMPTS) else PROMPTS[i]
-               for i in range(args.requests)]
-    params = [SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens, ignore_eos=True,
-                             seed=(1000 + i) if args.seeded and i % 2 else None) for i in range(args.requests)]
-    start = time.perf_counter()
-    outputs = llm.generate(prompts, params)
+    outputs = llm.generate(prompts, params, use_tqdm=False)
     seconds = time.perf_counter() - start
     tokens = sum(len(output.outputs[0].token_ids) for output in outputs)
     report = {"spec": args.spec, "requests": args.requests, "tokens": tokens, "seconds": seconds,
               "tokens_per_s": tokens / seconds}
-    if speculative is not None:
-        report.update(counters(llm))
+    if args.spec != "none":
+        after = counters(llm)
+        report.update({name: after[name] - before[name] for name in after})
         report["tokens_per_step"] = 1 + report["accepted_tokens"] / report["drafts"] if report["drafts"] else None
-    print(json.dumps(report), flush=True)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parser("python -m resispec.integrations.vllm.generate", __doc__)
+    args = check(options, options.parse_args(argv))
+    llm = make_llm(args)
+    print(json.dumps(run_workload(llm, args)), flush=True)
     return 0
 
 

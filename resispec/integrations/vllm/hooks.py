@@ -38,6 +38,12 @@ class Capture:
 
 
 _active = threading.local()
+_enabled = [True]
+
+
+def set_enabled(enabled: bool) -> None:
+    """Switch the installed hooks on or off in this process (the interleaved overhead benchmark)."""
+    _enabled[0] = enabled
 
 
 def _capture() -> Capture | None:
@@ -140,6 +146,8 @@ def install(recorder: Recorder) -> None:
         return constraints(logits, *args, **kwargs)
 
     def hooked_step(self, logits, spec_decode_metadata):
+        if not _enabled[0]:
+            return step(self, logits, spec_decode_metadata)
         capture = _active.capture = Capture()
         try:
             output = step(self, logits, spec_decode_metadata)

@@ -54,10 +54,21 @@ def chain_inputs(num_draft: list[int], drafts: torch.Tensor, draft_probs: torch.
     return p, q, drafted
 
 
+_vllm_rule: dict = {}
+
+
 def install_verifier(name: str, seed: int = 0) -> None:
-    """Replace vLLM's rule by the round verifier ``name`` in this process (module doc)."""
+    """Replace vLLM's rule by the round verifier ``name`` in this process (module doc); ``"vllm"`` puts vLLM's
+    own rule back."""
     from vllm.v1.sample import rejection_sampler
 
+    if not _vllm_rule:
+        _vllm_rule.update(apply_sampling_constraints=rejection_sampler.apply_sampling_constraints,
+                          rejection_sample=rejection_sampler.rejection_sample)
+    if name == "vllm":
+        for attribute, function in _vllm_rule.items():
+            setattr(rejection_sampler, attribute, function)
+        return
     rounds = zoo_sampler(name, "chain", seed=seed)
 
     def as_they_are(logits, cu_num_draft_tokens, sampling_metadata):

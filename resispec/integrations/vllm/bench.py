@@ -1,0 +1,69 @@
+"""``python -m resispec.integrations.vllm.bench``: what the plugin costs and gains inside one vLLM, interleaved.
+
+One ``LLM`` (engine and worker in this process, so the plugin's switches reach them) decodes the workload of
+``generate`` ``--rounds`` times per arm, the arms alternating round by round (so drift in the machine's load hits
+both alike):
+
+- ``--compare hooks``: the audit hooks on (logging into ``--audit-dir``) against off: tokens/s and its ratio;
+- ``--compare verifier``: vLLM's own rule against ``--verifier`` (``block`` or ``sps``), same proposer: tokens
+  per step (accepted tokens per verification + 1, from vLLM's own counters) and tokens/s.
+
+Prints one JSON line per round (stderr) and a JSON summary (stdout): per arm the median tokens/s and the pooled
+tokens per step, and the ratio of the medians (second arm / first).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+
+from resispec.integrations.vllm.generate import check, make_llm, parser, run_workload
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parser("python -m resispec.integrations.vllm.bench", __doc__)
+    options.add_argument("--compare", choices=("hooks", "verifier"), required=True)
+    options.add_argument("--verifier", choices=("block", "sps"), default="block")
+    options.add_argument("--audit-dir", help="--compare hooks: the token log's folder")
+    options.add_argument("--rounds", type=int, default=3, help="rounds per arm (default: 3)")
+    args = check(options, options.parse_args(argv))
+    if args.compare == "hooks" and not args.audit_dir:
+        options.error("--compare hooks: needs --audit-dir")
+    from resispec.integrations.vllm.hooks import install, set_enabled
+    from resispec.integrations.vllm.recorder import Recorder
+    from resispec.integrations.vllm.verifier import install_verifier
+
+    if args.compare == "hooks":
+        import vllm
+
+        install(Recorder(args.audit_dir, args.seed, 4096, f"vllm {vllm.__version__}"))
+        arms = {"hooks off": lambda: set_enabled(False), "hooks on": lambda: set_enabled(True)}
+    else:
+        arms = {"vllm": lambda: install_verifier("vllm"), args.verifier: lambda: install_verifier(args.verifier)}
+    llm = make_llm(args, in_process=True)
+    run_workload(llm, args)  # warm-up, not counted
+    records: dict[str, list[dict]] = {arm: [] for arm in arms}
+    for round_index in range(args.rounds):
+        for arm, switch in arms.items():
+            switch()
+            record = run_workload(llm, args)
+            records[arm].append(record)
+            print(json.dumps({"round": round_index, "arm": arm, **record}), file=sys.stderr, flush=True)
+    summary = {"compare": args.compare, "rounds": args.rounds, "requests": args.requests,
+               "max_tokens": args.max_tokens, "spec": args.spec, "gamma": args.gamma, "arms": {}}
+    for arm, runs in records.items():
+        entry = {"median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in runs),
+                 "tokens_per_s": [r["tokens_per_s"] for r in runs]}
+        if args.spec != "none":
+            drafts = sum(r["drafts"] for r in runs)
+            entry["tokens_per_step"] = 1 + sum(r["accepted_tokens"] for r in runs) / drafts if drafts else None
+        summary["arms"][arm] = entry
+    first, second = (summary["arms"][arm]["median_tokens_per_s"] for arm in arms)
+    summary["ratio_tokens_per_s"] = second / first
+    print(json.dumps(summary), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
