@@ -1,8 +1,9 @@
 """``python -m resispec.integrations.vllm.bench``: what the plugin costs and gains inside one vLLM, interleaved.
 
-One ``LLM`` (engine and worker in this process, so the plugin's switches reach them) decodes the workload of
-``generate`` ``--rounds`` times per arm, the arms alternating round by round (so drift in the machine's load hits
-both alike):
+One ``LLM`` (vLLM's usual processes) decodes the workload of ``generate`` ``--rounds`` times per arm, the arms
+alternating round by round (so drift in the machine's load hits both alike); each switch reaches vLLM's workers
+through ``LLM.collective_rpc`` (a function of this module, hence ``VLLM_ALLOW_INSECURE_SERIALIZATION=1``, set here
+for this local run):
 
 - ``--compare hooks``: the audit hooks on (logging into ``--audit-dir``) against off: tokens/s and its ratio;
 - ``--compare verifier``: vLLM's own rule against ``--verifier`` (``block`` or ``sps``), same proposer: tokens
@@ -15,10 +16,22 @@ tokens per step, and the ratio of the medians (second arm / first).
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 
 from resispec.integrations.vllm.generate import check, make_llm, parser, run_workload
+
+
+def switch(worker, arm: str) -> None:
+    """In a vLLM worker: hooks on or off (``hooks on``, ``hooks off``), or the chain verifier named ``arm``."""
+    from resispec.integrations.vllm.hooks import set_enabled
+    from resispec.integrations.vllm.verifier import install_verifier
+
+    if arm.startswith("hooks "):
+        set_enabled(arm == "hooks on")
+    else:
+        install_verifier(arm)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,23 +43,18 @@ def main(argv: list[str] | None = None) -> int:
     args = check(options, options.parse_args(argv))
     if args.compare == "hooks" and not args.audit_dir:
         options.error("--compare hooks: needs --audit-dir")
-    from resispec.integrations.vllm.hooks import install, set_enabled
-    from resispec.integrations.vllm.recorder import Recorder
-    from resispec.integrations.vllm.verifier import install_verifier
-
+    os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"
     if args.compare == "hooks":
-        import vllm
-
-        install(Recorder(args.audit_dir, args.seed, 4096, f"vllm {vllm.__version__}"))
-        arms = {"hooks off": lambda: set_enabled(False), "hooks on": lambda: set_enabled(True)}
+        os.environ["RESISPEC_VLLM_AUDIT_DIR"] = args.audit_dir  # the plugin installs the hooks in every worker
+        arms = ("hooks off", "hooks on")
     else:
-        arms = {"vllm": lambda: install_verifier("vllm"), args.verifier: lambda: install_verifier(args.verifier)}
-    llm = make_llm(args, in_process=True)
+        arms = ("vllm", args.verifier)
+    llm = make_llm(args)
     run_workload(llm, args)  # warm-up, not counted
     records: dict[str, list[dict]] = {arm: [] for arm in arms}
     for round_index in range(args.rounds):
-        for arm, switch in arms.items():
-            switch()
+        for arm in arms:
+            llm.collective_rpc(switch, args=(arm,))
             record = run_workload(llm, args)
             records[arm].append(record)
             print(json.dumps({"round": round_index, "arm": arm, **record}), file=sys.stderr, flush=True)

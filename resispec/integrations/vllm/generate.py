@@ -49,9 +49,8 @@ def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse
     return args
 
 
-def make_llm(args: argparse.Namespace, in_process: bool = False):
-    """vLLM's ``LLM`` for the workload (float32, eager); ``in_process``: engine and worker in this process (so the
-    plugin's switches reach them)."""
+def make_llm(args: argparse.Namespace):
+    """vLLM's ``LLM`` for the workload (float32, eager, vLLM's usual processes)."""
     from vllm import LLM
 
     speculative = None
@@ -60,10 +59,9 @@ def make_llm(args: argparse.Namespace, in_process: bool = False):
                        "prompt_lookup_min": 1}
     elif args.spec == "draft":
         speculative = {"method": "draft_model", "model": args.draft, "num_speculative_tokens": args.gamma}
-    extra = {"distributed_executor_backend": "uni"} if in_process else {}
     start = time.perf_counter()
     llm = LLM(model=args.model, dtype="float32", max_model_len=1024, seed=args.seed, enforce_eager=True,
-              speculative_config=speculative, disable_log_stats=False, **extra)
+              speculative_config=speculative, disable_log_stats=False)
     print(f"generate: model loaded in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
     return llm
 
