@@ -88,7 +88,7 @@ def record_step(runner, spec_metadata, capture: Capture, output, recorder: Recor
     discard = np.asarray(runner.discard_request_mask.np[:count], dtype=bool)
     num_draft = None if spec_metadata is None else list(spec_metadata.num_draft_tokens)
     drafts = None if spec_metadata is None else spec_metadata.draft_token_ids.detach().cpu().numpy()
-    rows = [capture.target_rows] if spec_metadata is not None else []
+    rows = [capture.target_rows] if spec_metadata is not None and capture.target_rows is not None else []
     logits = torch.cat(rows + [capture.sampler_rows]) if rows else capture.sampler_rows
     vocab = logits.shape[1]
     emitted = [e for e in emitted_rows(tokens, num_draft, drafts, discard) if e[3] < vocab]
