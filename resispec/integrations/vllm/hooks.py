@@ -79,6 +79,19 @@ def emitted_rows(output: np.ndarray, num_draft: list[int] | None, drafts: np.nda
     return emitted
 
 
+def selected_rows(target: torch.Tensor | None, sampler: torch.Tensor, rows: list[int]) -> torch.Tensor:
+    """Rows ``rows`` of the step's rows (target rows first, then the sampler's: ``emitted_rows``), on the CPU, in
+    the emitted tokens' order; only those rows are gathered. target (T, V) or None, sampler (B, V)."""
+    offset = 0 if target is None else target.shape[0]
+    out = torch.empty((len(rows), sampler.shape[1]), dtype=sampler.dtype)
+    for source, chosen in ((target, [i for i, row in enumerate(rows) if row < offset]),
+                           (sampler, [i for i, row in enumerate(rows) if row >= offset])):
+        if chosen:
+            index = torch.tensor([rows[i] - (0 if source is target else offset) for i in chosen])
+            out[torch.tensor(chosen)] = source.index_select(0, index.to(source.device)).cpu()
+    return out
+
+
 def record_step(runner, spec_metadata, capture: Capture, output, recorder: Recorder) -> None:
     """Score and record the tokens of one ``_sample`` call (module doc)."""
     batch = runner.input_batch
@@ -88,9 +101,8 @@ def record_step(runner, spec_metadata, capture: Capture, output, recorder: Recor
     discard = np.asarray(runner.discard_request_mask.np[:count], dtype=bool)
     num_draft = None if spec_metadata is None else list(spec_metadata.num_draft_tokens)
     drafts = None if spec_metadata is None else spec_metadata.draft_token_ids.detach().cpu().numpy()
-    rows = [capture.target_rows] if spec_metadata is not None and capture.target_rows is not None else []
-    logits = torch.cat(rows + [capture.sampler_rows]) if rows else capture.sampler_rows
-    vocab = logits.shape[1]
+    target = capture.target_rows if spec_metadata is not None else None
+    vocab = capture.sampler_rows.shape[1]
     emitted = [e for e in emitted_rows(tokens, num_draft, drafts, discard) if e[3] < vocab]
     if not emitted:
         return
@@ -102,7 +114,7 @@ def record_step(runner, spec_metadata, capture: Capture, output, recorder: Recor
     processing = {b: request_processing(None if temperature is None else temperature[b],
                                         None if top_k is None else top_k[b], None if top_p is None else top_p[b],
                                         vocab) for b in {e[0] for e in emitted}}
-    pit, p = score(logits[torch.tensor([e[2] for e in emitted], device=logits.device)].cpu(),
+    pit, p = score(selected_rows(target, capture.sampler_rows, [e[2] for e in emitted]),
                    torch.tensor([e[3] for e in emitted]), torch.from_numpy(recorder.uniforms(len(emitted))),
                    [processing[e[0]] for e in emitted])
     params = {b: request_params(processing[b], b in metadata.generators, not metadata.no_penalties)

@@ -37,12 +37,19 @@ def request_processing(temperature: float | None, top_k: int | None, top_p: floa
 def randomized_pits(probs: torch.Tensor, tokens: torch.Tensor, uniforms: torch.Tensor
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(pit, p)`` per row: ``p = probs[r, token_r]``, ``pit = (P(Y < token) + U p) / total`` under the row's
-    float64 CDF: ``resispec.audit.pit.randomized_pit`` row by row, vectorised (clipped into [0, 1]).
-    probs (R, V) float64, tokens (R,) int64 in [0, V), uniforms (R,) float64 in [0, 1)."""
+    float64 CDF: ``resispec.audit.pit.randomized_pit`` row by row (clipped into [0, 1]); ``P(Y < token)`` reads
+    the row only up to the token. probs (R, V) float64, tokens (R,) int64 in [0, V), uniforms (R,) float64."""
     p = probs.gather(1, tokens.unsqueeze(1)).squeeze(1)
-    below = torch.where(torch.arange(probs.shape[1], device=probs.device).unsqueeze(0) < tokens.unsqueeze(1),
-                        probs, 0.0).sum(dim=1)
+    below = torch.stack([probs[r, :token].sum() for r, token in enumerate(tokens.tolist())])
     return ((below + uniforms * p) / probs.sum(dim=1)).clamp(0.0, 1.0), p
+
+
+def processed(logits: torch.Tensor, processing: Processing) -> torch.Tensor:
+    """``process_logits`` of float64 rows (R, V); without top-k and top-p, its law ``softmax(logits / T)`` as
+    torch's fused softmax (one pass over the rows instead of five: the hooks run at every engine step)."""
+    if processing.temperature > 0 and processing.top_k is None and processing.top_p is None:
+        return torch.softmax(logits / processing.temperature, dim=1)
+    return process_logits(logits, processing)
 
 
 def score(logits: torch.Tensor, tokens: torch.Tensor, uniforms: torch.Tensor, processings: list[Processing]
@@ -53,6 +60,6 @@ def score(logits: torch.Tensor, tokens: torch.Tensor, uniforms: torch.Tensor, pr
     p = torch.empty(len(tokens), dtype=torch.float64)
     for processing in set(processings):
         rows = torch.tensor([i for i, other in enumerate(processings) if other == processing])
-        probs = process_logits(logits[rows].to(torch.float64), processing)
+        probs = processed(logits[rows].to(torch.float64), processing)
         pit[rows], p[rows] = randomized_pits(probs, tokens[rows], uniforms[rows])
     return pit, p

@@ -58,7 +58,7 @@ def generate(model: str, *options: str, **settings: str) -> dict:
     done = subprocess.run([str(PYTHON), "-m", "resispec.integrations.vllm.generate", "--model", model, *options],
                           env=environment(**settings), capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])  # vLLM logs there too
 
 
 def audit_log(folder: Path) -> tuple[int, dict]:
