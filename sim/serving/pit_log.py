@@ -31,6 +31,15 @@ def batch_class(size: int) -> str:
     return "1" if low == 1 else f"{low}-{2 * low - 1}"
 
 
+def _order(grouping: str, value: object) -> tuple:
+    """Groups in numeric order for draft positions and batch classes, by name otherwise."""
+    if grouping == "draft_position":
+        return (int(value), "")
+    if grouping == "batch_size":
+        return (int(str(value).split("-")[0]), "")
+    return (0, str(value))
+
+
 def read_log(path: str | Path) -> tuple[pa.Table, int]:
     """Every row of every shard of ``path``, and the number of shards."""
     shards = shard_paths(path)
@@ -64,7 +73,7 @@ def audit_pit_log(path: str | Path, alpha: float = FAMILY_ALPHA) -> dict:
     labels["batch_size"] = np.asarray([batch_class(int(size)) for size in columns["batch_size"]], dtype=object)
     groups = [("all tokens", np.ones(table.num_rows, dtype=bool))]
     for grouping in GROUPINGS:
-        for value in sorted(set(labels[grouping]), key=str):
+        for value in sorted(set(labels[grouping]), key=lambda value: _order(grouping, value)):
             groups.append((f"{grouping}={value}", labels[grouping] == value))
     level = bonferroni_level(len(groups), alpha)
     tests = [_test(name, columns["pit"][mask], level) for name, mask in groups]
