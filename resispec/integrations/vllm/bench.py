@@ -5,7 +5,9 @@ alternating round by round (so drift in the machine's load hits both alike); eac
 through ``LLM.collective_rpc`` (a function of this module, hence ``VLLM_ALLOW_INSECURE_SERIALIZATION=1``, set here
 for this local run):
 
-- ``--compare hooks``: the audit hooks on (logging into ``--audit-dir``) against off: tokens/s and its ratio;
+- ``--compare hooks``: the audit hooks on (logging into ``--audit-dir``) against off: tokens/s and its ratio, and
+  the hooks' own share of the wall time (seconds the worker spent in them, over the round's: robust to the noise of
+  a shared machine, which moves both alike);
 - ``--compare verifier``: vLLM's own rule against ``--verifier`` (``block`` or ``sps``), same proposer: tokens
   per step (accepted tokens per verification + 1, from vLLM's own counters) and tokens/s.
 
@@ -21,6 +23,13 @@ import statistics
 import sys
 
 from resispec.integrations.vllm.generate import check, make_llm, parser, run_workload
+
+
+def hook_time(worker) -> float:
+    """In a vLLM worker: the seconds spent in the hooks so far (``hooks.hook_seconds``)."""
+    from resispec.integrations.vllm.hooks import hook_seconds
+
+    return hook_seconds()
 
 
 def switch(worker, arm: str) -> None:
@@ -55,7 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     for round_index in range(args.rounds):
         for arm in arms:
             llm.collective_rpc(switch, args=(arm,))
+            before = sum(llm.collective_rpc(hook_time)) if args.compare == "hooks" else 0.0
             record = run_workload(llm, args)
+            if args.compare == "hooks":  # the hooks' own time in the worker, a share of the round's wall time
+                record["hook_share"] = (sum(llm.collective_rpc(hook_time)) - before) / record["seconds"]
             records[arm].append(record)
             print(json.dumps({"round": round_index, "arm": arm, **record}), file=sys.stderr, flush=True)
     summary = {"compare": args.compare, "rounds": args.rounds, "requests": args.requests,
@@ -63,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     for arm, runs in records.items():
         entry = {"median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in runs),
                  "tokens_per_s": [r["tokens_per_s"] for r in runs]}
+        if args.compare == "hooks":
+            entry["hook_share"] = sum(r["hook_share"] * r["seconds"] for r in runs) / sum(r["seconds"] for r in runs)
         if args.spec != "none":
             drafts = sum(r["drafts"] for r in runs)
             entry["tokens_per_step"] = 1 + sum(r["accepted_tokens"] for r in runs) / drafts if drafts else None

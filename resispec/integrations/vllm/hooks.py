@@ -20,6 +20,7 @@ draft if it equals draft ``j``, else the recovered token) for ``j < n_b``, and u
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,12 @@ class Capture:
 
 _active = threading.local()
 _enabled = [True]
+_spent = [0.0]
+
+
+def hook_seconds() -> float:
+    """Seconds this process has spent inside the hooks (copying rows, scoring, logging) since it started."""
+    return _spent[0]
 
 
 def set_enabled(enabled: bool) -> None:
@@ -148,13 +155,17 @@ def install(recorder: Recorder) -> None:
     def hooked_sample(self, logits, sampling_metadata, *args, **kwargs):
         capture = _capture()
         if capture is not None and capture.sampler_rows is None:
+            start = time.perf_counter()
             capture.sampler_rows = logits.detach().clone()
+            _spent[0] += time.perf_counter() - start
         return sample(self, logits, sampling_metadata, *args, **kwargs)
 
     def hooked_constraints(logits, *args, **kwargs):
         capture = _capture()
         if capture is not None:
+            start = time.perf_counter()
             capture.target_rows = logits.detach().clone()
+            _spent[0] += time.perf_counter() - start
         return constraints(logits, *args, **kwargs)
 
     def hooked_step(self, logits, spec_decode_metadata):
@@ -166,7 +177,9 @@ def install(recorder: Recorder) -> None:
         finally:
             _active.capture = None
         if capture.sampler_rows is not None:
+            start = time.perf_counter()
             record_step(self, spec_decode_metadata, capture, output, recorder)
+            _spent[0] += time.perf_counter() - start
         return output
 
     hooked_step._resispec_hook = True
