@@ -102,3 +102,15 @@ def test_chain_inputs_process_each_request_and_one_hot_ngram_drafts():
     assert np.allclose(p[0, :2], process_logits(logits[:2], processings[0]).numpy())
     assert np.allclose(p[1, 0], process_logits(logits[2:], processings[1]).numpy()[0])
     assert q[0, 1, 4] == 1.0 and q[0, 1].sum() == 1.0 and q[1, 0, 6] == 1.0
+
+
+def test_the_builtin_target_outside_vllms_environment_is_one_line_and_exit_2(capsys):
+    import importlib.util
+
+    from resispec.cli import main
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is importable here: the target runs (test_vllm_real.py)")
+    assert main(["audit-sampler", "vllm:rejection"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "interpreter of vLLM's environment" in error
