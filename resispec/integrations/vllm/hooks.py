@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from resispec.integrations.vllm.recorder import Recorder
-from resispec.integrations.vllm.rows import request_processing, score
+from resispec.integrations.vllm.rows import buffer, request_processing, score, staged
 
 
 @dataclass
@@ -90,7 +90,7 @@ def selected_rows(target: torch.Tensor | None, sampler: torch.Tensor, rows: list
     """Rows ``rows`` of the step's rows (target rows first, then the sampler's: ``emitted_rows``), on the CPU, in
     the emitted tokens' order; only those rows are gathered. target (T, V) or None, sampler (B, V)."""
     offset = 0 if target is None else target.shape[0]
-    out = torch.empty((len(rows), sampler.shape[1]), dtype=sampler.dtype)
+    out = buffer("selected", len(rows), sampler.shape[1], sampler.dtype, torch.device("cpu"))
     for source, chosen in ((target, [i for i, row in enumerate(rows) if row < offset]),
                            (sampler, [i for i, row in enumerate(rows) if row >= offset])):
         if chosen:
@@ -156,7 +156,7 @@ def install(recorder: Recorder) -> None:
         capture = _capture()
         if capture is not None and capture.sampler_rows is None:
             start = time.perf_counter()
-            capture.sampler_rows = logits.detach().clone()
+            capture.sampler_rows = staged("sampler", logits.detach())
             _spent[0] += time.perf_counter() - start
         return sample(self, logits, sampling_metadata, *args, **kwargs)
 
@@ -164,7 +164,7 @@ def install(recorder: Recorder) -> None:
         capture = _capture()
         if capture is not None:
             start = time.perf_counter()
-            capture.target_rows = logits.detach().clone()
+            capture.target_rows = staged("target", logits.detach())
             _spent[0] += time.perf_counter() - start
         return constraints(logits, *args, **kwargs)
 

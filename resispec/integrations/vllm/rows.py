@@ -44,22 +44,46 @@ def randomized_pits(probs: torch.Tensor, tokens: torch.Tensor, uniforms: torch.T
     return ((below + uniforms * p) / probs.sum(dim=1)).clamp(0.0, 1.0), p
 
 
+_buffers: dict[tuple, torch.Tensor] = {}
+
+
+def buffer(name: str, rows: int, vocab: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A (rows, vocab) view of this process's persistent buffer ``name`` (grown when too small). The hooks run at
+    every engine step, and a fresh tensor of tens of MB costs its page faults each time (a clone of a step's
+    target rows took 4x a copy into a kept buffer here); a view is valid until the buffer's next use."""
+    key = (name, dtype, device)
+    kept = _buffers.get(key)
+    if kept is None or kept.shape[0] < rows or kept.shape[1] != vocab:
+        kept = _buffers[key] = torch.empty((max(rows, 2 * (0 if kept is None else kept.shape[0])), vocab),
+                                           dtype=dtype, device=device)
+    return kept[:rows]
+
+
+def staged(name: str, tensor: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``tensor`` (R, V) copied (and cast to ``dtype``) into the persistent buffer ``name``."""
+    return buffer(name, tensor.shape[0], tensor.shape[1], dtype or tensor.dtype, tensor.device).copy_(tensor)
+
+
 def processed(logits: torch.Tensor, processing: Processing) -> torch.Tensor:
-    """``process_logits`` of float64 rows (R, V); without top-k and top-p, its law ``softmax(logits / T)`` as
-    torch's fused softmax (one pass over the rows instead of five: the hooks run at every engine step)."""
+    """``process_logits`` of float64 rows (R, V); without top-k and top-p its law ``softmax(logits / T)`` computed
+    in place in ``logits`` (one buffer, no new rows: the hooks run at every engine step)."""
     if processing.temperature > 0 and processing.top_k is None and processing.top_p is None:
-        return torch.softmax(logits / processing.temperature, dim=1)
+        if processing.temperature != 1:
+            logits.div_(processing.temperature)
+        logits.sub_(logits.amax(dim=1, keepdim=True)).exp_()
+        return logits.div_(logits.sum(dim=1, keepdim=True))
     return process_logits(logits, processing)
 
 
 def score(logits: torch.Tensor, tokens: torch.Tensor, uniforms: torch.Tensor, processings: list[Processing]
           ) -> tuple[torch.Tensor, torch.Tensor]:
     """``randomized_pits`` of ``tokens`` (R,) under each row's processed law: rows of logits (R, V) processed in
-    float64 by their ``processings`` (one per row), rows of equal processing at once."""
+    float64 by their ``processings`` (one per row), rows of equal processing at once (``logits`` is not changed)."""
     pit = torch.empty(len(tokens), dtype=torch.float64)
     p = torch.empty(len(tokens), dtype=torch.float64)
-    for processing in set(processings):
+    kinds = set(processings)
+    for processing in kinds:
         rows = torch.tensor([i for i, other in enumerate(processings) if other == processing])
-        probs = processed(logits[rows].to(torch.float64), processing)
+        probs = processed(staged("scored", logits if len(kinds) == 1 else logits[rows], torch.float64), processing)
         pit[rows], p[rows] = randomized_pits(probs, tokens[rows], uniforms[rows])
     return pit, p
