@@ -86,7 +86,11 @@ def print_pit_report(report: dict) -> None:
              _number(t["min_detectable_tv"], 3) if t["verdict"] != "UNTESTED" else "none (untested)",
              VERDICTS[t["verdict"]]] for t in report["tests"]]
     print(format_table(["group", "tokens", "PIT p", "TV upper", "min detectable TV", "verdict"], rows))
-    print(f"\n{report['tokens']} tokens in {report['shards']} shard(s); {report['zero_p']} with p = 0 under their "
+    kinds = report["kinds"]
+    print(f"\nkinds: {kinds['plain']} plain, {kinds['accepted']} accepted, {kinds['recovered']} recovered, "
+          f"{kinds['bonus']} bonus (accepted and recovered are told apart by the token itself, so they are tested "
+          "together, as verified)")
+    print(f"{report['tokens']} tokens in {report['shards']} shard(s); {report['zero_p']} with p = 0 under their "
           f"processed row (any one rejects); {len(report['tests'])} tests at level {report['level']:.2g} each "
           f"(family-wise {report['alpha']:g}): {VERDICTS[report['verdict']]}")
 

@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from resispec.audit import pit_audit
 from resispec.cli import main
 from resispec.formats.pit_log import file_metadata, rows_table, write_shard
 from resispec.sim.serving.pit_log import audit_pit_log, batch_class
@@ -36,19 +37,41 @@ def test_uniform_pits_pass_and_every_group_names_its_size_and_detectable_tv(tmp_
     report = audit_pit_log(tmp_path)
     assert report["verdict"] == "PASS" and report["tokens"] == 4000 and report["shards"] == 2
     groups = {test["group"]: test for test in report["tests"]}
-    assert {"all tokens", "kind=recovered", "draft_position=-1", "batch_size=8-15", "params=T = 1, unseeded"} <= set(
+    assert {"all tokens", "kind=verified", "draft_position=-1", "batch_size=8-15", "params=T = 1, unseeded"} <= set(
         groups)
-    assert groups["kind=recovered"]["tokens"] == 1000
+    assert "kind=accepted" not in groups and "kind=recovered" not in groups  # chosen by the token itself
+    assert groups["kind=verified"]["tokens"] == 2000 and report["kinds"]["accepted"] == 1000
     assert all(0 < test["min_detectable_tv"] < 1 for test in report["tests"])
     assert report["level"] == pytest.approx(report["alpha"] / len(report["tests"]))
 
 
 def test_one_biased_group_rejects_and_is_the_one_named(tmp_path):
-    write_log(tmp_path, 4000, biased_kind="recovered")
+    write_log(tmp_path, 4000, biased_kind="bonus")
     report = audit_pit_log(tmp_path)
     assert report["verdict"] == "FAIL"
     rejected = {test["group"] for test in report["tests"] if test["verdict"] == "FAIL"}
-    assert "kind=recovered" in rejected and "kind=accepted" not in rejected
+    assert "kind=bonus" in rejected and "kind=plain" not in rejected and "kind=verified" not in rejected
+
+
+def test_accepted_and_recovered_apart_are_not_uniform_even_when_exact(tmp_path):
+    """Why they are tested together: an exact rule's accepted tokens (token = draft) have PITs inside the draft's
+    CDF interval. Drafts from q, acceptance min(1, p/q), recovery from the residual, on a 3-token row."""
+    rng = np.random.default_rng(3)
+    p, q = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5])
+    residual = np.maximum(p - q, 0) / np.maximum(p - q, 0).sum()
+    data = columns(6000)
+    for i in range(6000):
+        draft = rng.choice(3, p=q)
+        accepted = rng.random() < min(1.0, p[draft] / q[draft])
+        token = draft if accepted else rng.choice(3, p=residual)
+        data["kind"][i], data["draft_position"][i] = ("accepted" if accepted else "recovered"), 0
+        data["token"][i], data["p"][i] = int(token), float(p[token])
+        data["pit"][i] = float(p[:token].sum() + rng.random() * p[token])
+    write_shard(rows_table(data, file_metadata()), tmp_path, 0)
+    report = audit_pit_log(tmp_path)
+    assert report["verdict"] == "PASS"
+    accepted = np.array(data["kind"]) == "accepted"
+    assert not pit_audit(np.array(data["pit"])[accepted]).passed  # the subset chosen by the token itself
 
 
 def test_a_token_of_p_zero_rejects_even_with_uniform_pits(tmp_path):
