@@ -54,7 +54,7 @@ def main() -> None:
             start, rejected, tests = time.perf_counter(), 0, {}
             for seed in range(args.seeds):
                 report = audit_sampler(biased(level, epsilon, seed), level, seed=seed, **extra)
-                rejected += report.verdict == "REJECTED"
+                rejected += report.verdict == "FAIL"
                 for test in report.rejected_tests:
                     tests[test.name] = tests.get(test.name, 0) + 1
             print(f"{level:5}  epsilon {epsilon:<5}  rejected {rejected}/{args.seeds}  by {tests}  "

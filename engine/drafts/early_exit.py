@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import copy
+import shutil
+import tempfile
 from collections.abc import Sequence
 from itertools import chain
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
@@ -54,3 +57,32 @@ class EarlyExitDraft(TreeLM):
             raise ValueError(f"num_layers must be in [1, {total}], got {num_layers}")
         self.num_layers = num_layers
         super().__init__(decoder_view(target, target.model.layers[:num_layers], target.model.norm))
+
+
+def early_exit_checkpoint(num_layers: int = DEFAULT_EARLY_EXIT_LAYERS) -> Path:
+    """A plain float32 checkpoint of the built-in target's early-exit draft (its first ``num_layers`` layers, final
+    norm and head: `decoder_view`) beside the target's cached checkpoint, for loaders outside the engine (vLLM's
+    draft-model proposer: docs/vllm.md). Written once into a staging sibling and renamed into place."""
+    from resispec.engine.model.gguf import ensure_checkpoint, target_gguf_path
+    from resispec.engine.model.models import load_target
+
+    folder = ensure_checkpoint(target_gguf_path())
+    destination = folder.with_name(f"{folder.name}-early-exit-{num_layers}")
+    if (destination / "model.safetensors").is_file():
+        return destination
+    target, tokenizer = load_target()
+    total = target.config.num_hidden_layers
+    if not 1 <= num_layers <= total:
+        raise ValueError(f"num_layers must be in [1, {total}], got {num_layers}")
+    draft = decoder_view(target, target.model.layers[:num_layers], target.model.norm)
+    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    try:
+        draft.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        staging.rename(destination)
+    except OSError:
+        if not (destination / "model.safetensors").is_file():
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return destination

@@ -160,3 +160,28 @@ def write_checkpoint(gguf_path: Path, destination: Path) -> None:
             raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def plain_checkpoint(gguf_path: Path) -> Path:
+    """A folder holding only the dequantized checkpoint's own files (the manifest's), as links into the cached
+    checkpoint (`ensure_checkpoint`): what another loader reads as a plain float32 transformers checkpoint from
+    local disk (vLLM: docs/vllm.md). The cache folder itself also holds the engine's derived weight files
+    (``native-*.safetensors``, self-drafts), which a loader that reads every ``*.safetensors`` would take for
+    weights of the model. Made in a staging sibling and renamed into place; remade if a link is stale."""
+    folder = ensure_checkpoint(gguf_path)
+    names = sorted(json.loads((folder / MANIFEST).read_text())["sizes"])
+    view = folder.with_name(folder.name + "-plain")
+    if all((view / name).resolve() == (folder / name).resolve() and (view / name).is_file() for name in names):
+        return view
+    staging = Path(tempfile.mkdtemp(prefix=f".{view.name}.", dir=view.parent))
+    try:
+        for name in names:
+            (staging / name).symlink_to(folder / name)
+        shutil.rmtree(view, ignore_errors=True)
+        staging.rename(view)
+    except OSError:
+        if not view.is_dir():
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return view

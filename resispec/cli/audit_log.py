@@ -1,4 +1,5 @@
-"""``resispec audit-log PATH``: exactness audits over logged nodes at serving scale (``resispec.sim.serving``)."""
+"""``resispec audit-log PATH``: exactness audits over logged nodes at serving scale (``resispec.sim.serving``), or
+over an engine's token log (``resispec-pit/1``, written by the vLLM plugin: ``resispec.sim.serving.pit_log``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "through mergeable statistics: randomized PIT of the emitted token against p, acceptance "
                     "against the verifier's exact acceptance and the optimum of its drafting scheme, drift "
                     "tables. Exit status 0 iff every verifier's nodes pass, 1 if any are rejected, 2 on bad input.")
-    parser.add_argument("path", metavar="PATH")
+    parser.add_argument("path", metavar="PATH",
+                        help="resispec-nodes/1 Parquet file(s), or resispec-pit/1 shards (the vLLM plugin's log)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="local: this machine's processes; ray: Ray tasks (pip install 'resispec[scale]')")
     parser.add_argument("--address", metavar="ADDR", help="Ray cluster address (default: start a local instance)")
@@ -73,8 +75,49 @@ def print_report(report: dict) -> None:
           f"(family-wise {report['alpha']:g}): {report['verdict']}")
 
 
+def print_pit_report(report: dict) -> None:
+    from resispec.cli.table import format_table
+
+    rows = [[t["group"], t["tokens"], _pvalue(t["pvalue"]), _number(t["tv_upper"], 3),
+             _number(t["min_detectable_tv"], 3) if t["verdict"] != "UNTESTED" else "none (untested)",
+             t["verdict"]] for t in report["tests"]]
+    print(format_table(["group", "tokens", "PIT p", "TV upper", "min detectable TV", "verdict"], rows))
+    kinds = report["kinds"]
+    print(f"\nkinds: {kinds['plain']} plain, {kinds['accepted']} accepted, {kinds['recovered']} recovered, "
+          f"{kinds['bonus']} bonus (accepted and recovered are told apart by the token itself, so they are tested "
+          "together, as verified)")
+    print(f"{report['tokens']} tokens in {report['shards']} shard(s); {report['zero_p']} with p = 0 under their "
+          f"processed row (any one rejects); {len(report['tests'])} tests at level {report['level']:.2g} each "
+          f"(family-wise {report['alpha']:g}): {report['verdict']}")
+
+
+def run_pit_log(args: argparse.Namespace) -> int:
+    """The audit of a resispec-pit/1 log (local only: the log is one column of floats per token)."""
+    from resispec.audit import NothingTested, Verdict
+    from resispec.audit.pit import MIN_TESTED_VALUES
+    from resispec.cli.output import strict_json
+    from resispec.sim.serving.pit_log import audit_pit_log
+
+    if args.engine != "local":
+        raise ValueError("--engine ray: resispec-pit/1 logs are audited locally (one column of floats per token)")
+    report = audit_pit_log(args.path, args.alpha)
+    if args.json:
+        print(strict_json(report))
+    else:
+        print_pit_report(report)
+    if report["verdict"] == Verdict.UNTESTED:
+        raise NothingTested(f"{args.path}: {report['tokens']} tokens, too few in every group to detect any bias "
+                            f"(at least {MIN_TESTED_VALUES} per group); no verdict")
+    return 0 if report["passed"] else 1
+
+
 def run_audit_log(args: argparse.Namespace) -> int:
     import os
+
+    from resispec.formats.pit_log import is_pit_log
+
+    if is_pit_log(args.path):
+        return run_pit_log(args)
 
     from resispec.audit import NothingTested, Verdict
     from resispec.audit.pit import MIN_TESTED_VALUES

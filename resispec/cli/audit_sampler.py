@@ -1,4 +1,6 @@
-"""``resispec audit-sampler FILE.py:FUNCTION``: the exactness audit of any speculative sampler (a plain callable).
+"""``resispec audit-sampler FILE.py:FUNCTION``: the exactness audit of any speculative sampler (a plain callable);
+``resispec audit-sampler vllm:rejection``: the installed vLLM's rejection sampler
+(``resispec.integrations.vllm.target``, run with the interpreter of vLLM's environment; docs/vllm.md).
 
 Exit status 0 iff the audit passes, 1 if it rejects (a statistical rejection, a broken output contract, or an
 edge probe that finds a token with p = 0 or an id out of range), 2 on a usage error (an unimportable file, a
@@ -8,6 +10,7 @@ function that raises, hangs or returns the wrong shape, an audit that tested not
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from typing import Any
 
@@ -49,7 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Drafts with the claimed rule, hands FUNCTION the unprocessed model in the contract's layout "
                     "(docs/audit_sampler.md), tests its output against the processed target. Exit status 0 iff "
                     "the audit passes, 1 if it rejects, 2 on a usage error.")
-    parser.add_argument("sampler", metavar="FILE.py:FUNCTION", help="the sampler: a function in a Python file")
+    parser.add_argument("sampler", metavar="FILE.py:FUNCTION",
+                        help="the sampler: a function in a Python file, or a built-in target: vllm:rejection (the "
+                             "installed vLLM's; sets --level chain, torch float32 logits, extras generators lengths)")
     parser.add_argument("--level", choices=LEVELS, default="node", help="node, chain or tree (default: %(default)s)")
     parser.add_argument("--k", type=small_count, default=None,
                         help="node: candidates per node (default: the one count the sampler takes; required when "
@@ -109,13 +114,31 @@ def claimed_processing(args: argparse.Namespace) -> Any:
                       None if args.allowed is None else tuple(args.allowed), args.min_tokens, args.eos)
 
 
+BUILTIN_PREFIX = "vllm:"
+
+
+def load_builtin(args: argparse.Namespace) -> Any:
+    """The built-in target ``vllm:NAME`` under the claimed processing; sets ``args``' contract options to the
+    target's (``resispec.integrations.vllm.target.CONTRACT``); ``ValueError`` (one line) without vLLM."""
+    if importlib.util.find_spec("vllm") is None:
+        raise ValueError(f"sampler: {args.sampler} audits the installed vLLM, which this interpreter "
+                         f"({sys.executable}) cannot import; run resispec with the interpreter of vLLM's "
+                         "environment (docs/vllm.md)")
+    from resispec.integrations.vllm.target import CONTRACT, builtin_target
+
+    for name, value in CONTRACT.items():
+        setattr(args, name, value)
+    return builtin_target(args.sampler[len(BUILTIN_PREFIX):], args.temperature, args.top_k, args.top_p)
+
+
 def run(args: argparse.Namespace) -> int:
     from resispec.audit import Verdict
     from resispec.audit.sampler import SamplerError, audit_sampler
 
+    sampler = load_builtin(args) if args.sampler.startswith(BUILTIN_PREFIX) else args.sampler
     try:
         report = audit_sampler(
-            args.sampler, args.level, k=args.k, gamma=args.gamma, branching=args.branching, drafting=args.drafting,
+            sampler, args.level, k=args.k, gamma=args.gamma, branching=args.branching, drafting=args.drafting,
             rule=args.rule, arrays=args.arrays, dtype=args.dtype, inputs=args.inputs,
             processing=claimed_processing(args), extras=args.extras, q_layout=args.q_layout, samples=args.samples,
             seed=args.seed, probe_edges=args.probe_edges, time_limit=args.time_limit, threads=args.threads)

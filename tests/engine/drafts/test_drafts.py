@@ -94,3 +94,19 @@ def test_equal_prefixes_share_a_row_and_keep_their_own_children(tiny_models):
         assert drafted.row_tokens[drafted.row[node]] == drafted.tokens[node]
         torch.testing.assert_close(by_row[node], last_logits(p_model, torch.cat([prompt[:-1], path])),
                                    rtol=0, atol=ATOL)
+
+
+@pytest.mark.real_model
+def test_early_exit_checkpoint_loads_as_the_first_layers_of_the_real_target(real_target):
+    from transformers import AutoModelForCausalLM
+
+    from resispec.engine.drafts.early_exit import early_exit_checkpoint
+
+    target, _ = real_target
+    folder = early_exit_checkpoint(2)  # a plain checkpoint, for vLLM's draft-model proposer (docs/vllm.md)
+    draft = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=torch.float32)
+    assert draft.config.num_hidden_layers == 2
+    sequence = torch.tensor([1, 504, 3458, 314, 4849, 30])
+    torch.testing.assert_close(draft(sequence[None]).logits[0, -1], explicit_early_exit_logits(target, 2, sequence)[-1],
+                               rtol=0, atol=ATOL)
+    assert early_exit_checkpoint(2) == folder  # written once
