@@ -30,6 +30,12 @@ Each emitted token is distributed as p at the node where it was emitted, given e
 so the emitted sequence follows the target's sequential law (per-node exactness, induction on depth).
 With ``audit`` on, each emitted token y also yields a randomized PIT value
 ``P_p(Y < y) + U p(y)`` against that p; under exactness they are i.i.d. Uniform(0, 1).
+
+With a shape policy (``shapes``: `ShapePolicy`, e.g. the online cost model `resispec.engine.decode.adaptive`), each
+round's shape (``()``: a plain token; else a branching) is asked of the policy before the round, from what it has
+seen of past rounds only (`RoundRecord`), and the policy is told each round's measurements after it. A shape is
+thus fixed before any of its round's draws, and every round of every shape emits tokens with the target's law
+given everything before them: the sequence keeps the target's law (docs/draft.md, "Adaptive shapes").
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -44,6 +51,7 @@ import torch
 from resispec.audit import randomized_pit
 from resispec.engine.decode.expand import DraftedTree, expand_tree
 from resispec.engine.decode.processing import Sampling, draft_probs, target_probs
+from resispec.engine.decode.tree_search import MAX_NODES
 from resispec.engine.drafts.base import Draft
 from resispec.engine.logs.node_log import NodeLog
 from resispec.engine.runtime.compact_lm import lm_for
@@ -75,6 +83,10 @@ class DecodeStats:
     verify_seconds: float = 0.0
     prefill_seconds: float = 0.0
     tree: dict = field(default_factory=dict)
+    shapes: list[dict] = field(default_factory=list)
+    """With a shape policy: its changes of shape in this generation (``at_token``, ``branching``, ``reason``)."""
+    shape_tokens: dict[str, int] = field(default_factory=dict)
+    """With a shape policy: tokens emitted per shape (``"plain"``, ``"1,1"``, ...)."""
 
     @property
     def bookkeeping_seconds(self) -> float:
@@ -94,6 +106,42 @@ class DecodeStats:
     @property
     def acceptance_by_depth(self) -> list[float]:
         return [a / r if r else float("nan") for a, r in zip(self.accepted_by_depth, self.reached_by_depth)]
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """What the decoder measured in one round (seconds of wall time, from the shape's choice to the commit).
+
+    ``branching``: its shape (``()``: a plain token, or a round the draft declined); ``target_rows``: rows of its
+    target forward; ``accepted``: candidates accepted along the walk (0..depth).
+    """
+
+    branching: tuple[int, ...]
+    tokens: int
+    seconds: float
+    target_rows: int
+    target_seconds: float
+    draft_seconds: float = 0.0
+    verify_seconds: float = 0.0
+    accepted: int = 0
+
+
+class ShapePolicy(Protocol):
+    """Chooses each round's shape from past rounds only (module docstring)."""
+
+    changes: list[dict]
+    """Its changes of shape so far (``at_token``, ``branching``, ``reason``)."""
+
+    def next_shape(self, emitted: int, context: list[int]) -> tuple[int, ...]:
+        """The next round's branching (``()``: plain), ``emitted`` tokens in; ``context``: prompt and emitted ids."""
+
+    def observe(self, record: RoundRecord) -> None:
+        """One round's measurements, after it."""
+
+
+def shape_text(branching: tuple[int, ...]) -> str:
+    """``(1, 1)`` -> ``"1,1"``; ``()`` -> ``"plain"``."""
+    return ",".join(map(str, branching)) or "plain"
 
 
 def drafts_at(draft: Draft, context: list[int]) -> bool:
@@ -121,16 +169,19 @@ class Decoder:
         audit: record a randomized-PIT value per emitted token.
         parity_fraction: re-decide this fraction of verified nodes with the NumPy reference.
         log: record (p, q, candidates, emitted) of every verified node (``resispec.engine.logs.node_log``).
+        shapes: a `ShapePolicy` choosing each round's shape (``branching`` is then only the first shape checked);
+            None: every round has ``branching``.
     """
 
     def __init__(self, target_model: torch.nn.Module, draft: Draft | None, verifier: str | Verification,
                  branching: tuple[int, ...] = (4, 2, 2, 1), sampling: Sampling = Sampling(),
                  seed: int = 0, audit: bool = False, parity_fraction: float = 0.0,
-                 log: NodeLog | None = None) -> None:
+                 log: NodeLog | None = None, shapes: ShapePolicy | None = None) -> None:
         self.target = lm_for(target_model)
         self.rng = np.random.default_rng(seed)
         self.hooks_rng = np.random.default_rng((seed, HOOKS_STREAM))
         self.speculative = verifier != AUTOREGRESSIVE
+        self.tree: CandidateTree | None = None
         if self.speculative:
             if draft is None:
                 raise ValueError("draft: speculative decoding needs a draft model")
@@ -139,12 +190,11 @@ class Decoder:
             if self.round_verifier is not None and (parity_fraction or log is not None):
                 raise ValueError(f"verifier: {verification.name} decides whole rounds; the per-node log and parity "
                                  "check apply to node-by-node verifiers only")
-            self.tree = CandidateTree.from_branching(branching)
-            verification.check_branching(self.tree.branching)
+            self.verification = verification
             self.node_verifier = verification.node_verifier(parity_fraction, self.hooks_rng)
-            self.chain_length = next((d for d, b in enumerate(self.tree.branching) if b > 1), self.tree.depth)
-            self.chain_verifier = (verification.chain_verifier(parity_fraction, self.hooks_rng)
-                                   if self.chain_length else None)
+            self._sps_verifier = verification.chain_verifier(parity_fraction, self.hooks_rng)  # None: not sps
+            self._use(tuple(branching))
+        self.shapes = shapes if self.speculative else None
         self.draft = draft
         self.sampling = sampling
         self.generator = torch.Generator(device=target_model.device).manual_seed(seed)
@@ -153,7 +203,19 @@ class Decoder:
         self.stats = DecodeStats()
         self._level_q: list[torch.Tensor] = []  # this round's processed q, level by level (`_choose`)
         # outside the timed loop: a tree forward feeds its distinct paths, from depth + 1 rows to every node
-        self.target.prepare(*((self.tree.depth + 1, self.tree.num_nodes) if self.speculative else (1, 1)))
+        if self.shapes is not None:
+            self.target.prepare(1, MAX_NODES)
+        else:
+            self.target.prepare(*((self.tree.depth + 1, self.tree.num_nodes) if self.speculative else (1, 1)))
+
+    def _use(self, branching: tuple[int, ...]) -> None:
+        """Decode the next rounds on ``branching`` (checked against the verification)."""
+        if self.tree is not None and self.tree.branching == branching:
+            return
+        self.tree = CandidateTree.from_branching(branching)
+        self.verification.check_branching(self.tree.branching)
+        self.chain_length = next((d for d, b in enumerate(self.tree.branching) if b > 1), self.tree.depth)
+        self.chain_verifier = self._sps_verifier if self.chain_length else None
 
     def generate(self, prompt_ids: torch.Tensor, max_new_tokens: int, eos_id: int | None = None) -> Iterator[int]:
         """Yield up to ``max_new_tokens`` tokens after ``prompt_ids`` (long [T]); stop after ``eos_id``."""
@@ -172,15 +234,26 @@ class Decoder:
         if self.log is not None:
             self.log.start_chain()
         emitted, context = 0, prompt_ids.tolist()
+        changes = len(self.shapes.changes) if self.shapes is not None else 0
         while emitted < max_new_tokens:
             audited = len(self.stats.pit)
-            if self.speculative and drafts_at(self.draft, context):
-                tokens = self._speculative_round(root, emitted)
+            clock, spent = time.perf_counter(), self._spent()
+            shape = self._next_shape(emitted, context, changes)
+            rows, accepted = 1, 0
+            if self.speculative and shape and drafts_at(self.draft, context):
+                tokens, rows, accepted = self._speculative_round(root, emitted)
             else:
+                shape = ()
                 tokens = self._autoregressive_step(root)
                 if self.speculative:  # a one-token round: the draft only learns the root
                     self._observe(torch.tensor([0]))
                     self.draft.commit(torch.tensor([root]))
+            if self.shapes is not None:
+                target, draft, verify = (after - before for after, before in zip(self._spent(), spent))
+                self.shapes.observe(RoundRecord(shape, len(tokens), time.perf_counter() - clock, rows, target,
+                                                draft, verify, accepted))
+                self.stats.shape_tokens[shape_text(shape)] = self.stats.shape_tokens.get(shape_text(shape), 0) + len(
+                    tokens)
             tokens = tokens[: max_new_tokens - emitted]
             if eos_id in tokens:
                 tokens = tokens[: tokens.index(eos_id) + 1]
@@ -196,6 +269,20 @@ class Decoder:
                 return
             root = tokens[-1]
             context += tokens
+
+    def _spent(self) -> tuple[float, float, float]:
+        return self.stats.target_seconds, self.stats.draft_seconds, self.stats.verify_seconds
+
+    def _next_shape(self, emitted: int, context: list[int], changes: int) -> tuple[int, ...]:
+        """This round's branching: the policy's (its changes since this generation's start into the stats), or
+        the decoder's own tree; ``()`` for plain decoding."""
+        if self.shapes is None:
+            return self.tree.branching if self.speculative else ()
+        shape = tuple(self.shapes.next_shape(emitted, context))
+        self.stats.shapes = self.shapes.changes[changes:]
+        if shape:
+            self._use(shape)
+        return shape
 
     def _observe(self, rows: torch.Tensor) -> None:
         """Hand a draft that reads the target's states (an ``observe`` method: `resispec.engine.drafts.feature_draft`)
@@ -234,8 +321,9 @@ class Decoder:
         self._level_q.append(q)
         return self.node_verifier.draft(q, k, self.generator)
 
-    def _speculative_round(self, root: int, position: int) -> list[int]:
-        """One round; ``position`` is the number of tokens this generation emitted before it."""
+    def _speculative_round(self, root: int, position: int) -> tuple[list[int], int, int]:
+        """One round; ``position`` is the number of tokens this generation emitted before it. Returns the emitted
+        tokens, the rows of the target's forward and the number of accepted candidates."""
         tree, clock = self.tree, time.perf_counter()
         self._level_q = []
         drafted = expand_tree(self.draft, tree, root, self._choose)
@@ -256,10 +344,10 @@ class Decoder:
         self.target.commit(accepted)
         self.draft.commit(accepted)
         self.stats.parity_checked = self.node_verifier.parity.checked + (
-            self.chain_verifier.parity.checked if self.chain_verifier else 0)
+            self._sps_verifier.parity.checked if self._sps_verifier else 0)
         self.stats.parity_mismatches = self.node_verifier.parity.mismatches + (
-            self.chain_verifier.parity.mismatches if self.chain_verifier else 0)
-        return emitted
+            self._sps_verifier.parity.mismatches if self._sps_verifier else 0)
+        return emitted, len(drafted.row_tokens), len(path) - 1
 
     def _walk(self, drafted: DraftedTree, p_all: torch.Tensor, q_all: torch.Tensor,
               position: int) -> tuple[int, list[int]]:
