@@ -36,8 +36,9 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Sequence
+from datetime import datetime, timezone
 
-from resispec.engine.decode.calibration import COST_POINTS, Calibration
+from resispec.engine.decode.calibration import COST_POINTS, Calibration, load_average
 from resispec.engine.decode.decoding import RoundRecord
 from resispec.engine.decode.tree_search import TreeChoice
 
@@ -199,6 +200,15 @@ class OnlineShapes:
                 return (f"a target forward of {rows} row(s) took {measured * 1e3:.1f} ms here against "
                         f"{cached * 1e3:.1f} ms in the calibration")
         return None
+
+    def refreshed(self) -> Calibration:
+        """The prior with this run's measured costs (its acceptance kept: the text decoded here need not be typical),
+        marked ``refreshed`` (date and load) in ``made``."""
+        estimate = self.estimate()
+        estimate.acceptance = list(self.prior.acceptance)
+        estimate.made = {**self.prior.made, "refreshed": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                         "refreshed_load": load_average()}
+        return estimate
 
     # -- deciding ---------------------------------------------------------------------------------------------
 

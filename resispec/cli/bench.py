@@ -22,6 +22,7 @@ BENCH_MODULES: list[str] = [
     "resispec.cli.bench_layer_skip",
     "resispec.cli.bench_headroom",
     "resispec.cli.bench_explore",
+    "resispec.cli.bench_adaptive",
 ]
 
 
