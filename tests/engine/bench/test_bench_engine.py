@@ -4,6 +4,7 @@ flagged and pooled, per-prompt spread, decode-only rates."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 import resispec.engine.bench.bench_engine as bench
 import resispec.engine.decode.generation as generation
@@ -11,8 +12,18 @@ from resispec.engine.decode.calibration import Calibration
 from resispec.engine.decode.processing import Sampling
 
 
+@pytest.fixture
+def one_thread():
+    """One torch thread (two oversubscribe a loaded 2-core machine badly), restored after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.slow
 @pytest.mark.real_model
-def test_bench_rows_are_warmed_rotated_flagged_and_spread(real_target, monkeypatch):
+def test_bench_rows_are_warmed_rotated_flagged_and_spread(real_target, monkeypatch, one_thread):
     model, tokenizer = real_target
     dear_draft = Calibration([0.3, 0.4], {1: 0.02, 32: 0.1}, {1: 0.02, 16: 0.05}, 0.005, 8, [1.0] * 12,
                              {1: 0.001, 2: 0.001}, 0.002)  # no tree pays: the defaults decode plainly
