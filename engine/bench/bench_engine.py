@@ -1,7 +1,7 @@
 """``resispec bench engine``: the engine against plain decoding and against transformers' assisted generation.
 
-Configurations, all in one run over the held-out prompts (``engine/data/bench_prompts.json``, never used
-for training or tuning; a test keeps them apart from the training prompts):
+Configurations, all in one run over the held-out prompts (`resispec.engine.data.prompts.load_bench_prompts`, never
+used for training or tuning; a test keeps them apart from the training prompts):
 
 - ``ar``: the engine's plain autoregressive sampling from the target (the baseline);
 - the engine with each verifier (default: every exact one) and the tree (default ``auto``: ``plain``, i.e.
@@ -36,11 +36,9 @@ off).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import torch
 from tqdm import tqdm
@@ -54,7 +52,6 @@ from resispec.engine.decode.processing import Sampling
 from resispec.engine.drafts.registry import assistant_model, make_draft, resolve_draft_name
 from resispec.engine.verifiers.strategy import Verification
 
-PROMPTS_FILE = Path(__file__).parents[1] / "data" / "bench_prompts.json"
 HF = "hf"
 HF_ASSISTED = "hf-assisted"
 WARM_UP_TOKENS = 8
@@ -108,10 +105,6 @@ class EngineRow:
         return {**asdict(self), "tokens_per_second": self.tokens_per_second,
                 "decode_tokens_per_second": self.decode_tokens_per_second, "spread": self.spread,
                 "accepted_per_forward": self.accepted_per_forward, "other_seconds": self.other_seconds}
-
-
-def load_prompts(path: Path = PROMPTS_FILE) -> list[str]:
-    return json.loads(path.read_text())
 
 
 class ForwardTimer:

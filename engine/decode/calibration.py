@@ -59,6 +59,7 @@ import torch
 from tqdm import tqdm
 
 from resispec import get_verifier
+from resispec.engine.data.prompts import encode_prompts, load_prompts
 from resispec.engine.decode.decoding import AUTOREGRESSIVE, Decoder, drafts_at
 from resispec.engine.decode.processing import Sampling, draft_probs, target_probs
 from resispec.engine.decode.timing import median_seconds
@@ -424,8 +425,6 @@ def describe(made: dict) -> str:
 
 def calibration_prompts(tokenizer, count: int = CALIBRATION_PROMPT_COUNT) -> list[torch.Tensor]:
     """The first ``count`` draft-training prompts, chat-formatted (never the benchmark's held-out prompts)."""
-    from resispec.engine.train.draft_data import encode_prompts, load_prompts
-
     return encode_prompts(tokenizer, [p for p in load_prompts() if p.split == "train"][:count])
 
 

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         stale_calibration,
         warm_start_seconds,
     )
-    from resispec.engine.bench.bench_engine import load_prompts
+    from resispec.engine.data.prompts import load_bench_prompts as load_prompts
     from resispec.engine.decode.calibration import choose_tree
     from resispec.engine.decode.generation import GenerationRequest
     from resispec.engine.decode.processing import Sampling

@@ -60,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from resispec.cli.table import format_table
-    from resispec.engine.bench.bench_engine import bench_engine, best_peer, engine_row_name, load_prompts, pooled_plain
+    from resispec.engine.bench.bench_engine import bench_engine, best_peer, engine_row_name, pooled_plain
     from resispec.engine.bench.llama_peer import LLAMA, make_llama_peers
+    from resispec.engine.data.prompts import load_bench_prompts as load_prompts
     from resispec.engine.decode.decoding import AUTOREGRESSIVE
     from resispec.engine.decode.processing import Sampling
     from resispec.engine.drafts.registry import DEFAULT_DRAFT, resolve_draft_name

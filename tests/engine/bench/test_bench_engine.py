@@ -8,6 +8,7 @@ import torch
 
 import resispec.engine.bench.bench_engine as bench
 import resispec.engine.decode.generation as generation
+from resispec.engine.data.prompts import load_bench_prompts
 from resispec.engine.decode.calibration import Calibration
 from resispec.engine.decode.processing import Sampling
 
@@ -36,7 +37,7 @@ def test_bench_rows_are_warmed_rotated_flagged_and_spread(real_target, monkeypat
         return real_generate(target, tokenizer_, request)
 
     monkeypatch.setattr(bench, "generate", recording)
-    prompts = bench.load_prompts()[:3]
+    prompts = load_bench_prompts()[:3]
     rows = bench.bench_engine({"native": model}, tokenizer, ["ar", "resispec"], "default", "auto", 6, Sampling(1.0),
                               0, prompts)
     assert calls[:2] == [("ar", 6), ("resispec", 6)]  # warm-up first: WARM_UP_TOKENS, at most the run's tokens
