@@ -52,12 +52,12 @@ from resispec.audit import randomized_pit
 from resispec.engine.decode.expand import DraftedTree, expand_tree
 from resispec.engine.decode.processing import Sampling, draft_probs, target_probs
 from resispec.engine.decode.tree_search import MAX_NODES
+from resispec.engine.decode.walk import sample_rows, walk
 from resispec.engine.drafts.base import Draft
 from resispec.engine.logs.node_log import NodeLog
 from resispec.engine.runtime.compact_lm import lm_for
 from resispec.engine.runtime.tree import CandidateTree
 from resispec.engine.verifiers.strategy import Verification
-from resispec.sampling import inverse_cdf_rows
 
 AUTOREGRESSIVE = "ar"
 HOOKS_STREAM = 1
@@ -298,8 +298,7 @@ class Decoder:
 
     def _sample(self, p: torch.Tensor) -> int:
         """One token from p (V,) by inverse CDF at a uniform of the loop's generator."""
-        u = torch.tensor([self.rng.random()], dtype=torch.float64, device=p.device)
-        token = int(inverse_cdf_rows(p[None], u)[0])
+        token = sample_rows(p[None], self.rng)[0]
         self._emit(p, token)
         return token
 
@@ -351,37 +350,26 @@ class Decoder:
 
     def _walk(self, drafted: DraftedTree, p_all: torch.Tensor, q_all: torch.Tensor,
               position: int) -> tuple[int, list[int]]:
-        """Verification from the root down: ``(deepest accepted node, emitted tokens)``."""
-        tree, tokens = self.tree, drafted.tokens
-        decided = None
-        if self.chain_verifier is not None:  # the chain part's nodes 0..m-1 at once (module docstring)
-            m = self.chain_length
-            decided = self.chain_verifier.verify_batch(p_all[:m], q_all[:m], tokens[1: m + 1, None], self.rng)
-        node, emitted = 0, []
+        """Verification from the root down (`resispec.engine.decode.walk`, one tree): ``(deepest accepted node,
+        emitted tokens)``, each verified node counted, logged and audited as it is decided."""
         if self.round_verifier is not None:  # sequence-level: one decision for the whole round
-            node, emitted = self._round_decision(tokens, p_all, q_all)
-        while self.round_verifier is None:
-            depth = int(tree.depths[node])
-            if depth == tree.depth:  # a leaf was accepted: one token from p at the leaf
-                emitted.append(self._sample(p_all[node]))
-                break
-            self._count(depth, accepted=False)
-            children = tree.children(node)
-            if decided is not None and node < self.chain_length:
-                candidates = tokens[children]
-                token, index = int(decided[0][node]), int(decided[1][node])
-            else:
-                candidates = self.node_verifier.candidates(q_all[node], tokens[children])
-                token, index = self.node_verifier.verify(p_all[node], q_all[node], candidates, self.rng)
-            if self.log is not None:
-                self.log.record(p_all[node], q_all[node], candidates, token, index, position + len(emitted), depth)
+            return self._round_decision(drafted.tokens, p_all, q_all)
+        emitted = []
+
+        def on_token(_: int, node: int, candidates: torch.Tensor | None, token: int, index: int) -> None:
+            if candidates is not None:
+                depth = int(self.tree.depths[node])
+                self._count(depth, accepted=False)
+                if self.log is not None:
+                    self.log.record(p_all[node], q_all[node], candidates, token, index, position + len(emitted), depth)
+                if index >= 0:
+                    self._count(depth, accepted=True)
             self._emit(p_all[node], token)
             emitted.append(token)
-            if index < 0:
-                break
-            self._count(depth, accepted=True)
-            node = children.start + index
-        return node, emitted
+
+        ends, _ = walk(self.tree, self.chain_length, self.chain_verifier, self.node_verifier, drafted.tokens[None],
+                       p_all[None], q_all[None], self.rng, on_token)
+        return ends[0], emitted
 
     def _round_decision(self, tokens: torch.Tensor, p_all: torch.Tensor, q_all: torch.Tensor) -> tuple[int, list[int]]:
         """A sequence-level verifier's round: the accepted path's last node and the emitted tokens
