@@ -10,8 +10,9 @@ generation per configuration and prompt, the configurations' order rotated by on
 - ``stale``: the defaults started from a calibration whose plain-token costs are multiplied by ``STALE_FACTOR`` (a
   plain token's forward and what the loop adds to it: what a load spike during the calibration's plain
   measurement leaves), so that it predicts speculation where plain decoding is faster; given as the prior
-  (`resispec.engine.decode.generation.generate`'s ``prior``), the cache untouched. Rates over the first
-  ``STALE_TOKENS`` tokens against ``ar``, and the token at which the decoder first went plain.
+  (`resispec.engine.decode.generation.generate`'s ``prior``; one prior per generation, so that each starts from it
+  afresh), the cache untouched. ``2 STALE_TOKENS`` tokens; rates over the first ``STALE_TOKENS`` and over the rest
+  (``late``), against ``ar``'s over the same tokens, and the token at which the decoder first went plain.
 - ``repetitive``: a prompt asking to repeat a given paragraph (``REPEAT_PARAGRAPH``), where a copying draft accepts
   well: ``ar``, the defaults and the defaults with the n-gram draft; rates and the shapes used.
 - ``warm-start``: wall seconds of a warm ``resispec generate`` of 8 tokens (a new process: imports, cached target
@@ -77,6 +78,9 @@ class Rate:
     shapes: dict[str, int] = field(default_factory=dict)
     first_plain: list[int | None] = field(default_factory=list)
     """Per generation (online): the token at which the decoder first went plain (None: never)."""
+    late_tokens: int = 0
+    late_seconds: float = 0.0
+    """Tokens after the first ``STALE_TOKENS`` of each generation, and their seconds."""
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -86,7 +90,14 @@ class Rate:
     def decode_tokens_per_second(self) -> float | None:
         return self.tokens / self.decode_seconds if self.decode_seconds else None
 
-    def add(self, tokens: int, seconds: float, prefill: float, tree: dict) -> None:
+    @property
+    def late_tokens_per_second(self) -> float | None:
+        return self.late_tokens / self.late_seconds if self.late_seconds else None
+
+    def add(self, tokens: int, seconds: float, prefill: float, tree: dict, token_seconds: Sequence[float] = ()) -> None:
+        if len(token_seconds) > STALE_TOKENS:
+            self.late_tokens += len(token_seconds) - STALE_TOKENS
+            self.late_seconds += token_seconds[-1] - token_seconds[STALE_TOKENS - 1]
         self.tokens += tokens
         self.seconds += seconds
         self.decode_seconds += seconds - prefill
@@ -99,14 +110,17 @@ class Rate:
 
     def to_dict(self) -> dict:
         return {**dataclasses.asdict(self), "tokens_per_second": self.tokens_per_second,
-                "decode_tokens_per_second": self.decode_tokens_per_second}
+                "decode_tokens_per_second": self.decode_tokens_per_second,
+                "late_tokens_per_second": self.late_tokens_per_second}
 
 
 def interleaved(model, tokenizer, requests: dict[str, Callable[[str, int], GenerationRequest]], prompts: Sequence[str],
-                priors: dict[str, Calibration] | None = None, on_prompt: Callable[[int], None] | None = None,
+                priors: dict[str, Callable[[int], Calibration]] | None = None,
+                on_prompt: Callable[[int], None] | None = None,
                 progress: Callable[[str], None] | None = None) -> list[dict[str, Rate]]:
     """One generation per configuration (``requests[name](prompt, index)``) and prompt, the order rotated by one
-    per prompt; ``on_prompt(index)`` before each prompt's runs. Returns per prompt the rates by configuration."""
+    per prompt; ``priors[name](index)``: the prior of that configuration's generation; ``on_prompt(index)`` before each
+    prompt's runs. Returns per prompt the rates by configuration."""
     names, per_prompt = list(requests), []
     priors = priors or {}
     for index, prompt in enumerate(prompts):
@@ -115,9 +129,10 @@ def interleaved(model, tokenizer, requests: dict[str, Callable[[str, int], Gener
         shift = index % len(names)
         rates = {}
         for name in names[shift:] + names[:shift]:
-            tokens, stats = generate(model, tokenizer, requests[name](prompt, index), prior=priors.get(name))
+            prior = priors[name](index) if name in priors else None
+            tokens, stats = generate(model, tokenizer, requests[name](prompt, index), prior=prior)
             rate = Rate()
-            rate.add(len(tokens), stats.seconds, stats.prefill_seconds, stats.tree)
+            rate.add(len(tokens), stats.seconds, stats.prefill_seconds, stats.tree, stats.token_seconds)
             rates[name] = rate
             if progress is not None:
                 progress(f"prompt {index + 1}/{len(prompts)}, {name}: {rate.tokens_per_second:.1f} tokens/s")
@@ -136,19 +151,22 @@ def pooled(per_prompt: Sequence[dict[str, Rate]]) -> dict[str, Rate]:
             into.decode_seconds += rate.decode_seconds
             into.per_prompt += rate.per_prompt
             into.first_plain += rate.first_plain
+            into.late_tokens += rate.late_tokens
+            into.late_seconds += rate.late_seconds
             for shape, count in rate.shapes.items():
                 into.shapes[shape] = into.shapes.get(shape, 0) + count
     return total
 
 
-def stale_calibration(calibration: Calibration, factor: float = STALE_FACTOR) -> Calibration:
+def stale_calibration(calibration: Calibration, factor: float = STALE_FACTOR, generation: int = 0) -> Calibration:
     """``calibration`` with a plain token's forward ``t(1)`` and what the loop adds to it ``v_plain`` times
-    ``factor`` (module docstring), marked so in ``made``."""
+    ``factor`` (module docstring), marked so in ``made`` (with ``generation``: a prior of its own per generation,
+    so none inherits what another measured)."""
     target = dict(calibration.target_seconds)
     target[1] = target[1] * factor
     return dataclasses.replace(calibration, target_seconds=target,
                                plain_round_seconds=calibration.plain_round_seconds * factor,
-                               made={**calibration.made, "stale_for_benchmark": factor})
+                               made={**calibration.made, "stale_for_benchmark": factor, "generation": generation})
 
 
 def warm_start_seconds(threads: int, runs: int = 2) -> float:

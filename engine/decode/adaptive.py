@@ -43,7 +43,7 @@ from resispec.engine.decode.decoding import RoundRecord
 from resispec.engine.decode.tree_search import TreeChoice
 
 PLAIN: tuple[int, ...] = ()
-DECIDE_EVERY = 4
+DECIDE_EVERY = 8
 """Rounds between two decisions of the shape."""
 NEW_WEIGHT = 0.25
 """Weight of the newest measurement in each running mean of a cost."""
@@ -52,10 +52,12 @@ ACCEPTANCE_MEMORY = 0.97
 PRIOR_NODES = 8.0
 """Pseudo-nodes at the prior's acceptance (rho = 1) in the rejection counts."""
 RATE_WINDOW = 8
-"""Rounds in each measured rate of the guard (speculative rounds; plain tokens)."""
+MIN_RATE_ROUNDS = 4
+"""Rounds in each measured rate of the guard (speculative rounds; plain tokens): the last ``RATE_WINDOW``, a rate
+only from ``MIN_RATE_ROUNDS`` on."""
 PLAIN_CHECK_EVERY = 32
 """While speculating, one plain token every this many rounds keeps the plain rate measured (every third round
-while fewer than ``DECIDE_EVERY`` plain tokens were measured)."""
+while fewer than ``MIN_RATE_ROUNDS`` plain tokens were measured)."""
 FIRST_PROBE = 16
 LONGEST_GAP = 256
 """Plain tokens before the first probe of speculation, and the most between two probes (the gap doubles)."""
@@ -119,7 +121,7 @@ class OnlineShapes:
             self._decide(emitted)
         self._rounds_left -= 1
         self._rounds += 1
-        check_every = PLAIN_CHECK_EVERY if len(self.plain_rates) >= DECIDE_EVERY else 3
+        check_every = PLAIN_CHECK_EVERY if len(self.plain_rates) >= MIN_RATE_ROUNDS else 3
         if self.shape != PLAIN and not self._probing and self._rounds % check_every == 0:
             return PLAIN  # a plain token to keep the plain rate measured (the guard)
         return self.shape
@@ -185,7 +187,7 @@ class OnlineShapes:
         """Tokens per second of the last speculative rounds and of the last plain tokens (None: too few)."""
         def rate(window: deque) -> float | None:
             seconds = sum(s for _, s in window)
-            return sum(t for t, _ in window) / seconds if len(window) >= DECIDE_EVERY and seconds > 0 else None
+            return sum(t for t, _ in window) / seconds if len(window) >= MIN_RATE_ROUNDS and seconds > 0 else None
 
         return rate(self.speculative_rates), rate(self.plain_rates)
 

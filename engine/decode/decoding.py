@@ -33,7 +33,9 @@ With ``audit`` on, each emitted token y also yields a randomized PIT value
 
 With a shape policy (``shapes``: `ShapePolicy`, e.g. the online cost model `resispec.engine.decode.adaptive`), each
 round's shape (``()``: a plain token; else a branching) is asked of the policy before the round, from what it has
-seen of past rounds only (`RoundRecord`), and the policy is told each round's measurements after it. A shape is
+seen of past rounds only (`RoundRecord`), and the policy is told each round's measurements after it. A self-draft
+that starts on the target's prompt cache (``prefill_from``) restarts on the target's cache after plain tokens rather
+than feeding them (its q stays a function of the past). A shape is
 thus fixed before any of its round's draws, and every round of every shape emits tokens with the target's law
 given everything before them: the sequence keeps the target's law (docs/draft.md, "Adaptive shapes").
 """
@@ -85,6 +87,8 @@ class DecodeStats:
     tree: dict = field(default_factory=dict)
     shapes: list[dict] = field(default_factory=list)
     """With a shape policy: its changes of shape in this generation (``at_token``, ``branching``, ``reason``)."""
+    token_seconds: list[float] = field(default_factory=list)
+    """Seconds from the start to each token's output (rates over a window of tokens)."""
     shape_tokens: dict[str, int] = field(default_factory=dict)
     """With a shape policy: tokens emitted per shape (``"plain"``, ``"1,1"``, ...)."""
 
@@ -225,7 +229,8 @@ class Decoder:
         start = time.perf_counter()
         self.target.prefill(prompt_ids)
         shares_cache = getattr(self.draft, "shares_prompt_cache_with", None)
-        if self.speculative and shares_cache is not None and shares_cache(self.target):
+        resync = self.speculative and shares_cache is not None and shares_cache(self.target)
+        if resync:
             self.draft.prefill_from(self.target, prompt_ids)
         elif self.speculative:
             self.draft.prefill(prompt_ids)
@@ -235,15 +240,19 @@ class Decoder:
             self.log.start_chain()
         emitted, context = 0, prompt_ids.tolist()
         changes = len(self.shapes.changes) if self.shapes is not None else 0
+        told = 0  # plain tokens the draft was only told since its last round
         while emitted < max_new_tokens:
             audited = len(self.stats.pit)
             clock, spent = time.perf_counter(), self._spent()
             shape = self._next_shape(emitted, context, changes)
             rows, accepted = 1, 0
             if self.speculative and shape and drafts_at(self.draft, context):
+                if resync and told > 1:  # after plain tokens: the target's cache, not a catch-up forward
+                    self.draft.prefill_from(self.target, torch.tensor(context))
+                told = 0
                 tokens, rows, accepted = self._speculative_round(root, emitted)
             else:
-                shape = ()
+                shape, told = (), told + 1
                 tokens = self._autoregressive_step(root)
                 if self.speculative:  # a one-token round: the draft only learns the root
                     self._observe(torch.tensor([0]))
@@ -264,6 +273,7 @@ class Decoder:
                 emitted += 1
                 self.stats.tokens = emitted
                 self.stats.seconds = time.perf_counter() - start
+                self.stats.token_seconds.append(self.stats.seconds)
                 yield token
             if tokens[-1] == eos_id:
                 return

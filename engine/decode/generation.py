@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import torch
 
@@ -98,7 +99,7 @@ def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[st
     branching, tree_info, calibration = resolve_tree(model, tokenizer, draft, request, plain=plain, prior=prior)
     shapes = None
     if calibration is not None and plain:  # auto: the shape decided as it decodes, the calibration as prior
-        shapes = OnlineShapes(calibration, request.verification.chains_only)
+        shapes = online_shapes(calibration, request.verification.chains_only)
         decoder_draft, verifier, branching = draft(), request.verification, branching or (1,)
         tree_info["online"] = True
     elif request.verifier == AUTOREGRESSIVE or branching == PLAIN:  # plain decoding: sample from p itself
@@ -126,6 +127,19 @@ def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[st
             refresh_calibration(key, shapes.refreshed(), far_off)
             tree_info["calibration_refreshed"] = far_off
     return tokens, decoder.stats
+
+
+_ONLINE: dict[str, OnlineShapes] = {}
+"""The process's online models by prior (its content) and chains-only flag: what one generation measured, the
+next starts from (the probe gap and the estimates carry over)."""
+
+
+def online_shapes(calibration: Calibration, chains_only: bool) -> OnlineShapes:
+    """The online model of this prior in this process (`_ONLINE`), made on first use."""
+    key = json.dumps({"prior": asdict(calibration), "chains_only": chains_only}, sort_keys=True, default=str)
+    if key not in _ONLINE:
+        _ONLINE[key] = OnlineShapes(calibration, chains_only)
+    return _ONLINE[key]
 
 
 def tree_text(branching: tuple[int, ...] | str) -> str:

@@ -9,6 +9,7 @@ from resispec.engine.decode.adaptive import FIRST_PROBE, PLAIN, OnlineShapes
 from resispec.engine.decode.calibration import COST_POINTS, DRAFT_COST_POINTS, Calibration
 from resispec.engine.decode.decoding import Decoder, RoundRecord
 from resispec.engine.decode.processing import Sampling
+from resispec.engine.drafts.layer_skip import LayerSkipDraft
 from resispec.engine.runtime.tree_lm import TreeLM
 
 SHAPES = (PLAIN, (1, 1), (3, 2, 1), (1,))
@@ -69,6 +70,21 @@ def test_greedy_under_changing_shapes_equals_greedy_decoding(tiny_models, verifi
     used = {record.branching for record in policy.seen}
     assert PLAIN in used and len(used) >= 3, used  # the shape did change mid-run
     assert sum(decoder.stats.shape_tokens.values()) >= 32
+
+
+def test_a_self_draft_restarts_on_the_targets_cache_after_plain_tokens(tiny_models, monkeypatch):
+    """A layer-skip draft (it shares the target's prompt cache) is re-started from the target's cache when a round
+    follows plain tokens; greedy output is still greedy decoding's."""
+    target, _ = tiny_models
+    prompt = torch.tensor([1, 4, 2])
+    draft = LayerSkipDraft(target, [1])
+    starts = []
+    original = draft.prefill_from
+    monkeypatch.setattr(draft, "prefill_from", lambda other, ids: starts.append(len(ids)) or original(other, ids))
+    reference = list(Decoder(target, None, "ar", sampling=Sampling(0.0)).generate(prompt, 40))
+    decoder = Decoder(target, draft, "rrs", (1,), Sampling(0.0), seed=2, shapes=ContextShapes(((), (), (1, 1), (2,))))
+    assert list(decoder.generate(prompt, 40)) == reference
+    assert starts[0] == len(prompt) and len(starts) > 1 and all(n > len(prompt) for n in starts[1:])
 
 
 def test_round_records_measure_each_round(tiny_models):
