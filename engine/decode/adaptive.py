@@ -4,14 +4,16 @@ A cached calibration (`resispec.engine.decode.calibration`) is measured once, ma
 ago (another job's load, another thread count). `OnlineShapes` starts from it as a prior and, as the decoder
 runs, measures every round it decodes (`resispec.engine.decode.decoding.RoundRecord`):
 
-- **target forward by row count**: ``t(n)`` per n seen, a running mean (weight ``NEW_WEIGHT`` on the newest);
+- **target forward by row count**: ``t(n)`` per n seen, the median of the last ``RECENT`` (`Recent`: a stall of a
+  loaded machine moves no estimate alone);
   an n not seen is the prior's ``t(n)`` times the measured/prior ratio at the nearest n seen (in log n);
-- **draft, verification**: the prior's curves times one measured/prior ratio each (the round's draft seconds
-  against ``sum_d c(w_d)`` over its fed levels, its verification seconds against ``sum_d u(b_d)``); the first
-  round after plain tokens is left out of the draft's ratio (the draft then catches up on the tokens it was
-  only told, `resispec.engine.runtime.tree_lm`);
+- **draft, verification**: the prior's curves times one measured/prior ratio each, running medians (the round's
+  draft seconds against ``sum_d c(w_d)`` over its fed levels, its verification seconds against ``sum_d u(b_d)``);
+  the first round after plain tokens is left out of the ratios and rates (the draft then catches up on the tokens
+  it was only told, `resispec.engine.runtime.tree_lm`, or restarts on the target's cache);
 - **what the loop adds**: ``v`` = round seconds minus its forwards and verification, ``v_plain`` = plain token
-  seconds minus its forward, running means started at the prior's;
+  seconds minus its forward, running medians started at the prior's (a round is timed from its shape's choice on,
+  so the decision's own search is charged to no shape);
 - **acceptance**: one ratio ``rho`` of observed to predicted rejections, ``1 - A(k) = rho (1 - A_prior(k))``.
   A node of depth d with k candidates that the walk reached is predicted to accept with probability
   ``min(1, A_prior(k) kappa_d / kappa_{d-1})`` (the calibration's survival correlation, so that deeper nodes,
@@ -34,6 +36,7 @@ everything before it; so the emitted sequence has the target's law whatever the 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import deque
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -45,8 +48,8 @@ from resispec.engine.decode.tree_search import TreeChoice
 PLAIN: tuple[int, ...] = ()
 DECIDE_EVERY = 8
 """Rounds between two decisions of the shape."""
-NEW_WEIGHT = 0.25
-"""Weight of the newest measurement in each running mean of a cost."""
+RECENT = 9
+"""Measurements in each running median of a cost (`Recent`)."""
 ACCEPTANCE_MEMORY = 0.97
 """Forgetting factor per verified node of the rejection counts (about 30 nodes of memory)."""
 PRIOR_NODES = 8.0
@@ -77,8 +80,21 @@ def fed_widths(branching: Sequence[int]) -> list[int]:
     return widths
 
 
-def _mean(old: float, new: float) -> float:
-    return (1.0 - NEW_WEIGHT) * old + NEW_WEIGHT * new
+class Recent:
+    """The median of the last ``RECENT`` measurements of a cost; ``start`` (the prior's) counts as one until
+    ``RECENT`` others came."""
+
+    def __init__(self, start: float | None = None) -> None:
+        self.values: deque[float] = deque([] if start is None else [start], maxlen=RECENT)
+        self.count = 0
+
+    def add(self, value: float) -> None:
+        self.values.append(value)
+        self.count += 1
+
+    @property
+    def value(self) -> float:
+        return statistics.median(self.values)
 
 
 class OnlineShapes:
@@ -92,10 +108,9 @@ class OnlineShapes:
     def __init__(self, prior: Calibration, chains_only: bool = False) -> None:
         self.prior = prior
         self.chains_only = chains_only
-        self.target_seconds: dict[int, float] = {}
-        self.target_counts: dict[int, int] = {}
-        self.draft_ratio = self.verify_ratio = 1.0
-        self.loop_seconds, self.plain_loop_seconds = prior.round_seconds, prior.plain_round_seconds
+        self.target_seconds: dict[int, Recent] = {}
+        self.draft_ratio, self.verify_ratio = Recent(1.0), Recent(1.0)
+        self.loop_seconds, self.plain_loop_seconds = Recent(prior.round_seconds), Recent(prior.plain_round_seconds)
         self.rejected, self.expected_rejected = PRIOR_NODES, PRIOR_NODES
         self.speculative_rates: deque[tuple[int, float]] = deque(maxlen=RATE_WINDOW)
         self.plain_rates: deque[tuple[int, float]] = deque(maxlen=RATE_WINDOW)
@@ -129,11 +144,10 @@ class OnlineShapes:
     def observe(self, record: RoundRecord) -> None:
         """Fold one round's measurements into the estimates."""
         rows = record.target_rows
-        self.target_seconds[rows] = _mean(self.target_seconds.get(rows, record.target_seconds), record.target_seconds)
-        self.target_counts[rows] = self.target_counts.get(rows, 0) + 1
+        self.target_seconds.setdefault(rows, Recent()).add(record.target_seconds)
         forwards = record.seconds - record.target_seconds
         if not record.branching:
-            self.plain_loop_seconds = _mean(self.plain_loop_seconds, max(forwards - record.verify_seconds, 0.0))
+            self.plain_loop_seconds.add(max(forwards - record.verify_seconds, 0.0))
             self.plain_rates.append((record.tokens, record.seconds))
             self._after_plain = True
             return
@@ -143,12 +157,12 @@ class OnlineShapes:
             return
         predicted_draft = sum(self.prior.draft_cost(w) for w in fed_widths(record.branching))
         if predicted_draft > 0:
-            self.draft_ratio = _mean(self.draft_ratio, record.draft_seconds / predicted_draft)
+            self.draft_ratio.add(record.draft_seconds / predicted_draft)
         predicted_verify = sum(self.prior.verify_seconds[k] for k in record.branching)
         if predicted_verify > 0:
-            self.verify_ratio = _mean(self.verify_ratio, record.verify_seconds / predicted_verify)
+            self.verify_ratio.add(record.verify_seconds / predicted_verify)
         rest = forwards - record.draft_seconds - record.verify_seconds
-        self.loop_seconds = _mean(self.loop_seconds, max(rest, 0.0))
+        self.loop_seconds.add(max(rest, 0.0))
         self.speculative_rates.append((record.tokens, record.seconds))
 
     # -- the estimates ----------------------------------------------------------------------------------------
@@ -156,11 +170,11 @@ class OnlineShapes:
     def target_cost(self, rows: int) -> float:
         """``t(n)``: measured where n was seen, else the prior scaled as at the nearest n seen."""
         if rows in self.target_seconds:
-            return self.target_seconds[rows]
+            return self.target_seconds[rows].value
         if not self.target_seconds:
             return self.prior.target_cost(rows)
         nearest = min(self.target_seconds, key=lambda n: (abs(math.log(n / rows)), n))
-        return self.prior.target_cost(rows) * self.target_seconds[nearest] / self.prior.target_cost(nearest)
+        return self.prior.target_cost(rows) * self.target_seconds[nearest].value / self.prior.target_cost(nearest)
 
     @property
     def rejection_ratio(self) -> float:
@@ -178,10 +192,10 @@ class OnlineShapes:
         return Calibration(
             acceptance=self.acceptance(),
             target_seconds={n: self.target_cost(n) for n in COST_POINTS},
-            draft_seconds={w: s * self.draft_ratio for w, s in prior.draft_seconds.items()},
-            round_seconds=self.loop_seconds, positions=prior.positions, correlation=prior.correlation,
-            verify_seconds={k: s * self.verify_ratio for k, s in prior.verify_seconds.items()},
-            plain_round_seconds=self.plain_loop_seconds)
+            draft_seconds={w: s * self.draft_ratio.value for w, s in prior.draft_seconds.items()},
+            round_seconds=self.loop_seconds.value, positions=prior.positions, correlation=prior.correlation,
+            verify_seconds={k: s * self.verify_ratio.value for k, s in prior.verify_seconds.items()},
+            plain_round_seconds=self.plain_loop_seconds.value)
 
     def measured_rates(self) -> tuple[float | None, float | None]:
         """Tokens per second of the last speculative rounds and of the last plain tokens (None: too few)."""
@@ -194,10 +208,10 @@ class OnlineShapes:
     def far_off(self) -> str | None:
         """Why the prior is far off what was measured (a target forward off by more than ``FAR_OFF`` at a row
         count seen ``FAR_OFF_ROUNDS`` times), or None."""
-        for rows, count in sorted(self.target_counts.items()):
-            if count < FAR_OFF_ROUNDS:
+        for rows, recent in sorted(self.target_seconds.items()):
+            if recent.count < FAR_OFF_ROUNDS:
                 continue
-            measured, cached = self.target_seconds[rows], self.prior.target_cost(rows)
+            measured, cached = recent.value, self.prior.target_cost(rows)
             if not 1 / FAR_OFF <= measured / cached <= FAR_OFF:
                 return (f"a target forward of {rows} row(s) took {measured * 1e3:.1f} ms here against "
                         f"{cached * 1e3:.1f} ms in the calibration")

@@ -243,8 +243,8 @@ class Decoder:
         told = 0  # plain tokens the draft was only told since its last round
         while emitted < max_new_tokens:
             audited = len(self.stats.pit)
-            clock, spent = time.perf_counter(), self._spent()
             shape = self._next_shape(emitted, context, changes)
+            clock, spent = time.perf_counter(), self._spent()
             rows, accepted = 1, 0
             if self.speculative and shape and drafts_at(self.draft, context):
                 if resync and told > 1:  # after plain tokens: the target's cache, not a catch-up forward
