@@ -61,7 +61,7 @@ only from ``MIN_RATE_ROUNDS`` on."""
 PLAIN_CHECK_EVERY = 32
 """While speculating, one plain token every this many rounds keeps the plain rate measured (every third round
 while fewer than ``MIN_RATE_ROUNDS`` plain tokens were measured)."""
-FIRST_PROBE = 16
+FIRST_PROBE = 32
 LONGEST_GAP = 256
 """Plain tokens before the first probe of speculation, and the most between two probes (the gap doubles)."""
 PROBE_ROUNDS = 5
@@ -225,6 +225,14 @@ class OnlineShapes:
         estimate.made = {**self.prior.made, "refreshed": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                          "refreshed_load": load_average()}
         return estimate
+
+    def rebase(self, prior: Calibration) -> None:
+        """Take ``prior`` (a refreshed calibration: `refreshed`) as the prior from now on: the draft's and the
+        verification's ratios start again against its curves, and `far_off` counts afresh."""
+        self.prior = prior
+        self.draft_ratio, self.verify_ratio = Recent(1.0), Recent(1.0)
+        for recent in self.target_seconds.values():
+            recent.count = 0
 
     # -- deciding ---------------------------------------------------------------------------------------------
 

@@ -99,7 +99,9 @@ def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[st
     branching, tree_info, calibration = resolve_tree(model, tokenizer, draft, request, plain=plain, prior=prior)
     shapes = None
     if calibration is not None and plain:  # auto: the shape decided as it decodes, the calibration as prior
-        shapes = online_shapes(calibration, request.verification.chains_only)
+        key = calibration_key(model, resolve_draft_name(request.draft, model), request.verification.node.name,
+                              request.sampling, request.threads)
+        shapes = online_shapes(key if prior is None else None, calibration, request.verification.chains_only)
         decoder_draft, verifier, branching = draft(), request.verification, branching or (1,)
         tree_info["online"] = True
     elif request.verifier == AUTOREGRESSIVE or branching == PLAIN:  # plain decoding: sample from p itself
@@ -122,24 +124,27 @@ def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[st
         tree_info.update(shapes=decoder.stats.shapes, shape_tokens=decoder.stats.shape_tokens)
         far_off = shapes.far_off()
         if far_off is not None and prior is None:
-            key = calibration_key(model, resolve_draft_name(request.draft, model), request.verification.node.name,
-                                  request.sampling, request.threads)
-            refresh_calibration(key, shapes.refreshed(), far_off)
+            refreshed = shapes.refreshed()
+            refresh_calibration(key, refreshed, far_off)
+            shapes.rebase(refreshed)
             tree_info["calibration_refreshed"] = far_off
     return tokens, decoder.stats
 
 
 _ONLINE: dict[str, OnlineShapes] = {}
-"""The process's online models by prior (its content) and chains-only flag: what one generation measured, the
-next starts from (the probe gap and the estimates carry over)."""
+"""The process's online models by configuration (the calibration's cache key; a prior given instead: its content)
+and chains-only flag: what one generation measured, the next starts from (the probe gap and the estimates carry
+over, also past a refresh of the cached calibration)."""
 
 
-def online_shapes(calibration: Calibration, chains_only: bool) -> OnlineShapes:
-    """The online model of this prior in this process (`_ONLINE`), made on first use."""
-    key = json.dumps({"prior": asdict(calibration), "chains_only": chains_only}, sort_keys=True, default=str)
-    if key not in _ONLINE:
-        _ONLINE[key] = OnlineShapes(calibration, chains_only)
-    return _ONLINE[key]
+def online_shapes(key: str | None, calibration: Calibration, chains_only: bool) -> OnlineShapes:
+    """The online model of this configuration (``key``; None: keyed by ``calibration``'s content) in this process
+    (`_ONLINE`), made from ``calibration`` on first use."""
+    identity = json.dumps({"key": key, "prior": None if key else asdict(calibration), "chains_only": chains_only},
+                          sort_keys=True, default=str)
+    if identity not in _ONLINE:
+        _ONLINE[identity] = OnlineShapes(calibration, chains_only)
+    return _ONLINE[identity]
 
 
 def tree_text(branching: tuple[int, ...] | str) -> str:

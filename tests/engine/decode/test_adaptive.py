@@ -179,3 +179,26 @@ def test_the_decoder_reports_the_shapes_and_why(tiny_models):
     list(decoder.generate(torch.tensor([1, 4, 2]), 48))
     assert decoder.stats.shapes and decoder.stats.shapes[0]["reason"].startswith("calibration")
     assert sum(decoder.stats.shape_tokens.values()) >= 48
+
+
+def test_a_rebased_model_compares_with_the_refreshed_prior():
+    policy = OnlineShapes(prior(one_row=0.010, per_row=0.001))
+    for _ in range(10):
+        policy.observe(RoundRecord((), 1, 0.05, 1, 0.04))
+    assert policy.far_off() is not None
+    policy.rebase(policy.refreshed())
+    assert policy.far_off() is None and policy.target_cost(1) == pytest.approx(0.04)
+    for _ in range(10):
+        policy.observe(RoundRecord((), 1, 0.05, 1, 0.04))
+    assert policy.far_off() is None  # the refreshed prior holds
+
+
+def test_the_online_model_persists_per_configuration():
+    import resispec.engine.decode.generation as generation
+
+    first = generation.online_shapes("key", prior(), False)
+    assert generation.online_shapes("key", prior(one_row=0.5), False) is first  # a refreshed calibration: the same
+    assert generation.online_shapes("key", prior(), True) is not first
+    given = generation.online_shapes(None, prior(), False)
+    assert generation.online_shapes(None, prior(), False) is given
+    assert generation.online_shapes(None, prior(one_row=0.5), False) is not given  # a prior given: by content
