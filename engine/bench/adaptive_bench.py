@@ -7,7 +7,8 @@ generation per configuration and prompt, the configurations' order rotated by on
 - ``load``: ``ar`` and the defaults; after half of the prompts a bounded CPU burner (`Burner`: one busy process,
   started and stopped here, killed after ``BURNER_SECONDS`` whatever happens) loads one core until the end. Rates of
   each half apart: the defaults over ``ar`` in the same conditions.
-- ``stale``: the defaults started from a calibration whose plain-token costs are multiplied by ``STALE_FACTOR`` (a
+- ``stale``: the defaults started from a calibration whose plain-token costs are multiplied by ``STALE_FACTOR``, doubled
+  until it predicts speculation (a
   plain token's forward and what the loop adds to it: what a load spike during the calibration's plain
   measurement leaves), so that it predicts speculation where plain decoding is faster; given as the prior
   (`resispec.engine.decode.generation.generate`'s ``prior``; one prior per generation, so that each starts from it
@@ -34,6 +35,8 @@ from resispec.engine.decode.generation import GenerationRequest, generate
 
 BURNER_SECONDS = 900
 STALE_FACTOR = 3.0
+MAX_STALE_FACTOR = 48.0
+"""The factor starts at ``STALE_FACTOR`` and doubles (up to this) until the stale prior predicts speculation."""
 STALE_TOKENS = 64
 REPEAT_PARAGRAPH = ("The lighthouse keeper climbed the stairs every evening at dusk. He wound the clockwork, trimmed "
                     "the wick and lit the lamp, and then he sat by the window and watched the beam sweep across the "

@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     from resispec.cli.table import format_table
     from resispec.engine.bench.adaptive_bench import (
+        MAX_STALE_FACTOR,
         REPEAT_PROMPT,
         STALE_FACTOR,
         STALE_TOKENS,
@@ -85,13 +86,16 @@ def run(args: argparse.Namespace) -> int:
         results["load"] = {part: {name: rate.to_dict() for name, rate in rates.items()}
                            for part, rates in halves.items() if rates}
     if "stale" in args.scenarios:
-        stale = stale_calibration(calibration)
-        say(f"stale prior: plain costs x{STALE_FACTOR} -> predicts "
+        factor = STALE_FACTOR
+        while stale_calibration(calibration, factor).choose(plain=True).branching == () and factor < MAX_STALE_FACTOR:
+            factor *= 2  # stale enough to predict speculation
+        stale = stale_calibration(calibration, factor)
+        say(f"stale prior: plain costs x{factor:g} -> predicts "
             f"{','.join(map(str, stale.choose(plain=True).branching)) or 'plain'}")
         stale_requests = {"ar": request("ar", tokens=2 * STALE_TOKENS), "defaults": request(tokens=2 * STALE_TOKENS)}
-        priors = {"defaults": lambda index: stale_calibration(calibration, generation=index)}
+        priors = {"defaults": lambda index: stale_calibration(calibration, factor, generation=index)}
         rates = pooled(interleaved(model, tokenizer, stale_requests, prompts, priors=priors, progress=say))
-        results["stale"] = {"prior_shape": list(stale.choose(plain=True).branching),
+        results["stale"] = {"prior_shape": list(stale.choose(plain=True).branching), "factor": factor,
                             **{name: rate.to_dict() for name, rate in rates.items()}}
     if "repetitive" in args.scenarios:
         repeat = {"ar": request("ar", tokens=args.repetitive_tokens),
@@ -131,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{late['defaults']:.2f} tokens/s, ar {late['ar']:.2f}: {late['defaults'] / late['ar']:.3f}x")
     if "stale" in results:
         firsts = results["stale"]["defaults"]["first_plain"]
-        print(f"stale prior (plain costs x{STALE_FACTOR}) predicted "
+        print(f"stale prior (plain costs x{results['stale']['factor']:g}) predicted "
               f"{','.join(map(str, results['stale']['prior_shape'])) or 'plain'}; first plain token per generation: "
               f"{firsts}")
     if "warm_start_seconds" in results:
