@@ -132,16 +132,16 @@ def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[st
 
 
 _ONLINE: dict[str, OnlineShapes] = {}
-"""The process's online models by configuration (the calibration's cache key; a prior given instead: its content)
-and chains-only flag: what one generation measured, the next starts from (the probe gap and the estimates carry
+"""The process's online models by configuration (the calibration's cache key and date; a prior given instead: its
+content) and chains-only flag: what one generation measured, the next starts from (the probe gap and the estimates carry
 over, also past a refresh of the cached calibration)."""
 
 
 def online_shapes(key: str | None, calibration: Calibration, chains_only: bool) -> OnlineShapes:
     """The online model of this configuration (``key``; None: keyed by ``calibration``'s content) in this process
     (`_ONLINE`), made from ``calibration`` on first use."""
-    identity = json.dumps({"key": key, "prior": None if key else asdict(calibration), "chains_only": chains_only},
-                          sort_keys=True, default=str)
+    prior = {"made": calibration.made.get("date")} if key else asdict(calibration)  # a refresh keeps the date
+    identity = json.dumps({"key": key, "prior": prior, "chains_only": chains_only}, sort_keys=True, default=str)
     if identity not in _ONLINE:
         _ONLINE[identity] = OnlineShapes(calibration, chains_only)
     return _ONLINE[identity]

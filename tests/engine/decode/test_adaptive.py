@@ -196,9 +196,14 @@ def test_a_rebased_model_compares_with_the_refreshed_prior():
 def test_the_online_model_persists_per_configuration():
     import resispec.engine.decode.generation as generation
 
-    first = generation.online_shapes("key", prior(), False)
-    assert generation.online_shapes("key", prior(one_row=0.5), False) is first  # a refreshed calibration: the same
-    assert generation.online_shapes("key", prior(), True) is not first
+    made = prior()
+    made.made = {"date": "2026-12-07T21:00:00+00:00"}
+    first = generation.online_shapes("key", made, False)
+    refreshed = prior(one_row=0.5)
+    refreshed.made = {**made.made, "refreshed": "2026-12-07T22:00:00+00:00"}
+    assert generation.online_shapes("key", refreshed, False) is first  # a refreshed calibration: the same
+    assert generation.online_shapes("key", prior(), False) is not first  # another calibration (a test's fake)
+    assert generation.online_shapes("key", made, True) is not first
     given = generation.online_shapes(None, prior(), False)
     assert generation.online_shapes(None, prior(), False) is given
     assert generation.online_shapes(None, prior(one_row=0.5), False) is not given  # a prior given: by content
