@@ -1,7 +1,7 @@
 """``resispec bench engine``: the engine against plain decoding and against transformers' assisted generation.
 
-Configurations, all in one run over the held-out prompts (``engine/data/bench_prompts.json``, never used
-for training or tuning; a test keeps them apart from the training prompts):
+Configurations, all in one run over the held-out prompts (`resispec.engine.data.prompts.load_bench_prompts`, never
+used for training or tuning; a test keeps them apart from the training prompts):
 
 - ``ar``: the engine's plain autoregressive sampling from the target (the baseline);
 - the engine with each verifier (default: every exact one) and the tree (default ``auto``: ``plain``, i.e.
@@ -22,20 +22,23 @@ With ``tree_from`` and the tree ``auto``, the tree is chosen once per target com
 calibration (`resispec.engine.decode.calibration.choose_tree`) and every verifier decodes on it: the verifiers compared
 at equal draft and tree; a verifier that cannot take it (sps, block on a branching tree) is left out.
 
-For each prompt every configuration runs in turn, so background load spreads evenly over them. Per
-configuration: tokens, target forwards, tokens per target forward, tokens/s, speedup over ``ar``, and
-where the time goes (draft forwards, target forwards, verification, the rest). For transformers the
-split comes from forward hooks on the two models. Sampling is T-scaled softmax with nothing else on
-both sides (transformers' top-k/top-p defaults switched off).
+For each prompt every configuration runs in turn, so background load spreads evenly over them; the order is
+rotated by one configuration per prompt (no configuration always runs first, or right after another), and every
+configuration decodes ``WARM_UP_TOKENS`` tokens of the first prompt once before the timed runs (the process's first
+forwards, kernel packing and caches are nobody's). Per configuration: tokens, target forwards, tokens per target
+forward, tokens/s with the prompt's prefill and without it (decode only; engine rows), the spread of tokens/s over
+the prompts, speedup over ``ar``, and where the time goes (draft forwards, target forwards, verification, the rest).
+A configuration that decoded every prompt plainly ran the same computation as ``ar``: its row says so
+(``same_as``), and `pooled_plain` pools them. For transformers the split comes from forward hooks on the two
+models. Sampling is T-scaled softmax with nothing else on both sides (transformers' top-k/top-p defaults switched
+off).
 """
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 
 import torch
 from transformers import PreTrainedModel
@@ -49,9 +52,9 @@ from resispec.engine.drafts.registry import assistant_model, make_draft, resolve
 from resispec.engine.verifiers.strategy import Verification
 from resispec.progress import Progress
 
-PROMPTS_FILE = Path(__file__).parents[1] / "data" / "bench_prompts.json"
 HF = "hf"
 HF_ASSISTED = "hf-assisted"
+WARM_UP_TOKENS = 8
 
 
 @dataclass
@@ -67,10 +70,28 @@ class EngineRow:
     verify_seconds: float = 0.0
     speedup: float | None = None
     tree: str = ""
+    prefill_seconds: float | None = None
+    """The prompts' prefill (engine rows; None where not measured)."""
+    per_prompt: list[float] = field(default_factory=list)
+    """Tokens per second on each prompt."""
+    same_as: str | None = None
+    """The row that ran the same computation (``ar`` of its target, for a configuration that decoded plainly)."""
 
     @property
     def tokens_per_second(self) -> float | None:
         return self.tokens / self.seconds if self.seconds else None
+
+    @property
+    def decode_tokens_per_second(self) -> float | None:
+        """Tokens per second without the prompts' prefill (None where it was not measured)."""
+        if self.prefill_seconds is None or self.seconds <= self.prefill_seconds:
+            return None
+        return self.tokens / (self.seconds - self.prefill_seconds)
+
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """The lowest and highest tokens per second over the prompts."""
+        return (min(self.per_prompt), max(self.per_prompt)) if self.per_prompt else None
 
     @property
     def accepted_per_forward(self) -> float | None:
@@ -82,11 +103,8 @@ class EngineRow:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "tokens_per_second": self.tokens_per_second,
+                "decode_tokens_per_second": self.decode_tokens_per_second, "spread": self.spread,
                 "accepted_per_forward": self.accepted_per_forward, "other_seconds": self.other_seconds}
-
-
-def load_prompts(path: Path = PROMPTS_FILE) -> list[str]:
-    return json.loads(path.read_text())
 
 
 class ForwardTimer:
@@ -183,40 +201,81 @@ def bench_engine(targets: Mapping[str, PreTrainedModel], tokenizer, verifiers: S
     rows.update({name: EngineRow(name) for name in [*peers, *llama_peers]})
     runs = [(compute, name) for compute in computes for name in names[compute]]
     runs.sort(key=lambda run: names[run[0]].index(run[1]))  # verifier by verifier, each target in turn
-    bar = Progress(total=len(prompts) * len(rows), desc="bench engine", unit="run", disable=None if progress else True)
-    for index, prompt in enumerate(prompts):
-        for compute, name in runs:
+
+    def engine_run(compute: str, name: str) -> Callable[[str, int, int], EngineRow]:
+        def run(prompt: str, index: int, new_tokens: int) -> EngineRow:
             request = GenerationRequest(prompt=prompt, verifier=name, draft=draft, branching=trees[compute],
-                                        sampling=sampling, max_new_tokens=max_new_tokens, seed=seed + index,
+                                        sampling=sampling, max_new_tokens=new_tokens, seed=seed + index,
                                         threads=threads)
             tokens, stats = generate(targets[compute], tokenizer, request)
             label = engine_row_name(name, compute, computes)
-            _add(rows[label], EngineRow(label, len(tokens), stats.target_forwards, stats.seconds,
-                                        stats.draft_seconds, stats.target_seconds, stats.verify_seconds,
-                                        tree="plain" if stats.tree.get("plain") else
-                                        ",".join(map(str, stats.tree.get("branching", [])))))
-            _report(bar, label, len(tokens), stats.seconds, stats.target_forwards)
-        for name in peers:
-            count = int(name.split(":")[1]) if ":" in name else 0
-            row = hf_generate(model, tokenizer, prompt, max_new_tokens, sampling, seed + index,
-                              assistant if count else None, count)
-            _add(rows[name], row)
-            _report(bar, name, row.tokens, row.seconds, row.target_forwards)
-        for name, peer in llama_peers.items():
-            tokens, split = peer.generate(prompt_ids(tokenizer, prompt, chat=True).tolist(), max_new_tokens,
+            return EngineRow(label, len(tokens), stats.target_forwards, stats.seconds, stats.draft_seconds,
+                             stats.target_seconds, stats.verify_seconds, tree=tree_label(stats.tree),
+                             prefill_seconds=stats.prefill_seconds)
+        return run
+
+    def hf_run(name: str) -> Callable[[str, int, int], EngineRow]:
+        count = int(name.split(":")[1]) if ":" in name else 0
+        return lambda prompt, index, new_tokens: hf_generate(model, tokenizer, prompt, new_tokens, sampling,
+                                                             seed + index, assistant if count else None, count)
+
+    def llama_run(name: str, peer: LlamaPeer) -> Callable[[str, int, int], EngineRow]:
+        def run(prompt: str, index: int, new_tokens: int) -> EngineRow:
+            tokens, split = peer.generate(prompt_ids(tokenizer, prompt, chat=True).tolist(), new_tokens,
                                           sampling.temperature, seed + index, tokenizer.eos_token_id)
-            _add(rows[name], EngineRow(name, len(tokens), split["target_forwards"], split["seconds"],
-                                       split["draft_seconds"], split["target_seconds"]))
-            _report(bar, name, len(tokens), split["seconds"], split["target_forwards"])
+            return EngineRow(name, len(tokens), split["target_forwards"], split["seconds"], split["draft_seconds"],
+                             split["target_seconds"])
+        return run
+
+    jobs = ([(engine_row_name(name, compute, computes), engine_run(compute, name)) for compute, name in runs]
+            + [(name, hf_run(name)) for name in peers]
+            + [(name, llama_run(name, peer)) for name, peer in llama_peers.items()])
+    bar = Progress(total=len(prompts) * len(rows) + len(jobs), desc="bench engine", unit="run",
+                   disable=None if progress else True)
+    for label, job in jobs:  # warm-up, untimed: every configuration's first forwards
+        job(prompts[0], 0, min(WARM_UP_TOKENS, max_new_tokens))
+        bar.set_postfix_str(f"warm-up: {label}")
+        bar.update()
+    for index, prompt in enumerate(prompts):
+        shift = index % len(jobs)
+        for label, job in jobs[shift:] + jobs[:shift]:  # rotated: no configuration always first
+            part = job(prompt, index, max_new_tokens)
+            _add(rows[label], part)
+            _report(bar, label, part.tokens, part.seconds, part.target_forwards)
     bar.close()
     for compute in computes:
-        baseline = rows[engine_row_name(AUTOREGRESSIVE, compute, computes)].tokens_per_second
+        plain = engine_row_name(AUTOREGRESSIVE, compute, computes)
+        baseline = rows[plain].tokens_per_second
         own = [engine_row_name(name, compute, computes) for name in names[compute]] + (
             [*peers, *llama_peers] if compute == computes[0] else [])
         for label in own:
             row = rows[label]
             row.speedup = row.tokens_per_second / baseline if baseline and row.tokens_per_second else None
+            if label != plain and label in rows and row.tree == "plain":
+                row.same_as = plain
     return list(rows.values())
+
+
+def tree_label(tree: dict) -> str:
+    """How a generation decoded: ``plain``, a branching (``1,1``), or with the online model the shapes it used
+    (``plain+1,1``)."""
+    if tree.get("online"):
+        return "+".join(tree.get("shape_tokens", {})) or "plain"
+    return "plain" if tree.get("plain") or not tree.get("branching") else ",".join(map(str, tree["branching"]))
+
+
+def pooled_plain(rows: Sequence[EngineRow], plain: str) -> EngineRow | None:
+    """The ``plain`` row (``ar`` of one target) pooled with every row that ran its computation (``same_as``);
+    None when no row did."""
+    same = [row for row in rows if row.same_as == plain]
+    if not same:
+        return None
+    pooled = EngineRow(f"{plain} + {len(same)} plain row(s), pooled", tree="plain", prefill_seconds=0.0)
+    members = [*(row for row in rows if row.name == plain), *same]
+    for row in members:
+        _add(pooled, row)
+    pooled.per_prompt = [rate for row in members for rate in row.per_prompt]
+    return pooled
 
 
 def best_peer(rows: Sequence[EngineRow]) -> EngineRow | None:
@@ -226,8 +285,14 @@ def best_peer(rows: Sequence[EngineRow]) -> EngineRow | None:
 
 
 def _add(total: EngineRow, part: EngineRow) -> None:
-    for field in ("tokens", "target_forwards", "seconds", "draft_seconds", "target_seconds", "verify_seconds"):
-        setattr(total, field, getattr(total, field) + getattr(part, field))
+    for name in ("tokens", "target_forwards", "seconds", "draft_seconds", "target_seconds", "verify_seconds"):
+        setattr(total, name, getattr(total, name) + getattr(part, name))
+    if part.prefill_seconds is not None and (total.prefill_seconds is not None or not total.per_prompt):
+        total.prefill_seconds = (total.prefill_seconds or 0.0) + part.prefill_seconds
+    else:
+        total.prefill_seconds = None
+    if part.seconds:
+        total.per_prompt.append(part.tokens / part.seconds)
     total.tree = part.tree if total.tree in ("", part.tree) else "varies"
 
 

@@ -2,7 +2,7 @@
 internal node, of every round a sequence-level driver decodes.
 
 A driver (``traversal`` for i.i.d. trees, ``traversal_wor`` for WOR trees, ``block`` for chains)
-decodes the benchmark prompts (held out from draft training, ``resispec.engine.bench.bench_engine.load_prompts``)
+decodes the benchmark prompts (held out from draft training, ``resispec.engine.data.prompts.load_bench_prompts``)
 with the real target and a draft (``--draft``, default the engine's), cycling through the prompts
 with seeds ``seed, seed + 1, ...`` until ``--rounds`` rounds are logged. Every round goes to an
 ``resispec.engine.logs.round_log.RoundLog`` (sparse rows, ``--keep`` ids each). All the drivers are exact, so

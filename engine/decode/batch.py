@@ -20,19 +20,17 @@ log, parity), no end-of-sequence token.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 import torch
 
 from resispec.engine.decode.decoding import AUTOREGRESSIVE, drafts_at
 from resispec.engine.decode.processing import Sampling, draft_probs, target_probs
+from resispec.engine.decode.walk import sample_rows, walk
 from resispec.engine.runtime.compact_lm import lm_for
 from resispec.engine.runtime.forest import ForestLM
 from resispec.engine.runtime.tree import CandidateTree
 from resispec.engine.runtime.tree_lm import TreeCacheLM
 from resispec.engine.verifiers.strategy import Verification
-from resispec.sampling import inverse_cdf_rows
 
 
 class BatchDecoder:
@@ -90,17 +88,12 @@ class BatchDecoder:
             active = [sequence for sequence in active if len(output[sequence]) < max_new_tokens]
         return np.array(output, dtype=np.int64)
 
-    def _sample(self, p: torch.Tensor) -> list[int]:
-        """One token per row of p (A, V) by inverse CDF at uniforms of the loop's generator."""
-        u = torch.from_numpy(self.rng.random(p.shape[0])).to(p.device)
-        return inverse_cdf_rows(p, u).tolist()
-
     def _step(self, target: ForestLM, active: list[int], roots: list[int]) -> list[list[int]]:
         """Plain sampling: one token per active sequence."""
         logits = target.grow({s: ([roots[s]], [-1]) for s in active})
         for s in active:
             target.commit(s, [0], [])
-        return [[token] for token in self._sample(target_probs(logits, self.sampling))]
+        return [[token] for token in sample_rows(target_probs(logits, self.sampling), self.rng)]
 
     def _round(self, target: ForestLM, draft: ForestLM, active: list[int], roots: list[int]) -> list[list[int]]:
         """One speculative round of every active sequence: their emitted tokens, in ``active``'s order.
@@ -162,51 +155,15 @@ class BatchDecoder:
 
     def _walk(self, tokens: torch.Tensor, p_all: torch.Tensor,
               q_all: torch.Tensor) -> tuple[list[int], list[list[int]]]:
-        """Verification from the roots down, depth by depth for all A sequences at once: per sequence the
-        deepest accepted node and the emitted tokens (`Decoder._walk`'s rule, one call per depth)."""
+        """Verification from the roots down: per sequence the deepest accepted node and the emitted tokens
+        (`resispec.engine.decode.walk`; a sequence-level verifier: one decision per round, sequence by sequence)."""
         tree, count = self.tree, tokens.shape[0]
+        if self.round_verifier is None:
+            return walk(tree, self.chain_length, self.chain_verifier, self.node_verifier, tokens, p_all, q_all,
+                        self.rng)
         ends, emitted = [0] * count, [[] for _ in range(count)]
-        if self.round_verifier is not None:  # sequence-level: one decision per round, sequence by sequence
-            for a in range(count):
-                node, token = self.round_verifier(tree, tokens[a], p_all[a], q_all[a], self.rng)
-                path = tree.path(node)
-                ends[a], emitted[a] = node, [*tokens[a, path[1:]].tolist(), token]
-            return ends, emitted
-        decided = None
-        m = self.chain_length
-        if self.chain_verifier is not None:  # the chain part's nodes 0..m-1 of every sequence at once
-            chain = self.chain_verifier.verify_batch(p_all[:, :m].reshape(count * m, -1),
-                                                     q_all[:, :m].reshape(count * m, -1),
-                                                     tokens[:, 1: m + 1].reshape(count * m, 1), self.rng)
-            decided = [part.reshape(count, m) for part in chain]
-        live = list(range(count))
-        for depth in range(tree.depth + 1):
-            if not live:
-                break
-            if depth == tree.depth:  # a leaf was accepted: one token from p at the leaf
-                for a, token in zip(live, self._sample(p_all[live, [ends[a] for a in live]])):
-                    emitted[a].append(token)
-                break
-            decisions = {}
-            if decided is not None and depth < m:
-                decisions = {a: (int(decided[0][a, depth]), int(decided[1][a, depth])) for a in live}
-            else:
-                groups = defaultdict(list)  # sequences by their node's number of real candidates
-                for a in live:
-                    children = tree.children(ends[a])
-                    candidates = self.node_verifier.candidates(q_all[a, ends[a]], tokens[a, children])
-                    groups[len(candidates)].append((a, candidates))
-                for group in groups.values():
-                    index = [a for a, _ in group]
-                    nodes = [ends[a] for a in index]
-                    chosen, slot = self.node_verifier.verify_batch(
-                        p_all[index, nodes], q_all[index, nodes], torch.stack([c for _, c in group]), self.rng)
-                    decisions.update({a: (int(t), int(i)) for a, t, i in zip(index, chosen, slot)})
-            for a in list(live):
-                token, index = decisions[a]
-                emitted[a].append(token)
-                if index < 0:
-                    live.remove(a)
-                else:
-                    ends[a] = tree.children(ends[a]).start + index
+        for a in range(count):
+            node, token = self.round_verifier(tree, tokens[a], p_all[a], q_all[a], self.rng)
+            path = tree.path(node)
+            ends[a], emitted[a] = node, [*tokens[a, path[1:]].tolist(), token]
         return ends, emitted

@@ -33,24 +33,32 @@ Once per (target, draft, verifier, sampling) and machine:
   least 0. Both are constants of the round, whatever its shape: the processing of the extra rows of a wider
   tree (about 0.3 ms a row at V = 49,152) is left out.
 
-The result is cached as JSON under the resispec cache folder (`resispec.engine.model.gguf.cache_root`).
+The result is cached as JSON under the resispec cache folder (`resispec.engine.model.gguf.cache_root`), with what
+it is (``made``): the date, the load average before and after, the CPU (model and vector extensions), torch's
+version and the CPU capability its kernels dispatch to (``ATEN_CPU_CAPABILITY``), and the thread count. The CPU,
+torch and capability are part of the key too, so an entry from another machine or torch is never used (one that
+claims them falsely is discarded). The decoder measures its own rounds against it
+(`resispec.engine.decode.adaptive`); one found far off there is refreshed with the costs it measured
+(`refresh_calibration`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from resispec import get_verifier
+from resispec.engine.data.prompts import encode_prompts, load_prompts
 from resispec.engine.decode.decoding import AUTOREGRESSIVE, Decoder, drafts_at
 from resispec.engine.decode.processing import Sampling, draft_probs, target_probs
 from resispec.engine.decode.timing import median_seconds
@@ -59,7 +67,9 @@ from resispec.engine.drafts.base import Draft
 from resispec.engine.model.compute import native_head_of, target_compute_of
 from resispec.engine.model.gguf import cache_root
 from resispec.engine.runtime.compact_lm import lm_for
+from resispec.engine.runtime.machine import cpu_description
 from resispec.formats.atomic import atomic_write_text
+from resispec.progress import Progress
 
 ACCEPTANCE_SUPPORTS = (32, 12, 6)
 MULTI_CANDIDATE_POSITIONS = 16
@@ -73,7 +83,8 @@ fed level has at least as many nodes below it, so ``1 + 2 w <= MAX_NODES`` for t
 CALIBRATION_PROMPT_COUNT = 4
 LOOP_TOKENS = 64
 """Tokens decoded for real, plainly and with a chain of one, to measure what the loop adds (module docstring)."""
-FORMAT = 9  # 6: forwards of integer-kernel models timed with the compiled row kernels (resispec.engine.model.row_glue);
+FORMAT = 10  # 10: what it is (``made``: date, load, CPU, torch, capability, threads);
+# 6: forwards of integer-kernel models timed with the compiled row kernels (resispec.engine.model.row_glue);
 # 7: a draft's forward timed as one level of n rows below a grown root (the feature draft needs its parents first);
 # 8: u(k) timed after one untimed verification (the first call's costs had doubled u(1) in one calibration);
 # 9: v and v_plain measured from real decoding (they were u(1): 0.8 ms against 3-10 ms a round measured)
@@ -92,6 +103,9 @@ class Calibration:
     verify_seconds: dict[int, float]
     plain_round_seconds: float
     """``v_plain``: seconds per plain token besides its forward (``round_seconds``: ``v``, per round)."""
+    made: dict = field(default_factory=dict)
+    """What it is (module docstring): ``date``, ``load`` (1-minute load average before and after), ``cpu``,
+    ``torch``, ``capability``, ``threads``."""
 
     def target_cost(self, nodes: int) -> float:
         return interpolate(self.target_seconds, nodes)
@@ -105,6 +119,21 @@ class Calibration:
         return best_tree(acceptance, self.target_cost, self.draft_cost, self.round_seconds, max_nodes,
                          correlation=self.correlation, verify_cost=self.verify_seconds.__getitem__, plain=plain,
                          plain_cost=self.plain_round_seconds)
+
+
+def machine_identity() -> dict:
+    """What measured costs depend on besides the configuration: the CPU (model and vector extensions), torch's
+    version and the CPU capability its kernels dispatch to."""
+    return {"cpu": cpu_description(), "torch": torch.__version__,
+            "capability": torch.backends.cpu.get_cpu_capability()}
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (None where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
 
 
 def interpolate(points: dict[int, float], x: int) -> float:
@@ -181,7 +210,8 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
     generator = torch.Generator().manual_seed(seed)
     target = lm_for(model)
     p_rows, q_rows = [], []
-    with tqdm(total=len(prompts) + 4, desc="calibrating --tree auto", unit="step", disable=None) as bar:
+    load_before = load_average()
+    with Progress(total=len(prompts) + 4, desc="calibrating --tree auto", unit="step") as bar:
         for prompt in prompts:
             bar.set_postfix_str("sampling and scoring a calibration text")
             sequence = sample_continuation(target, prompt, new_tokens, sampling, generator)
@@ -218,8 +248,10 @@ def calibrate(model, draft: Draft, verifier: str, sampling: Sampling, prompts: S
             modelled_plain=interpolate(target_seconds, 1),
             modelled_round=interpolate(draft_seconds, 1) + interpolate(target_seconds, 2) + verify_seconds[1])
         bar.update()
+    made = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "load": [load_before, load_average()], **machine_identity(), "threads": torch.get_num_threads()}
     return Calibration(acceptance, target_seconds, draft_seconds, round_seconds, len(p_all), correlation,
-                       verify_seconds, plain_round)
+                       verify_seconds, plain_round, made)
 
 
 def loop_overheads(model, draft: Draft, verifier: str, sampling: Sampling, prompt: torch.Tensor,
@@ -313,12 +345,12 @@ def verify_costs(p_rows: np.ndarray, q_rows: np.ndarray, verifier: str, max_chil
 
 def calibration_key(model, draft_name: str, verifier: str, sampling: Sampling, threads: int) -> str:
     """Cache key: target (name, size, how it is computed, its head), draft, verifier, sampling settings, thread count,
-    device."""
+    device, and the machine (`machine_identity`)."""
     identity = {"target": getattr(model.config, "_name_or_path", ""), "vocab": model.config.vocab_size,
                 "compute": target_compute_of(model), "head": native_head_of(model),
                 "layers": model.config.num_hidden_layers, "dtype": str(model.dtype), "device": str(model.device),
                 "draft": draft_name, "verifier": verifier, "sampling": asdict(sampling), "threads": threads,
-                "format": FORMAT}
+                "format": FORMAT, "machine": machine_identity()}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -332,35 +364,70 @@ def _read_calibration(data: dict) -> Calibration:
     return Calibration([float(a) for a in data["acceptance"]], seconds["target_seconds"], seconds["draft_seconds"],
                        float(data["round_seconds"]), int(data["positions"]),
                        [float(c) for c in data["correlation"]], seconds["verify_seconds"],
-                       float(data["plain_round_seconds"]))
+                       float(data["plain_round_seconds"]), dict(data["made"]))
 
 
 def cached_calibration(key: str, compute) -> tuple[Calibration, bool]:
     """The calibration stored under ``key``, or ``compute()`` stored there (said on one line on stderr first:
-    it takes about a minute, and `calibrate` shows a bar on a terminal); second item: whether cached.
+    it takes about a minute on an idle 2-core machine, more under load, and `calibrate` reports its steps on
+    stderr, on a terminal or not); second item: whether cached.
 
     A stored file that cannot be read (truncated JSON, a missing or mistyped field, another format) is named
     on one line on stderr, discarded and measured again."""
-    path = cache_root() / "calibration" / f"{key}.json"
+    path = calibration_path(key)
     if path.is_file():
         try:
-            return _read_calibration(json.loads(path.read_text())), True
+            calibration = _read_calibration(json.loads(path.read_text()))
+            here = machine_identity()
+            other = {name: calibration.made.get(name) for name in here if calibration.made.get(name) != here[name]}
+            if not other:
+                return calibration, True
+            print(f"resispec: the cached calibration {path} was made elsewhere ({other}, here {here}); "
+                  "discarded, calibrating again", file=sys.stderr)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
             print(f"resispec: the cached calibration {path} is unusable ({type(error).__name__}: {error}); "
                   "discarded, calibrating again", file=sys.stderr)
-            path.unlink(missing_ok=True)
-    print(f"resispec: calibrating --tree auto for this target, draft, verifier and sampling (about a minute, once; "
-          f"cached in {path})", file=sys.stderr)
+        path.unlink(missing_ok=True)
+    load = load_average()
+    now = "" if load is None else f": {load:.1f} now"
+    print(f"resispec: calibrating --tree auto for this target, draft, verifier and sampling, once (about a minute "
+          f"on an idle 2-core machine, longer under load{now}; cached in {path})", file=sys.stderr)
     calibration = compute()
+    store_calibration(key, calibration)
+    return calibration, False
+
+
+def store_calibration(key: str, calibration: Calibration) -> None:
+    """Write ``calibration`` as the cached one of ``key`` (atomically)."""
+    path = calibration_path(key)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps({**asdict(calibration), "format": FORMAT}, indent=1))
-    return calibration, False
+
+
+def calibration_path(key: str):
+    """Where the calibration of ``key`` is cached."""
+    return cache_root() / "calibration" / f"{key}.json"
+
+
+def refresh_calibration(key: str, calibration: Calibration, reason: str) -> None:
+    """Replace the cached calibration of ``key``, found far off by the decoder (``reason``), with ``calibration``
+    (the decoder's estimates), said on one line on stderr."""
+    store_calibration(key, calibration)
+    print(f"resispec: the cached calibration {calibration_path(key)} was far off this run ({reason}); refreshed "
+          "with what this run measured", file=sys.stderr)
+
+
+def describe(made: dict) -> str:
+    """One line of what a calibration is: ``made 2026-12-07T20:00:00+00:00 at load 2.3-2.5, 1 thread(s), torch
+    2.13.0 (avx512)``."""
+    loads = [f"{x:.1f}" for x in made.get("load", []) if x is not None]
+    refreshed = f", costs refreshed {made['refreshed']}" if "refreshed" in made else ""
+    return (f"made {made.get('date', '?')} at load {'-'.join(loads) or '?'}, {made.get('threads', '?')} thread(s), "
+            f"torch {made.get('torch', '?')} ({made.get('capability', '?')}){refreshed}")
 
 
 def calibration_prompts(tokenizer, count: int = CALIBRATION_PROMPT_COUNT) -> list[torch.Tensor]:
     """The first ``count`` draft-training prompts, chat-formatted (never the benchmark's held-out prompts)."""
-    from resispec.engine.train.draft_data import encode_prompts, load_prompts
-
     return encode_prompts(tokenizer, [p for p in load_prompts() if p.split == "train"][:count])
 
 

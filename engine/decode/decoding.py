@@ -30,6 +30,14 @@ Each emitted token is distributed as p at the node where it was emitted, given e
 so the emitted sequence follows the target's sequential law (per-node exactness, induction on depth).
 With ``audit`` on, each emitted token y also yields a randomized PIT value
 ``P_p(Y < y) + U p(y)`` against that p; under exactness they are i.i.d. Uniform(0, 1).
+
+With a shape policy (``shapes``: `ShapePolicy`, e.g. the online cost model `resispec.engine.decode.adaptive`), each
+round's shape (``()``: a plain token; else a branching) is asked of the policy before the round, from what it has
+seen of past rounds only (`RoundRecord`), and the policy is told each round's measurements after it. A self-draft
+that starts on the target's prompt cache (``prefill_from``) restarts on the target's cache after plain tokens rather
+than feeding them (its q stays a function of the past). A shape is
+thus fixed before any of its round's draws, and every round of every shape emits tokens with the target's law
+given everything before them: the sequence keeps the target's law (docs/draft.md, "Adaptive shapes").
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -44,12 +53,13 @@ import torch
 from resispec.audit import randomized_pit
 from resispec.engine.decode.expand import DraftedTree, expand_tree
 from resispec.engine.decode.processing import Sampling, draft_probs, target_probs
+from resispec.engine.decode.tree_search import MAX_NODES
+from resispec.engine.decode.walk import sample_rows, walk
 from resispec.engine.drafts.base import Draft
 from resispec.engine.logs.node_log import NodeLog
 from resispec.engine.runtime.compact_lm import lm_for
 from resispec.engine.runtime.tree import CandidateTree
 from resispec.engine.verifiers.strategy import Verification
-from resispec.sampling import inverse_cdf_rows
 
 AUTOREGRESSIVE = "ar"
 HOOKS_STREAM = 1
@@ -75,6 +85,12 @@ class DecodeStats:
     verify_seconds: float = 0.0
     prefill_seconds: float = 0.0
     tree: dict = field(default_factory=dict)
+    shapes: list[dict] = field(default_factory=list)
+    """With a shape policy: its changes of shape in this generation (``at_token``, ``branching``, ``reason``)."""
+    token_seconds: list[float] = field(default_factory=list)
+    """Seconds from the start to each token's output (rates over a window of tokens)."""
+    shape_tokens: dict[str, int] = field(default_factory=dict)
+    """With a shape policy: tokens emitted per shape (``"plain"``, ``"1,1"``, ...)."""
 
     @property
     def bookkeeping_seconds(self) -> float:
@@ -94,6 +110,42 @@ class DecodeStats:
     @property
     def acceptance_by_depth(self) -> list[float]:
         return [a / r if r else float("nan") for a, r in zip(self.accepted_by_depth, self.reached_by_depth)]
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """What the decoder measured in one round (seconds of wall time, from the shape's choice to the commit).
+
+    ``branching``: its shape (``()``: a plain token, or a round the draft declined); ``target_rows``: rows of its
+    target forward; ``accepted``: candidates accepted along the walk (0..depth).
+    """
+
+    branching: tuple[int, ...]
+    tokens: int
+    seconds: float
+    target_rows: int
+    target_seconds: float
+    draft_seconds: float = 0.0
+    verify_seconds: float = 0.0
+    accepted: int = 0
+
+
+class ShapePolicy(Protocol):
+    """Chooses each round's shape from past rounds only (module docstring)."""
+
+    changes: list[dict]
+    """Its changes of shape so far (``at_token``, ``branching``, ``reason``)."""
+
+    def next_shape(self, emitted: int, context: list[int]) -> tuple[int, ...]:
+        """The next round's branching (``()``: plain), ``emitted`` tokens in; ``context``: prompt and emitted ids."""
+
+    def observe(self, record: RoundRecord) -> None:
+        """One round's measurements, after it."""
+
+
+def shape_text(branching: tuple[int, ...]) -> str:
+    """``(1, 1)`` -> ``"1,1"``; ``()`` -> ``"plain"``."""
+    return ",".join(map(str, branching)) or "plain"
 
 
 def drafts_at(draft: Draft, context: list[int]) -> bool:
@@ -121,16 +173,19 @@ class Decoder:
         audit: record a randomized-PIT value per emitted token.
         parity_fraction: re-decide this fraction of verified nodes with the NumPy reference.
         log: record (p, q, candidates, emitted) of every verified node (``resispec.engine.logs.node_log``).
+        shapes: a `ShapePolicy` choosing each round's shape (``branching`` is then only the first shape checked);
+            None: every round has ``branching``.
     """
 
     def __init__(self, target_model: torch.nn.Module, draft: Draft | None, verifier: str | Verification,
                  branching: tuple[int, ...] = (4, 2, 2, 1), sampling: Sampling = Sampling(),
                  seed: int = 0, audit: bool = False, parity_fraction: float = 0.0,
-                 log: NodeLog | None = None) -> None:
+                 log: NodeLog | None = None, shapes: ShapePolicy | None = None) -> None:
         self.target = lm_for(target_model)
         self.rng = np.random.default_rng(seed)
         self.hooks_rng = np.random.default_rng((seed, HOOKS_STREAM))
         self.speculative = verifier != AUTOREGRESSIVE
+        self.tree: CandidateTree | None = None
         if self.speculative:
             if draft is None:
                 raise ValueError("draft: speculative decoding needs a draft model")
@@ -139,12 +194,11 @@ class Decoder:
             if self.round_verifier is not None and (parity_fraction or log is not None):
                 raise ValueError(f"verifier: {verification.name} decides whole rounds; the per-node log and parity "
                                  "check apply to node-by-node verifiers only")
-            self.tree = CandidateTree.from_branching(branching)
-            verification.check_branching(self.tree.branching)
+            self.verification = verification
             self.node_verifier = verification.node_verifier(parity_fraction, self.hooks_rng)
-            self.chain_length = next((d for d, b in enumerate(self.tree.branching) if b > 1), self.tree.depth)
-            self.chain_verifier = (verification.chain_verifier(parity_fraction, self.hooks_rng)
-                                   if self.chain_length else None)
+            self._sps_verifier = verification.chain_verifier(parity_fraction, self.hooks_rng)  # None: not sps
+            self._use(tuple(branching))
+        self.shapes = shapes if self.speculative else None
         self.draft = draft
         self.sampling = sampling
         self.generator = torch.Generator(device=target_model.device).manual_seed(seed)
@@ -153,7 +207,19 @@ class Decoder:
         self.stats = DecodeStats()
         self._level_q: list[torch.Tensor] = []  # this round's processed q, level by level (`_choose`)
         # outside the timed loop: a tree forward feeds its distinct paths, from depth + 1 rows to every node
-        self.target.prepare(*((self.tree.depth + 1, self.tree.num_nodes) if self.speculative else (1, 1)))
+        if self.shapes is not None:
+            self.target.prepare(1, MAX_NODES)
+        else:
+            self.target.prepare(*((self.tree.depth + 1, self.tree.num_nodes) if self.speculative else (1, 1)))
+
+    def _use(self, branching: tuple[int, ...]) -> None:
+        """Decode the next rounds on ``branching`` (checked against the verification)."""
+        if self.tree is not None and self.tree.branching == branching:
+            return
+        self.tree = CandidateTree.from_branching(branching)
+        self.verification.check_branching(self.tree.branching)
+        self.chain_length = next((d for d, b in enumerate(self.tree.branching) if b > 1), self.tree.depth)
+        self.chain_verifier = self._sps_verifier if self.chain_length else None
 
     def generate(self, prompt_ids: torch.Tensor, max_new_tokens: int, eos_id: int | None = None) -> Iterator[int]:
         """Yield up to ``max_new_tokens`` tokens after ``prompt_ids`` (long [T]); stop after ``eos_id``."""
@@ -163,7 +229,8 @@ class Decoder:
         start = time.perf_counter()
         self.target.prefill(prompt_ids)
         shares_cache = getattr(self.draft, "shares_prompt_cache_with", None)
-        if self.speculative and shares_cache is not None and shares_cache(self.target):
+        resync = self.speculative and shares_cache is not None and shares_cache(self.target)
+        if resync:
             self.draft.prefill_from(self.target, prompt_ids)
         elif self.speculative:
             self.draft.prefill(prompt_ids)
@@ -172,15 +239,30 @@ class Decoder:
         if self.log is not None:
             self.log.start_chain()
         emitted, context = 0, prompt_ids.tolist()
+        changes = len(self.shapes.changes) if self.shapes is not None else 0
+        told = 0  # plain tokens the draft was only told since its last round
         while emitted < max_new_tokens:
             audited = len(self.stats.pit)
-            if self.speculative and drafts_at(self.draft, context):
-                tokens = self._speculative_round(root, emitted)
+            shape = self._next_shape(emitted, context, changes)
+            clock, spent = time.perf_counter(), self._spent()
+            rows, accepted = 1, 0
+            if self.speculative and shape and drafts_at(self.draft, context):
+                if resync and told > 1:  # after plain tokens: the target's cache, not a catch-up forward
+                    self.draft.prefill_from(self.target, torch.tensor(context))
+                told = 0
+                tokens, rows, accepted = self._speculative_round(root, emitted)
             else:
+                shape, told = (), told + 1
                 tokens = self._autoregressive_step(root)
                 if self.speculative:  # a one-token round: the draft only learns the root
                     self._observe(torch.tensor([0]))
                     self.draft.commit(torch.tensor([root]))
+            if self.shapes is not None:
+                target, draft, verify = (after - before for after, before in zip(self._spent(), spent))
+                self.shapes.observe(RoundRecord(shape, len(tokens), time.perf_counter() - clock, rows, target,
+                                                draft, verify, accepted))
+                self.stats.shape_tokens[shape_text(shape)] = self.stats.shape_tokens.get(shape_text(shape), 0) + len(
+                    tokens)
             tokens = tokens[: max_new_tokens - emitted]
             if eos_id in tokens:
                 tokens = tokens[: tokens.index(eos_id) + 1]
@@ -191,11 +273,26 @@ class Decoder:
                 emitted += 1
                 self.stats.tokens = emitted
                 self.stats.seconds = time.perf_counter() - start
+                self.stats.token_seconds.append(self.stats.seconds)
                 yield token
             if tokens[-1] == eos_id:
                 return
             root = tokens[-1]
             context += tokens
+
+    def _spent(self) -> tuple[float, float, float]:
+        return self.stats.target_seconds, self.stats.draft_seconds, self.stats.verify_seconds
+
+    def _next_shape(self, emitted: int, context: list[int], changes: int) -> tuple[int, ...]:
+        """This round's branching: the policy's (its changes since this generation's start into the stats), or
+        the decoder's own tree; ``()`` for plain decoding."""
+        if self.shapes is None:
+            return self.tree.branching if self.speculative else ()
+        shape = tuple(self.shapes.next_shape(emitted, context))
+        self.stats.shapes = self.shapes.changes[changes:]
+        if shape:
+            self._use(shape)
+        return shape
 
     def _observe(self, rows: torch.Tensor) -> None:
         """Hand a draft that reads the target's states (an ``observe`` method: `resispec.engine.drafts.feature_draft`)
@@ -211,8 +308,7 @@ class Decoder:
 
     def _sample(self, p: torch.Tensor) -> int:
         """One token from p (V,) by inverse CDF at a uniform of the loop's generator."""
-        u = torch.tensor([self.rng.random()], dtype=torch.float64, device=p.device)
-        token = int(inverse_cdf_rows(p[None], u)[0])
+        token = sample_rows(p[None], self.rng)[0]
         self._emit(p, token)
         return token
 
@@ -234,8 +330,9 @@ class Decoder:
         self._level_q.append(q)
         return self.node_verifier.draft(q, k, self.generator)
 
-    def _speculative_round(self, root: int, position: int) -> list[int]:
-        """One round; ``position`` is the number of tokens this generation emitted before it."""
+    def _speculative_round(self, root: int, position: int) -> tuple[list[int], int, int]:
+        """One round; ``position`` is the number of tokens this generation emitted before it. Returns the emitted
+        tokens, the rows of the target's forward and the number of accepted candidates."""
         tree, clock = self.tree, time.perf_counter()
         self._level_q = []
         drafted = expand_tree(self.draft, tree, root, self._choose)
@@ -256,44 +353,33 @@ class Decoder:
         self.target.commit(accepted)
         self.draft.commit(accepted)
         self.stats.parity_checked = self.node_verifier.parity.checked + (
-            self.chain_verifier.parity.checked if self.chain_verifier else 0)
+            self._sps_verifier.parity.checked if self._sps_verifier else 0)
         self.stats.parity_mismatches = self.node_verifier.parity.mismatches + (
-            self.chain_verifier.parity.mismatches if self.chain_verifier else 0)
-        return emitted
+            self._sps_verifier.parity.mismatches if self._sps_verifier else 0)
+        return emitted, len(drafted.row_tokens), len(path) - 1
 
     def _walk(self, drafted: DraftedTree, p_all: torch.Tensor, q_all: torch.Tensor,
               position: int) -> tuple[int, list[int]]:
-        """Verification from the root down: ``(deepest accepted node, emitted tokens)``."""
-        tree, tokens = self.tree, drafted.tokens
-        decided = None
-        if self.chain_verifier is not None:  # the chain part's nodes 0..m-1 at once (module docstring)
-            m = self.chain_length
-            decided = self.chain_verifier.verify_batch(p_all[:m], q_all[:m], tokens[1: m + 1, None], self.rng)
-        node, emitted = 0, []
+        """Verification from the root down (`resispec.engine.decode.walk`, one tree): ``(deepest accepted node,
+        emitted tokens)``, each verified node counted, logged and audited as it is decided."""
         if self.round_verifier is not None:  # sequence-level: one decision for the whole round
-            node, emitted = self._round_decision(tokens, p_all, q_all)
-        while self.round_verifier is None:
-            depth = int(tree.depths[node])
-            if depth == tree.depth:  # a leaf was accepted: one token from p at the leaf
-                emitted.append(self._sample(p_all[node]))
-                break
-            self._count(depth, accepted=False)
-            children = tree.children(node)
-            if decided is not None and node < self.chain_length:
-                candidates = tokens[children]
-                token, index = int(decided[0][node]), int(decided[1][node])
-            else:
-                candidates = self.node_verifier.candidates(q_all[node], tokens[children])
-                token, index = self.node_verifier.verify(p_all[node], q_all[node], candidates, self.rng)
-            if self.log is not None:
-                self.log.record(p_all[node], q_all[node], candidates, token, index, position + len(emitted), depth)
+            return self._round_decision(drafted.tokens, p_all, q_all)
+        emitted = []
+
+        def on_token(_: int, node: int, candidates: torch.Tensor | None, token: int, index: int) -> None:
+            if candidates is not None:
+                depth = int(self.tree.depths[node])
+                self._count(depth, accepted=False)
+                if self.log is not None:
+                    self.log.record(p_all[node], q_all[node], candidates, token, index, position + len(emitted), depth)
+                if index >= 0:
+                    self._count(depth, accepted=True)
             self._emit(p_all[node], token)
             emitted.append(token)
-            if index < 0:
-                break
-            self._count(depth, accepted=True)
-            node = children.start + index
-        return node, emitted
+
+        ends, _ = walk(self.tree, self.chain_length, self.chain_verifier, self.node_verifier, drafted.tokens[None],
+                       p_all[None], q_all[None], self.rng, on_token)
+        return ends[0], emitted
 
     def _round_decision(self, tokens: torch.Tensor, p_all: torch.Tensor, q_all: torch.Tensor) -> tuple[int, list[int]]:
         """A sequence-level verifier's round: the accepted path's last node and the emitted tokens

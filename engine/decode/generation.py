@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import torch
 
 from resispec.audit import pit_audit
-from resispec.engine.decode.calibration import choose_tree
+from resispec.engine.decode.adaptive import OnlineShapes
+from resispec.engine.decode.calibration import Calibration, calibration_key, choose_tree, describe, refresh_calibration
 from resispec.engine.decode.decoding import AUTOREGRESSIVE, Decoder, DecodeStats
 from resispec.engine.decode.processing import Sampling
 from resispec.engine.drafts.base import Draft
@@ -106,22 +107,34 @@ def check_request_fits(request: GenerationRequest, path: str | None = None) -> i
 
 
 def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[str], None] | None = None,
-             log: NodeLog | None = None) -> tuple[list[int], DecodeStats]:
+             log: NodeLog | None = None, prior: Calibration | None = None) -> tuple[list[int], DecodeStats]:
     """Run one generation; ``on_text`` receives the newly decoded text after every token; ``log``
     records every verified node (with it, or with a parity fraction, ``auto`` chooses among trees only: plain
-    decoding verifies no node)."""
+    decoding verifies no node).
+
+    With ``auto`` (and neither), the decoder re-decides the shape as it decodes (`resispec.engine.decode.adaptive`,
+    the calibration its prior): ``stats.tree`` then says so (``online``), and ``stats.shapes`` lists the shapes
+    and why; a calibration the decoder found far off is refreshed with the costs it measured. ``prior``: a
+    calibration to start ``auto`` from instead of the cached one (benchmarks; never stored)."""
     draft = functools.cache(lambda: make_draft(request.draft, model))  # built once, when first needed: a
     # cached choice of plain decoding builds none
 
     # a node log or a parity check asks for verified nodes: then auto chooses among trees only
-    branching, tree_info = resolve_tree(model, tokenizer, draft, request,
-                                        plain=log is None and not request.parity_fraction)
-    if request.verifier == AUTOREGRESSIVE or branching == PLAIN:  # plain decoding: sample from p itself
+    plain = log is None and not request.parity_fraction
+    branching, tree_info, calibration = resolve_tree(model, tokenizer, draft, request, plain=plain, prior=prior)
+    shapes = None
+    if calibration is not None and plain:  # auto: the shape decided as it decodes, the calibration as prior
+        key = calibration_key(model, resolve_draft_name(request.draft, model), request.verification.node.name,
+                              request.sampling, request.threads)
+        shapes = online_shapes(key if prior is None else None, calibration, request.verification.chains_only)
+        decoder_draft, verifier, branching = draft(), request.verification, branching or (1,)
+        tree_info["online"] = True
+    elif request.verifier == AUTOREGRESSIVE or branching == PLAIN:  # plain decoding: sample from p itself
         decoder_draft, verifier, branching = None, AUTOREGRESSIVE, (1,)
     else:
         decoder_draft, verifier = draft(), request.verification or request.verifier
     decoder = Decoder(model, decoder_draft, verifier, branching, request.sampling, request.seed, request.audit,
-                      request.parity_fraction, log)
+                      request.parity_fraction, log, shapes)
     tokens: list[int] = []
     shown = ""
     for token in decoder.generate(prompt_ids(tokenizer, request.prompt, request.chat), request.max_new_tokens,
@@ -132,7 +145,31 @@ def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[st
             on_text(text[len(shown):])
             shown = text
     decoder.stats.tree = tree_info
+    if shapes is not None:
+        tree_info.update(shapes=decoder.stats.shapes, shape_tokens=decoder.stats.shape_tokens)
+        far_off = shapes.far_off()
+        if far_off is not None and prior is None:
+            refreshed = shapes.refreshed()
+            refresh_calibration(key, refreshed, far_off)
+            shapes.rebase(refreshed)
+            tree_info["calibration_refreshed"] = far_off
     return tokens, decoder.stats
+
+
+_ONLINE: dict[str, OnlineShapes] = {}
+"""The process's online models by configuration (the calibration's cache key and date; a prior given instead: its
+content) and chains-only flag: what one generation measured, the next starts from (the probe gap and the estimates carry
+over, also past a refresh of the cached calibration)."""
+
+
+def online_shapes(key: str | None, calibration: Calibration, chains_only: bool) -> OnlineShapes:
+    """The online model of this configuration (``key``; None: keyed by ``calibration``'s content) in this process
+    (`_ONLINE`), made from ``calibration`` on first use."""
+    prior = {"made": calibration.made.get("date")} if key else asdict(calibration)  # a refresh keeps the date
+    identity = json.dumps({"key": key, "prior": prior, "chains_only": chains_only}, sort_keys=True, default=str)
+    if identity not in _ONLINE:
+        _ONLINE[identity] = OnlineShapes(calibration, chains_only)
+    return _ONLINE[identity]
 
 
 def tree_text(branching: tuple[int, ...] | str) -> str:
@@ -141,18 +178,23 @@ def tree_text(branching: tuple[int, ...] | str) -> str:
 
 
 def resolve_tree(model, tokenizer, draft: Callable[[], Draft], request: GenerationRequest,
-                 plain: bool = True) -> tuple[tuple[int, ...], dict]:
+                 plain: bool = True,
+                 prior: Calibration | None = None) -> tuple[tuple[int, ...], dict, Calibration | None]:
     """The branching to decode with (with ``plain``, ``PLAIN`` where ``auto`` predicts no tree faster than plain
-    decoding), and what to report about it (for ``auto``: the prediction, and the best tree's beside it);
-    ``draft()`` builds the draft, called only where ``auto`` calibrates."""
+    decoding), what to report about it (for ``auto``: the prediction, the best tree's beside it, and what the
+    calibration is), and the calibration (None unless ``auto``); ``draft()`` builds the draft, called only where
+    ``auto`` calibrates; ``prior``: the calibration to use instead of the cached one."""
     if request.verifier == AUTOREGRESSIVE:
-        return (1,), {}
+        return (1,), {}, None
     if request.branching != AUTO_TREE:
-        return tuple(request.branching), {"branching": list(request.branching)}
+        return tuple(request.branching), {"branching": list(request.branching)}, None
     verification = request.verification  # a sequence-level one: calibrated with its drafting verifier (a lower bound)
-    tree, calibration, cached = choose_tree(model, tokenizer, draft, resolve_draft_name(request.draft, model),
-                                            verification.node.name, request.sampling, request.threads,
-                                            verification.chains_only)
+    if prior is None:
+        tree, calibration, cached = choose_tree(model, tokenizer, draft, resolve_draft_name(request.draft, model),
+                                                verification.node.name, request.sampling, request.threads,
+                                                verification.chains_only)
+    else:
+        tree, calibration, cached = prior.choose(chains_only=verification.chains_only), prior, True
     choice = calibration.choose(chains_only=verification.chains_only, plain=True) if plain else tree
     return choice.branching, {"branching": list(choice.branching), "auto": True, "plain": choice.branching == PLAIN,
                               "calibration_cached": cached,
@@ -161,7 +203,8 @@ def resolve_tree(model, tokenizer, draft: Callable[[], Draft], request: Generati
                               "best_tree": {"branching": list(tree.branching),
                                             "predicted_tokens_per_forward": tree.tokens_per_round,
                                             "predicted_tokens_per_second": tree.tokens_per_second},
-                              "acceptance": calibration.acceptance}
+                              "acceptance": calibration.acceptance,
+                              "calibration": {**calibration.made, "summary": describe(calibration.made)}}, calibration
 
 
 def node_log_for(model, request: GenerationRequest, keep: int) -> NodeLog:

@@ -22,20 +22,9 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import DynamicCache, PreTrainedModel
 
 from resispec.formats.atomic import atomic_path
-
-PROMPTS_PATH = Path(__file__).parents[1] / "data" / "prompts.json"
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """One entry of the prompt set: its category, split ('train' or 'heldout') and user message."""
-
-    category: str
-    split: str
-    text: str
 
 
 @dataclass(frozen=True)
@@ -89,25 +78,6 @@ class Sequences:
     def concat(parts: Sequence[Sequences]) -> Sequences:
         """The sequences of `parts`, in order."""
         return Sequences(*(torch.cat([getattr(p, f) for p in parts]) for f in Sequences.__dataclass_fields__))
-
-
-def load_prompts(path: Path = PROMPTS_PATH) -> list[Prompt]:
-    """The prompt set (``engine/data/prompts.json``): a list of `Prompt`."""
-    document = json.loads(Path(path).read_text())
-    return [Prompt(entry["category"], entry["split"], entry["prompt"]) for entry in document["prompts"]]
-
-
-def encode_prompts(tokenizer: PreTrainedTokenizerBase, prompts: Sequence[Prompt]) -> list[torch.Tensor]:
-    """Each prompt as one user turn in the tokenizer's chat template, assistant turn opened: long [T_i]."""
-    return [
-        torch.tensor(
-            tokenizer.apply_chat_template(
-                [{"role": "user", "content": p.text}], add_generation_prompt=True, tokenize=True, return_dict=False
-            ),
-            dtype=torch.long,
-        )
-        for p in prompts
-    ]
 
 
 @torch.no_grad()

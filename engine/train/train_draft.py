@@ -22,16 +22,10 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel
 
+from resispec.engine.data.prompts import encode_prompts, load_prompts
 from resispec.engine.drafts.trained import WEIGHTS_PATH, DraftLayers, save_draft
 from resispec.engine.train.distill import CURVE_FIELDS, TrainConfig, evaluate, train
-from resispec.engine.train.draft_data import (
-    GenerationConfig,
-    Sequences,
-    data_folder,
-    encode_prompts,
-    generate_shards,
-    load_prompts,
-)
+from resispec.engine.train.draft_data import GenerationConfig, Sequences, data_folder, generate_shards
 from resispec.formats.atomic import atomic_path
 
 REPO = Path(__file__).resolve().parents[2]

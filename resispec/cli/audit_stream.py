@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from resispec.audit import DEFAULT_ALPHA, Verdict
     from resispec.engine.audit.generators import generate_sequences, parse_generator, read_jsonl
     from resispec.engine.audit.stream_audit import audit_pit, check_sequences, law_description, stream_pit
-    from resispec.engine.bench.bench_engine import load_prompts
+    from resispec.engine.data.prompts import load_bench_prompts as load_prompts
     from resispec.engine.decode.generation import prompt_ids
     from resispec.engine.decode.processing import Sampling
     from resispec.engine.drafts.registry import DEFAULT_DRAFT

@@ -23,6 +23,7 @@ BENCH_MODULES: list[str] = [
     "resispec.cli.bench_headroom",
     "resispec.cli.bench_zoo_headroom",
     "resispec.cli.bench_explore",
+    "resispec.cli.bench_adaptive",
 ]
 
 

@@ -61,15 +61,16 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from resispec.cli.table import format_table
-    from resispec.engine.bench.bench_engine import bench_engine, best_peer, engine_row_name, load_prompts
+    from resispec.engine.bench.bench_engine import bench_engine, best_peer, engine_row_name, pooled_plain
     from resispec.engine.bench.llama_peer import LLAMA, make_llama_peers
-    from resispec.engine.bench.machine import cpu_description
+    from resispec.engine.data.prompts import load_bench_prompts as load_prompts
     from resispec.engine.decode.decoding import AUTOREGRESSIVE
     from resispec.engine.decode.processing import Sampling
     from resispec.engine.drafts.registry import DEFAULT_DRAFT, resolve_draft_name
     from resispec.engine.model.gguf import target_gguf_path
     from resispec.engine.model.models import check_target_compute, fastest_target_compute, load_target, with_compute
     from resispec.engine.model.native import describe_native
+    from resispec.engine.runtime.machine import cpu_description
     from resispec.verifiers import VERIFIERS
 
     check_device(args.device)
@@ -105,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     best = max(engine_rows, key=lambda row: row.tokens_per_second or 0, default=None)
     versus_peer = best.tokens_per_second / peer.tokens_per_second if best and peer else None
     llama = by_name.get(LLAMA)
+    pooled = {c: pooled_plain(rows, engine_row_name(AUTOREGRESSIVE, c, computes)) for c in computes}
 
     def over_llama(row) -> float | None:
         return row.tokens_per_second / llama.tokens_per_second if llama and row.tokens_per_second else None
@@ -116,7 +118,9 @@ def run(args: argparse.Namespace) -> int:
                 "peer": peer.name if peer else None,
                 "best_engine": best.name if best else None, "engine_over_peer": versus_peer,
                 "llama_cpp_skipped": skipped, "best_engine_over_llama_cpp": over_llama(best) if best else None,
-                "cpu": cpu_description(), "native": describe_native(targets["native"]) if "native" in targets else None}
+                "cpu": cpu_description(), "native": describe_native(targets["native"]) if "native" in targets else None,
+                "load": list(os.getloadavg()),
+                "pooled_plain": {c: row.to_dict() if row else None for c, row in pooled.items()}}
     if args.json:
         print(strict_json({**settings, "rows": [{**row.to_dict(), "over_llama_cpp": over_llama(row)}
                                                 for row in rows]}))
@@ -125,12 +129,23 @@ def run(args: argparse.Namespace) -> int:
     def share(row, part):
         return f"{100 * part / row.seconds:.0f}%" if row.seconds else "-"
 
+    def rate(value) -> str:
+        return f"{value:.2f}" if value is not None else "-"
+
+    def spread(row) -> str:
+        return f"{row.spread[0]:.1f}-{row.spread[1]:.1f}" if row.spread else "-"
+
+    shown = rows + [row for row in pooled.values() if row is not None]
     print(format_table(
-        ["configuration", "tree", "tokens", "tokens / forward", "tokens / s", "speedup vs ar", "draft", "target fwd",
-         "verify", "other", *(["vs llama.cpp"] if llama else [])],
-        [[r.name, r.tree or "-", r.tokens, f"{r.accepted_per_forward:.2f}", f"{r.tokens_per_second:.2f}",
-          f"{r.speedup:.2f}x", share(r, r.draft_seconds), share(r, r.target_seconds), share(r, r.verify_seconds),
-          share(r, r.other_seconds), *([f"{over_llama(r):.2f}x"] if llama else [])] for r in rows]))
+        ["configuration", "tree", "tokens", "tokens / forward", "tokens / s", "decode only", "per prompt",
+         "speedup vs ar", "draft", "target fwd", "verify", "other", *(["vs llama.cpp"] if llama else [])],
+        [[r.name + (f" (= {r.same_as})" if r.same_as else ""), r.tree or "-", r.tokens,
+          f"{r.accepted_per_forward:.2f}", rate(r.tokens_per_second), rate(r.decode_tokens_per_second), spread(r),
+          f"{r.speedup:.2f}x" if r.speedup else "-", share(r, r.draft_seconds), share(r, r.target_seconds),
+          share(r, r.verify_seconds), share(r, r.other_seconds),
+          *([f"{over_llama(r):.2f}x"] if llama else [])] for r in shown]))
+    print("\nrows marked (= ar ...) decoded every prompt plainly: the same computation as that ar row, pooled below "
+          "it; order rotated per prompt, every configuration warmed up first.")
     drafts = ", ".join(f"{name} [{compute}]" for compute, name in settings["draft"].items())
     print(f"\ndraft {drafts}, tree {args.tree if args.tree == 'auto' else ','.join(map(str, args.tree))}, "
           f"{len(prompts)} held-out prompts x {args.max_new_tokens} new tokens, T = {args.temperature}, "

@@ -60,11 +60,11 @@ def run(args: argparse.Namespace) -> int:
         plot_headroom,
         required_acceptance,
     )
-    from resispec.engine.bench.machine import cpu_description
     from resispec.engine.decode.calibration import choose_tree
     from resispec.engine.decode.processing import Sampling
     from resispec.engine.drafts.registry import make_draft, resolve_draft_name
     from resispec.engine.model.models import check_target_compute, fastest_target_compute, load_target, with_compute
+    from resispec.engine.runtime.machine import cpu_description
 
     compute = args.target_compute or fastest_target_compute(path=args.target)
     check_target_compute(compute, path=args.target)

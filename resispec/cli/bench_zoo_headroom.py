@@ -51,13 +51,13 @@ def run(args: argparse.Namespace) -> int:
 
     from resispec.cli.table import format_table
     from resispec.engine.bench.headroom import plain_seconds
-    from resispec.engine.bench.machine import cpu_description
     from resispec.engine.bench.zoo_headroom import node_verifiers, plot_zoo, verification_costs, zoo_table
     from resispec.engine.decode.calibration import choose_tree
     from resispec.engine.decode.processing import Sampling
     from resispec.engine.decode.tree_search import MAX_CHILDREN
     from resispec.engine.drafts.registry import make_draft, resolve_draft_name
     from resispec.engine.model.models import check_target_compute, fastest_target_compute, load_target, with_compute
+    from resispec.engine.runtime.machine import cpu_description
     from resispec.sim.explorer import Settings, acceptance_curves
     from resispec.sim.sources import parse_source, readable_spec
 

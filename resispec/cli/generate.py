@@ -119,8 +119,19 @@ def run(args: argparse.Namespace) -> int:
           f"{record['accepted_per_forward']:.3f} tokens per target forward ({record['target_forwards']} forwards; "
           f"target computed {compute})")
     tree = record["tree"]
-    calibration = f"calibration {'cached' if tree.get('calibration_cached') else 'measured now'}"
-    if tree.get("plain"):
+    calibration = (f"calibration {'cached' if tree.get('calibration_cached') else 'measured now'}, "
+                   f"{tree['calibration']['summary']}" if tree.get("auto") else "")
+    if tree.get("online"):
+        used = ", ".join(f"{shape} {count}" for shape, count in tree["shape_tokens"].items())
+        print(f"tree auto, decided as it decoded: started {','.join(map(str, tree['branching'])) or 'plain'} "
+              f"(predicted {tree['predicted_tokens_per_second']:.1f} tokens/s; {calibration}); tokens by shape: "
+              f"{used}")
+        for change in tree["shapes"][1:]:
+            print(f"  from token {change['at_token']}: {','.join(map(str, change['branching'])) or 'plain'} "
+                  f"({change['reason']})")
+        if tree.get("calibration_refreshed"):
+            print(f"calibration refreshed: {tree['calibration_refreshed']}")
+    elif tree.get("plain"):
         best = tree["best_tree"]
         print(f"tree auto: none, plain decoding (predicted {tree['predicted_tokens_per_second']:.1f} tokens/s; the "
               f"best tree, {','.join(map(str, best['branching']))}, {best['predicted_tokens_per_second']:.1f}; "

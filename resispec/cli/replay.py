@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--tree: replay logs a fixed tree; give the branching per depth, e.g. 4,2,2,1")
     import torch
 
-    from resispec.engine.bench.bench_engine import load_prompts
     from resispec.engine.bench.round_replay import DRIVERS, log_rounds
+    from resispec.engine.data.prompts import load_bench_prompts as load_prompts
     from resispec.engine.drafts.registry import DEFAULT_DRAFT
     from resispec.engine.model.models import load_target
     from resispec.formats.pairs import write_logged

@@ -14,7 +14,7 @@ import torch
 from resispec.cli import main
 from resispec.engine.audit.generators import generate_sequences
 from resispec.engine.audit.stream_audit import audit_sequences
-from resispec.engine.bench.bench_engine import load_prompts
+from resispec.engine.data.prompts import load_bench_prompts
 from resispec.engine.decode.generation import prompt_ids
 from resispec.engine.model.tiny import tiny_llama
 
@@ -29,7 +29,7 @@ they run the draft they were measured with (``trained``); the exact decoders run
 
 def audit(real_target, generator: str, sequences: int, new_tokens: int, draft: str = "default"):
     model, tokenizer = real_target
-    prompts = [prompt_ids(tokenizer, message, chat=True) for message in load_prompts()]
+    prompts = [prompt_ids(tokenizer, message, chat=True) for message in load_bench_prompts()]
     text = generate_sequences(generator, model, prompts, sequences, new_tokens, seed=0, draft=draft, branching=(3,),
                               eos_id=tokenizer.eos_token_id)
     return audit_sequences(model, text, seed=0)

@@ -156,6 +156,11 @@ def test_generate_defaults_calibrate_and_decode_the_faster_of_a_tree_and_plain_d
     assert record["target_compute"] == "native"  # the fastest exact computation on this CPU (float32 dtype, GGUF)
     tree = record["tree"]
     assert tree["auto"] and not tree["calibration_cached"] and record["tokens"] == 16
+    assert tree["online"] and tree["shapes"][0]["reason"].startswith("calibration: ")  # decided as it decodes
+    assert sum(tree["shape_tokens"].values()) >= 16
+    made = tree["calibration"]  # what the calibration is: when, at what load, where
+    assert {"date", "load", "cpu", "torch", "capability", "threads"} <= set(made) and made["threads"] == 1
+    assert made["date"] in made["summary"] and made["torch"] in made["summary"]
     assert 0.6 < tree["acceptance"][0] <= 1  # the layer-skip draft of the native target: sum min(p, q) at T = 1
     best = tree["best_tree"]
     assert best["branching"] and best["predicted_tokens_per_forward"] > 1  # a tree accepts; whether it pays:

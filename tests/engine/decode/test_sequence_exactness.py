@@ -14,6 +14,7 @@ control's bias at the first node is at least 0.08 in total variation.
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -22,7 +23,9 @@ import torch
 
 from resispec import VERIFIERS
 from resispec.audit.goodness_of_fit import merged_chi_square
+from resispec.engine.decode.adaptive import OnlineShapes
 from resispec.engine.decode.batch import BatchDecoder
+from resispec.engine.decode.calibration import COST_POINTS, DRAFT_COST_POINTS, Calibration
 from resispec.engine.decode.decoding import Decoder
 from resispec.engine.decode.processing import Sampling
 from resispec.engine.drafts.feature_draft import FeatureDraft, FeatureHead
@@ -160,3 +163,75 @@ def test_the_feature_draft_reproduces_the_target_law(models, target_law, verifie
     counts = np.bincount(np.ravel_multi_index(tokens.T, (VOCAB,) * LENGTH), minlength=VOCAB**LENGTH)
     chi = merged_chi_square(counts, target_law)
     assert chi.pvalue >= LEVEL, (verifier, branching, chi)
+
+
+class HistoryShapes:
+    """A shape from the past only: the context's last token picks plain, a chain or a tree, so a generation's
+    shape changes from round to round."""
+
+    changes: list[dict] = []
+
+    def __init__(self, shapes: tuple[tuple[int, ...], ...]) -> None:
+        self.shapes = shapes
+
+    def next_shape(self, emitted: int, context: list[int]) -> tuple[int, ...]:
+        return self.shapes[context[-1] % len(self.shapes)]
+
+    def observe(self, record) -> None:
+        pass
+
+
+class PeekingShapes(HistoryShapes):
+    """A control that breaks the rule: it reads the round's own first uniform (a copy of the loop's generator)
+    and decodes plainly when it is below 1/2, i.e. it picks the shape from the round's draws."""
+
+    def __init__(self, decoder_rng: list) -> None:
+        super().__init__(((), (1, 1)))
+        self.decoder_rng = decoder_rng
+
+    def next_shape(self, emitted: int, context: list[int]) -> tuple[int, ...]:
+        peek = copy.deepcopy(self.decoder_rng[0].rng).random()
+        return () if peek < 0.5 else (1, 1)
+
+
+@pytest.mark.parametrize("verifier, shapes", [
+    ("resispec", ((), (1, 1), (3, 2), (1,))),
+    ("sps", ((1,), (), (1, 1, 1))),
+])
+def test_shapes_that_change_mid_run_keep_the_target_law(models, target_law, verifier, shapes):
+    """The loop under a shape policy (`resispec.engine.decode.adaptive`'s contract): each round's shape from past
+    rounds only; one decoder for all generations, one at a time."""
+    target, draft = models
+    decoder = Decoder(target, TreeLM(draft), verifier, shapes[1] or (1,), Sampling(1.0), seed=11,
+                      shapes=HistoryShapes(shapes))
+    tokens = np.array([list(decoder.generate(PROMPT, LENGTH)) for _ in range(SAMPLES)])
+    assert len(decoder.stats.shape_tokens) >= 2
+    counts = np.bincount(np.ravel_multi_index(tokens.T, (VOCAB,) * LENGTH), minlength=VOCAB**LENGTH)
+    chi = merged_chi_square(counts, target_law)
+    assert chi.pvalue >= LEVEL, (verifier, shapes, chi)
+
+
+def test_the_online_cost_model_keeps_the_target_law(models, target_law):
+    """`OnlineShapes` deciding from this run's clocks (a prior that favours a tree; plain checks and probes)."""
+    target, draft = models
+    prior = Calibration([0.7, 0.8, 0.85], {n: 0.001 + 0.0001 * n for n in COST_POINTS},
+                        {w: 0.0002 for w in DRAFT_COST_POINTS}, 0.0003, 100, [1.0] * 12, {1: 1e-4, 2: 1e-4, 3: 1e-4},
+                        0.0002)
+    policy = OnlineShapes(prior)
+    decoder = Decoder(target, TreeLM(draft), "resispec", (1,), Sampling(1.0), seed=12, shapes=policy)
+    tokens = np.array([list(decoder.generate(PROMPT, LENGTH)) for _ in range(SAMPLES)])
+    assert len({tuple(change["branching"]) for change in policy.changes}) >= 2, policy.changes
+    counts = np.bincount(np.ravel_multi_index(tokens.T, (VOCAB,) * LENGTH), minlength=VOCAB**LENGTH)
+    chi = merged_chi_square(counts, target_law)
+    assert chi.pvalue >= LEVEL, chi
+
+
+def test_a_shape_chosen_from_the_rounds_own_draws_is_rejected(models, target_law):
+    target, draft = models
+    holder: list = []
+    decoder = Decoder(target, TreeLM(draft), "resispec", (1, 1), Sampling(1.0), seed=13, shapes=PeekingShapes(holder))
+    holder.append(decoder)
+    tokens = np.array([list(decoder.generate(PROMPT, LENGTH)) for _ in range(SAMPLES)])
+    counts = np.bincount(np.ravel_multi_index(tokens.T, (VOCAB,) * LENGTH), minlength=VOCAB**LENGTH)
+    chi = merged_chi_square(counts, target_law)
+    assert chi.pvalue < LEVEL, chi

@@ -9,16 +9,22 @@ import numpy as np
 import pytest
 import torch
 
+from resispec.engine.decode.adaptive import OnlineShapes
 from resispec.engine.decode.calibration import (
     COST_POINTS,
     DRAFT_COST_POINTS,
     Calibration,
     cached_calibration,
     calibrate,
+    calibration_key,
+    describe,
     loop_overheads,
+    machine_identity,
     measure_acceptance,
+    refresh_calibration,
     truncated_pair,
 )
+from resispec.engine.decode.decoding import RoundRecord
 from resispec.engine.decode.processing import Sampling
 from resispec.engine.decode.tree_search import (
     MAX_DEPTH,
@@ -163,6 +169,50 @@ def test_calibration_runs_on_tiny_models_and_is_cached(tmp_path, monkeypatch):
     stored, cached = cached_calibration("k", lambda: calibration)
     again, cached_again = cached_calibration("k", lambda: pytest.fail("recomputed"))
     assert (cached, cached_again) == (False, True) and again == stored and isinstance(again, Calibration)
+    made = again.made
+    assert set(made) == {"date", "load", "cpu", "torch", "capability", "threads"} and made["torch"] == torch.__version__
+    assert made["date"].startswith("20") and len(made["load"]) == 2 and made["threads"] == torch.get_num_threads()
+    assert "thread(s), torch" in describe(made) and made["date"] in describe(made)
+
+
+def test_a_calibration_from_another_machine_or_torch_is_not_used(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RESISPEC_CACHE", str(tmp_path))
+    calibration = _small_calibration()
+    cached_calibration("k", lambda: calibration)
+    path = tmp_path / "calibration" / "k.json"
+    for field, value in (("cpu", "Other CPU; AVX2"), ("torch", "2.0.0"), ("capability", "AVX2")):
+        stored = json.loads(path.read_text())
+        path.write_text(json.dumps({**stored, "made": {**stored["made"], field: value}}))
+        again, cached = cached_calibration("k", lambda: calibration)
+        assert not cached and again == calibration
+        assert "made elsewhere" in capsys.readouterr().err
+
+
+def test_the_key_names_the_machine(monkeypatch):
+    import resispec.engine.decode.calibration as calibration_module
+
+    model, _ = tiny_pair(0)
+    key = calibration_key(model, "int4", "rrs", Sampling(1.0), 1)
+    other = {"cpu": "x", "torch": "y", "capability": "AVX2"}
+    monkeypatch.setattr(calibration_module, "machine_identity", lambda: other)
+    assert calibration_key(model, "int4", "rrs", Sampling(1.0), 1) != key
+
+
+def test_a_calibration_found_far_off_is_refreshed(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RESISPEC_CACHE", str(tmp_path))
+    stale = _small_calibration()
+    cached_calibration("k", lambda: stale)
+    capsys.readouterr()
+    online = OnlineShapes(stale)
+    for _ in range(10):
+        online.observe(RoundRecord((), 1, 0.05, 1, 0.04))
+    reason = online.far_off()
+    assert reason and "40.0 ms here against 10.0 ms" in reason
+    refresh_calibration("k", online.refreshed(), reason)
+    assert "far off this run (a target forward" in capsys.readouterr().err
+    again, cached = cached_calibration("k", lambda: pytest.fail("recalibrated"))
+    assert cached and again.target_cost(1) == pytest.approx(0.04) and again.acceptance == stale.acceptance
+    assert again.made["refreshed"] and again.made["date"] == stale.made["date"] and "refreshed" in describe(again.made)
 
 
 def test_the_search_never_asks_the_draft_for_more_rows_than_calibration_measures():
@@ -179,7 +229,8 @@ def test_the_search_never_asks_the_draft_for_more_rows_than_calibration_measures
 def _small_calibration() -> Calibration:
     return Calibration(acceptance=[0.5, 0.7], target_seconds={1: 0.01, 2: 0.012}, draft_seconds={1: 0.004},
                        round_seconds=0.001, positions=4, correlation=[1.0, 0.9], verify_seconds={1: 0.001},
-                       plain_round_seconds=0.0005)
+                       plain_round_seconds=0.0005, made={"date": "2026-12-07T20:00:00+00:00", "load": [2.5, 2.7],
+                                                         **machine_identity(), "threads": 1})
 
 
 @pytest.mark.parametrize("damage, reason", [

@@ -105,11 +105,11 @@ def test_committed_weights_are_small_and_hold_only_the_drafts_own_tensors():
 def test_the_committed_feature_draft_predicts_the_native_targets_next_token(real_target):
     """Teacher-forced on the native target's own sampled text (held-out prompts), the one-candidate acceptance
     sum min(p, q) is far above the untrained start (q = the previous position's p: about 0.09)."""
+    from resispec.engine.data.prompts import encode_prompts, load_prompts
     from resispec.engine.decode.calibration import lm_grow, sample_continuation
     from resispec.engine.decode.processing import Sampling
     from resispec.engine.model.models import with_compute
     from resispec.engine.runtime.compact_lm import CompactLM
-    from resispec.engine.train.draft_data import encode_prompts, load_prompts
 
     model, tokenizer = real_target
     native = with_compute(model, "native")

@@ -202,7 +202,7 @@ def test_training_script_smoke(tmp_path, capsys):
 @pytest.mark.real_model
 @requires_target_wheel
 def test_real_trained_draft_beats_the_early_exit_draft(real_target):
-    from resispec.engine.train.draft_data import encode_prompts, load_prompts
+    from resispec.engine.data.prompts import encode_prompts, load_prompts
 
     model, tokenizer = real_target
     draft = TrainedDraft(model)
@@ -269,8 +269,7 @@ def test_held_out_pairs_acceptance_and_tokens_per_round():
 def test_benchmark_prompts_are_not_training_prompts():
     """The engine benchmark measures the draft on text it was not distilled on: no benchmark prompt
     shares more than half of its words (Jaccard) with a training prompt."""
-    from resispec.engine.bench.bench_engine import load_prompts as load_bench_prompts
-    from resispec.engine.train.draft_data import load_prompts
+    from resispec.engine.data.prompts import load_bench_prompts, load_prompts
 
     def words(text: str) -> set[str]:
         return set(re.findall(r"[a-z]+", text.lower()))

@@ -86,6 +86,8 @@ MISTAKES = {
     "bench engine unknown verifier": ["bench", "engine", "--verifier", "bogus"],
     "bench engine tree-from an explicit tree": ["bench", "engine", "--tree", "2,1", "--tree-from", "rrs"],
     "bench engine tree-from unknown verifier": ["bench", "engine", "--tree-from", "bogus"],
+    "bench adaptive unknown scenario": ["bench", "adaptive", "--scenarios", "bogus"],
+    "bench adaptive prompts 0": ["bench", "adaptive", "--prompts", "0"],
     "bench layer-skip threads 0": ["bench", "layer-skip", "--threads", "0"],
     "bench headroom goal 0": ["bench", "headroom", "--goal", "0"],
     "bench headroom negative cost": ["bench", "headroom", "--fractions", "0.1", "-0.5"],

@@ -1,6 +1,6 @@
-"""The one-line CPU description beside every speed figure (`resispec.engine.bench.machine`)."""
+"""The one-line CPU description beside every speed figure (`resispec.engine.runtime.machine`)."""
 
-from resispec.engine.bench.machine import cpu_description
+from resispec.engine.runtime.machine import cpu_description
 
 
 def test_names_the_model_and_the_extensions_the_kernels_use(tmp_path):
