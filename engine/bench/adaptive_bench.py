@@ -42,7 +42,6 @@ REPEAT_PARAGRAPH = ("The lighthouse keeper climbed the stairs every evening at d
                     "the wick and lit the lamp, and then he sat by the window and watched the beam sweep across the "
                     "dark water until the morning came.")
 REPEAT_PROMPT = f"Repeat the following paragraph exactly, word for word, three times:\n\n{REPEAT_PARAGRAPH}"
-SCENARIOS = ("load", "stale", "repetitive", "warm-start")
 
 
 class Burner:

@@ -12,7 +12,7 @@ from resispec.cli.output import strict_json
 
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
-    from resispec.engine.bench.adaptive_bench import SCENARIOS
+    from resispec.engine.bench.scenarios import SCENARIOS  # torch-free: the parser is built without extras
 
     parser = bench_subparsers.add_parser(
         "adaptive", help="the defaults vs ar under a load started halfway, from a stale calibration, on repetitive "
