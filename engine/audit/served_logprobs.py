@@ -13,8 +13,11 @@ fits them better. The stream's verdict is ``UNTESTED`` with the reason when
   everywhere);
 - a served value differs from the target's by more than ``LOGPROB_TOLERANCE`` nats.
 
-The tolerance covers numerics (a served model in another precision or quantization than the audit's target); it is
-a stated bound, not one measured on this engine's float32 and 4-bit rows (docs/audit_stream.md).
+The tolerance covers numerics (a served model in another precision or quantization than the audit's target), measured
+on this engine's own rows (``scripts/served_logprob_tolerance.py``, docs/audit_stream.md "Served logprobs"): the
+built-in target's float32 and native (4-bit GGUF blocks, q8_0 head) computations, teacher-forced on text sampled at
+T = 1 after the held-out prompts, differ at an emitted token by a median 0.018-0.019 nats, 99.9th percentile
+0.17-0.18 and at most 0.25 nats over 1,920 tokens (two seeds of 960; 2026-12-07, Xeon with AVX-512).
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 LOGPROB_TOLERANCE = 0.5
-"""Nats a served logprob may differ from the target's before the stream is not certified."""
+"""Nats a served logprob may differ from the target's before the stream is not certified: 2x the largest float32 vs
+4-bit gap measured (0.25 nats; about 3x the 99.9th percentile, module doc), a margin for longer streams (the largest gap
+grows with the tokens compared) and other quantizations. What it must not excuse is not numerics: a logprob read from
+another position or another model, or a constant (caught apart)."""
 
 
 @dataclass

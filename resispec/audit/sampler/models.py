@@ -8,7 +8,8 @@ A model family maps a prefix (the token ids after the round's root) to a raw pai
   cases along the chain, short rounds (disjoint) next to fully accepted ones (p == q); the root's pair is
   ``zeros-in-q``, where the known-biased controls of the zoo are most biased (``resispec audit``);
 - ``dirichlet``: ``p ~ Dirichlet(1)``, ``q = 0.6 p + 0.4 Dirichlet(1)``: high acceptance, so rounds often
-  reach the bonus row;
+  reach the bonus row; the root's pair is ``CHAIN_TIES`` (exact ties in p, q and the residual, acceptance 0.8), so
+  a sampler that collapses tied tokens at a verified row is seen along chains too (``tie_pairs``);
 - ``zeros`` (the edge probes): the suite's pairs with tokens of ``p = 0`` and ``q > 0`` (zeros in p,
   disjoint, one-hot p).
 
@@ -104,6 +105,11 @@ def tie_pairs() -> list[SuitePair]:
 
 
 TIE_PAIRS = ("ties", "float32-ties")
+CHAIN_TIES = SuitePair("ties-6", np.array([0.25, 0.25, 0.2, 0.1, 0.1, 0.1]),
+                       np.array([0.15, 0.15, 0.2, 0.2, 0.15, 0.15]),
+                       "exact ties in p, q and the residual (0.1, 0.1 at ids 0, 1), TV(p, q) = 0.2")
+"""The ``dirichlet`` chain family's root pair: a rejected root draws from a residual tied at ids 0 and 1, so a sampler
+that collapses them onto id 0 moves the first token's law by TV 0.1 (module doc)."""
 
 
 def node_contexts(processing: Processing, names: Sequence[str] | None = None, mixed: bool = False) -> list[Context]:
@@ -142,6 +148,8 @@ class ChainModel:
     def _raw(self, prefix: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         key = zlib.crc32(f"{self.family}|{self.seed}|{prefix}".encode())  # the family's, whatever the label
         if self.family == "dirichlet":
+            if not prefix:
+                return CHAIN_TIES.p, CHAIN_TIES.q
             rng = np.random.default_rng([self.seed, key])
             p = rng.dirichlet(np.ones(MODEL_VOCAB))
             return p, 0.6 * p + 0.4 * rng.dirichlet(np.ones(MODEL_VOCAB))

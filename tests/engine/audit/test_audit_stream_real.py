@@ -7,15 +7,18 @@ run sizes are the measured detection sizes with margin (docs/audit_stream.md, "H
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
 
 from resispec.cli import main
 from resispec.engine.audit.generators import generate_sequences
-from resispec.engine.audit.stream_audit import audit_sequences
+from resispec.engine.audit.served_logprobs import LOGPROB_TOLERANCE
+from resispec.engine.audit.stream_audit import audit_sequences, stream_pit
 from resispec.engine.data.prompts import load_bench_prompts
 from resispec.engine.decode.generation import prompt_ids
+from resispec.engine.model.models import with_compute
 from resispec.engine.model.tiny import tiny_llama
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]  # the real-model audit-stream tier: minutes per decoder
@@ -98,3 +101,24 @@ def test_the_documented_api_example_passes(real_target):
         out = model.generate(ids, do_sample=True, top_k=0, max_new_tokens=24, num_return_sequences=8)
     result = audit_sequences(model, [(ids[0], row[ids.shape[1]:]) for row in out], eos_id=tokenizer.eos_token_id)
     assert result.passed and 8 <= result.n <= 8 * 24, result
+
+
+def test_the_native_targets_served_logprobs_agree_with_the_float32_target(real_target):
+    """The engine's own numerics are inside LOGPROB_TOLERANCE (scripts/served_logprob_tolerance.py measured them):
+    text sampled at T = 1 whose logprobs are served by the native (4-bit) target passes an audit against the float32
+    target, its served line well under the tolerance, not UNTESTED."""
+    model, tokenizer = real_target
+    native = with_compute(model, "native")
+    prompts = [prompt_ids(tokenizer, message, chat=True) for message in load_bench_prompts()[:2]]
+    text = list(generate_sequences("hf", model, prompts, 4, 32, seed=0, eos_id=tokenizer.eos_token_id))
+    served = []
+    for s in text:
+        with torch.no_grad():
+            logits = native(input_ids=torch.tensor([s.prompt_ids + s.generated_ids])).logits[0].double()
+        tokens = torch.tensor(s.generated_ids)[:, None]
+        logprobs = torch.log_softmax(logits[len(s.prompt_ids) - 1:-1], -1).gather(1, tokens)[:, 0]
+        served.append(replace(s, logprobs=tuple(logprobs.tolist())))
+    pit = stream_pit(model, served)
+    assert pit.served.tokens == sum(len(s.generated_ids) for s in text) and pit.served.problem is None
+    assert pit.served.worst < LOGPROB_TOLERANCE / 2, pit.served.worst_at
+    assert audit_sequences(model, served, seed=0).passed

@@ -52,7 +52,7 @@ def test_right_logprobs_raw_or_processed_leave_the_verdict_to_the_pit(served):
 @pytest.mark.parametrize("wrong, reason", [
     (lambda raw, processed: (0.0,) * len(raw), "constant (0 at all"),
     (lambda raw, processed: (None,) + raw[1:], "null logprob"),
-    (lambda raw, processed: raw[:1] + tuple(v - 1.0 for v in raw[1:]), "disagree with the target"),
+    (lambda raw, processed: raw[:1] + tuple(v - 2 * LOGPROB_TOLERANCE for v in raw[1:]), "disagree with the target"),
 ])
 def test_null_constant_or_disagreeing_logprobs_end_untested_with_the_reason(served, wrong, reason):
     target, rows = served

@@ -119,3 +119,13 @@ def test_a_sampler_that_collapses_tied_tokens_onto_the_smallest_id_is_caught_by_
     assert fixed.verdict == "PASS", fixed.format()
     default = audit_sampler(toy.rank_node, "node", k=1, samples=50)
     assert {"ties", "float32-ties"} <= {test.context for test in default.tests}  # audited by default
+
+
+def test_a_chain_sampler_that_collapses_tied_tokens_is_caught_at_the_tied_root_of_the_default_families():
+    """rank_node's chain twin: the dirichlet family's root (CHAIN_TIES) has a residual tied at ids 0 and 1."""
+    buggy = audit_sampler(partial(toy.sps_chain, by_rank=True, collapse_ties=True), "chain", gamma=2, samples=1500)
+    assert buggy.verdict == "FAIL" and buggy.output.clean
+    assert ("first token", "dirichlet") in {(test.name, test.context) for test in buggy.rejected_tests}
+    assert not {test.context for test in buggy.rejected_tests} - {"dirichlet"}
+    fixed = audit_sampler(partial(toy.sps_chain, by_rank=True), "chain", gamma=2, samples=1500)
+    assert fixed.verdict == "PASS", fixed.format()

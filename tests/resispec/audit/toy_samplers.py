@@ -3,7 +3,8 @@
 - ``sps_chain``: single-draft speculative sampling along a chain (NumPy probs), with the claimed processing,
   drawing from NumPy's global generator unless handed ``rng`` (as engines draw from a global one);
   ``forget_bonus=True`` draws the bonus token from the *unprocessed* target (the bug of a logits processor
-  skipped in one branch), ``forget_top_k_residual=True`` the residual from the unprocessed rows;
+  skipped in one branch), ``forget_top_k_residual=True`` the residual from the unprocessed rows; ``by_rank=True``
+  draws the residual token by rank and ``collapse_ties=True`` collapses it as ``rank_node`` does (its chain twin);
 - ``race_node``: sps at one node (torch probs) whose residual token is an exponential race, with per-row
   ``torch.Generator``s (torch's global generator for the unseeded rows); ``mixed_batch_bug=True`` writes the
   unseeded rows' noise into a copy (advanced indexing) when seeded and unseeded rows share a batch, so those
@@ -39,7 +40,16 @@ def _draw(weights: np.ndarray, u: float) -> int:
 PLAIN = Processing()
 
 
-def sps_chain(p, q, drafts, processing=PLAIN, forget_bonus=False, forget_top_k_residual=False, rng=np.random):
+def _rank_draw(weights: np.ndarray, u: float, collapse_ties: bool) -> int:
+    """A token drawn by rank (values sorted descending, inverse CDF over them); with ``collapse_ties`` the drawn rank
+    is mapped back to the smallest id holding that value."""
+    order = np.argsort(-weights, kind="stable")
+    rank = _draw(weights[order], u)
+    return int(np.flatnonzero(weights == weights[order][rank])[0] if collapse_ties else order[rank])
+
+
+def sps_chain(p, q, drafts, processing=PLAIN, forget_bonus=False, forget_top_k_residual=False, rng=np.random,
+              by_rank=False, collapse_ties=False):
     target, draft = process_probs(p, processing), process_probs(q, processing)
     if forget_bonus:
         target[:, -1] = p[:, -1]
@@ -56,7 +66,8 @@ def sps_chain(p, q, drafts, processing=PLAIN, forget_bonus=False, forget_top_k_r
                 continue
             rows = (p[b, i], q[b, i]) if forget_top_k_residual else (target[b, i], draft[b, i])
             residual = np.maximum(rows[0] - rows[1], 0.0)
-            out[b, i] = _draw(residual if residual.sum() > 0 else rows[0], rng.random())
+            weights = residual if residual.sum() > 0 else rows[0]
+            out[b, i] = _rank_draw(weights, rng.random(), collapse_ties) if by_rank else _draw(weights, rng.random())
             break
     return out
 
@@ -114,9 +125,7 @@ def rank_node(p, q, candidates, collapse_ties=False, rng=np.random):
     for b in np.flatnonzero(~accept):
         residual = np.maximum(p[b] - q[b], 0)
         residual = residual if residual.sum() > 0 else p[b]
-        order = np.argsort(-residual, kind="stable")
-        rank = _draw(residual[order], rng.random())
-        tokens[b] = np.flatnonzero(residual == residual[order][rank])[0] if collapse_ties else order[rank]
+        tokens[b] = _rank_draw(residual, rng.random(), collapse_ties)
     return tokens
 
 
