@@ -159,17 +159,19 @@ def test_audit_sampler_target_passes_the_fixed_sampler_with_mixed_parameters():
 
 
 MOVED_TEMPERATURES = """
-from dataclasses import replace
+from resispec.integrations.vllm import target as adapter
 
-from resispec.integrations.vllm.target import builtin_target
-
-target = builtin_target("rejection")
+build = adapter.sampling_metadata
 
 
-def sample(p, q, drafts, *, generators, lengths, processing):
-    moved = [replace(claims, temperature=processing[(b + 1) % len(processing)].temperature)
-             for b, claims in enumerate(processing)]
-    return target(p, q, drafts, generators=generators, lengths=lengths, processing=moved)
+def moved(processing, generators, vocab):
+    metadata = build(processing, generators, vocab)
+    metadata.temperature = metadata.temperature.roll(1)  # each request reads the previous request's temperature
+    return metadata
+
+
+adapter.sampling_metadata = moved
+sample = adapter.builtin_target("rejection")
 """
 
 
