@@ -54,7 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "the audit passes, 1 if it rejects, 2 on a usage error.")
     parser.add_argument("sampler", metavar="FILE.py:FUNCTION",
                         help="the sampler: a function in a Python file, or a built-in target: vllm:rejection (the "
-                             "installed vLLM's; sets --level chain, torch float32 logits, extras generators lengths)")
+                             "installed vLLM's; sets --level chain, torch float32 logits, extras generators lengths "
+                             "processing)")
     parser.add_argument("--level", choices=LEVELS, default="node", help="node, chain or tree (default: %(default)s)")
     parser.add_argument("--k", type=small_count, default=None,
                         help="node: candidates per node (default: the one count the sampler takes; required when "
@@ -124,11 +125,12 @@ def load_builtin(args: argparse.Namespace) -> Any:
         raise ValueError(f"sampler: {args.sampler} audits the installed vLLM, which this interpreter "
                          f"({sys.executable}) cannot import; run resispec with the interpreter of vLLM's "
                          "environment (docs/vllm.md)")
-    from resispec.integrations.vllm.target import CONTRACT, builtin_target
+    from resispec.integrations.vllm.target import CONTRACT, builtin_target, check_claims
 
+    check_claims(claimed_processing(args))
     for name, value in CONTRACT.items():
         setattr(args, name, value)
-    return builtin_target(args.sampler[len(BUILTIN_PREFIX):], args.temperature, args.top_k, args.top_p)
+    return builtin_target(args.sampler[len(BUILTIN_PREFIX):])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from resispec.integrations.vllm.config import load_config  # noqa: E402
 from resispec.integrations.vllm.expand import expand_into  # noqa: E402
 from resispec.integrations.vllm.hooks import emitted_rows  # noqa: E402
 from resispec.integrations.vllm.rows import randomized_pits, request_processing, score  # noqa: E402
+from resispec.integrations.vllm.target import check_claims  # noqa: E402
 from resispec.integrations.vllm.verifier import chain_inputs  # noqa: E402
 from resispec.processing import Processing, process_logits  # noqa: E402
 
@@ -45,6 +46,12 @@ def test_vllm_conventions_map_onto_the_processing_law():
     assert request_processing(1e-6, 50, 0.5, 100) == Processing(0.0)  # below vLLM's epsilon: greedy
     assert request_processing(0.7, 100, 1.0, 100) == Processing(0.7)  # top-k = V and top-p = 1 are off
     assert request_processing(0.7, 5, 0.9, 100) == Processing(0.7, 5, 0.9)
+
+
+def test_the_builtin_target_takes_temperature_top_k_top_p_claims_only():
+    check_claims(Processing(0.7, 3, 0.9))
+    with pytest.raises(ValueError, match="only temperature, top-k and top-p claims; got min_p, repetition_penalty"):
+        check_claims(Processing(0.7, min_p=0.1, repetition_penalty=1.2))
 
 
 def test_pits_are_the_cores_randomized_pit_row_by_row():

@@ -7,7 +7,10 @@ environment or the model is absent. On one worker (``xdist_group``): each vLLM r
   passes for plain sampling; every group names its size and detectable TV (``resispec.sim.serving.pit_log``);
 - the project's block verification in vLLM's place is exact by the same log;
 - a run SIGKILLed mid-decode leaves only whole shards, which ``audit-log`` reads;
-- ``audit-sampler vllm:rejection`` rejects the installed sampler at T = 1 and T = 0.7, passes the fixed one.
+- ``audit-sampler vllm:rejection``, with mixed per-request parameters (``--extras processing``: each call's rows
+  carry different temperatures, top-k and top-p), rejects the installed sampler at T = 1 and T = 0.7 (a FAIL, or
+  vLLM's own top-k gather raising on the top-k the shim left unwritten), passes the fixed one, and rejects the
+  fixed one with each row's temperature handed to the next row.
 """
 
 from __future__ import annotations
@@ -132,13 +135,51 @@ def test_a_sigkilled_run_leaves_only_whole_shards(model, tmp_path):
     assert status == 0 and report["shards"] == len(shards), report
 
 
-@pytest.mark.parametrize("temperature, settings, expected", [
-    ("1", {}, 1), ("0.7", {}, 1), ("0.7", {"fix_expand": "1"}, 0),
-])
-def test_audit_sampler_target(temperature, settings, expected):
-    done = subprocess.run([str(PYTHON), "-m", "resispec", "audit-sampler", "vllm:rejection", "--samples", "1000",
-                           "--temperature", temperature, "--json"], env=environment(**settings),
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == expected, done.stderr[-2000:]
+def audit_sampler(*options: str, **settings: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(PYTHON), "-m", "resispec", "audit-sampler", *options, "--samples", "1000", "--json"],
+                          env=environment(**settings), capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.parametrize("temperature", ["1", "0.7"])
+def test_audit_sampler_target_rejects_the_installed_sampler(temperature):
+    done = audit_sampler("vllm:rejection", "--temperature", temperature)
+    if done.returncode == 2:  # the shim leaves the expanded top-k (int32) unwritten too: vLLM's gather fails on it
+        assert "sampler: raised RuntimeError: index" in done.stderr and "out of bounds" in done.stderr, done.stderr
+    else:
+        assert done.returncode == 1 and json.loads(done.stdout)["verdict"] == "FAIL", done.stderr[-2000:]
+
+
+def test_audit_sampler_target_passes_the_fixed_sampler_with_mixed_parameters():
+    done = audit_sampler("vllm:rejection", "--temperature", "0.7", fix_expand="1")
+    assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
-    assert report["verdict"] == ("PASS" if expected == 0 else "FAIL")
+    assert report["verdict"] == "PASS"
+    assert report["contract"].endswith("extras generators, lengths, processing")
+    assert "suite [T = 0.5, top-k 3]" in {test["context"] for test in report["tests"]}  # mixed per-row claims
+
+
+MOVED_TEMPERATURES = """
+from resispec.integrations.vllm import target as adapter
+
+build = adapter.sampling_metadata
+
+
+def moved(processing, generators, vocab):
+    metadata = build(processing, generators, vocab)
+    metadata.temperature = metadata.temperature.roll(1)  # each request reads the previous request's temperature
+    return metadata
+
+
+adapter.sampling_metadata = moved
+sample = adapter.builtin_target("rejection")
+"""
+
+
+def test_audit_sampler_target_rejects_a_temperature_read_from_another_row(tmp_path):
+    wrapper = tmp_path / "moved.py"
+    wrapper.write_text(MOVED_TEMPERATURES)
+    done = audit_sampler(f"{wrapper}:sample", "--level", "chain", "--arrays", "torch", "--dtype", "float32",
+                         "--inputs", "logits", "--extras", "generators", "lengths", "processing",
+                         "--temperature", "0.7", fix_expand="1")
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert json.loads(done.stdout)["verdict"] == "FAIL"
