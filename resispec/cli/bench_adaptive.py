@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from resispec.cli.arguments import nonneg_seed, positive_int, temperature
+from resispec.cli.arguments import nonneg_seed, positive_int, temperature, thread_count
 from resispec.cli.output import strict_json
 
 
@@ -24,7 +24,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
                         help="new tokens of the repetitive-text generations (default 128)")
     parser.add_argument("--temperature", type=temperature, default=1.0)
     parser.add_argument("--seed", type=nonneg_seed, default=0)
-    parser.add_argument("--threads", type=positive_int, default=1)
+    parser.add_argument("--threads", type=thread_count, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=run)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from resispec.cli.arguments import draft_name, output_file, positive_int, verifier_name
+from resispec.cli.arguments import draft_name, output_file, positive_int, thread_count, verifier_name
 from resispec.cli.model_options import add_target_argument, add_target_compute_argument
 from resispec.cli.output import strict_json
 
@@ -38,7 +38,7 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--plot", type=output_file, default=None, help="write the chart here (PNG)")
     add_target_argument(parser)
     add_target_compute_argument(parser, fastest_default=True)
-    parser.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--threads", type=thread_count, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.set_defaults(handler=run)
 

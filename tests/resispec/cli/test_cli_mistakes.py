@@ -127,6 +127,8 @@ MISTAKES = {
     "audit-sampler time limit 1e300": ["audit-sampler", "x.py:f", "--time-limit", "1e300"],
     "audit samples 10**12": ["audit", "--samples", str(10**12)],
     "generate threads past an int": [*GENERATE, "--threads", "2147483648"],
+    "bench adaptive threads past an int": ["bench", "adaptive", "--threads", "2147483648"],
+    "bench zoo-headroom threads past an int": ["bench", "zoo-headroom", "--threads", "2147483648"],
     "generate prompt not UTF-8": ["generate", "--prompt", "caf\udce9"],  # argv's byte 0xe9, surrogate-escaped
     "generate prompt past the context": ["generate", "--prompt", "word " * 9000],
     "generate a GPT-2 target": [*GENERATE, "--target", "{tmp}/gpt2"],
