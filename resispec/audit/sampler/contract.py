@@ -292,7 +292,7 @@ def _within_time_limit(call: Callable[[], Any], seconds: float) -> Any:
 
 
 def check_extras(fn: Callable[..., Any], extras: tuple[str, ...] | list[str]) -> None:
-    """``ValueError`` when ``fn`` requires a keyword of ``contract.EXTRAS`` that is not declared ("declare --extras
+    """``ValueError`` when ``fn`` requires a keyword of ``EXTRAS`` that is not declared ("declare --extras
     rng"), instead of the ``TypeError`` of its first call; silent where its signature cannot be read."""
     try:
         parameters = inspect.signature(fn).parameters
