@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from resispec.verifiers.base import BoundVerifier, SequentialVerifier, Verifier
 from resispec.verifiers.ears import EARS
+from resispec.verifiers.partial_resolution import PartialResolution, PartialResolutionUnpooled
 from resispec.verifiers.pooled import Pooled
 from resispec.verifiers.pooled_wor import PooledWithoutReplacement
 from resispec.verifiers.resispec import ResiSpec
@@ -20,8 +21,8 @@ from resispec.verifiers.wor_unmasked import WORUnmasked
 VERIFIERS: dict[str, type[Verifier]] = {
     cls.name: cls
     for cls in (SPS, RRS, RRSWithoutReplacement, SpecTr, TopK, ResiSpec, Pooled, ResiSpecWithoutReplacement,
-                PooledWithoutReplacement,
-                ResiSpecPaper, RRSSkipDuplicates, WORUnmasked, EARS)
+                PooledWithoutReplacement, PartialResolution,
+                ResiSpecPaper, RRSSkipDuplicates, WORUnmasked, EARS, PartialResolutionUnpooled)
 }
 """Every verifier class by name: exact ones first, then the known-biased controls."""
 

@@ -142,6 +142,21 @@ def pooled_plan(p: Array, q: Array, k: int) -> PooledPlan:
 
 def _plan_rows(p: Array, q: Array, k: int) -> dict[str, Array]:
     """Every field of ``PooledPlan`` but ``k``, ``q`` and the residual sampler, for rows of ``p``, ``q``."""
+    fields, by_rank = selection_target(p, q, k)
+    pools = _pools(by_rank["f"], by_rank["t"], fields["density"], fields["cut"], by_rank["inside"])
+    return dict(fields, pool_start=gather_rows(pools.pop("start_by_rank"), fields["rank"]),
+                pool_stop=gather_rows(pools.pop("stop_by_rank"), fields["rank"]), **pools)
+
+
+def selection_target(p: Array, q: Array, k: int) -> tuple[dict[str, Array], dict[str, Array]]:
+    """Steps 1-3 for rows of validated float64 ``p``, ``q`` (B, V): ``(fields, by_rank)``.
+
+    ``fields``: ``order``, ``rank``, ``cut``, ``inside_mass``, ``alpha``, ``mu``, ``lam``, ``density``
+    (the ``PooledPlan`` fields of those names) and ``max_ratio_law`` ``f``, ``selection_law`` ``t``,
+    ``accept``, ``residual`` by token id. ``by_rank`` (B, V) each: ``f``, ``t`` and ``inside``
+    (``rank < cut``). Shared by pooled (which pools every token) and partial_resolution (which resolves
+    the pools of the drawn candidates only).
+    """
     xp = namespace(p, q)
     size = p.shape[1]
     profile = RowRatioProfile(p, q)
@@ -160,15 +175,13 @@ def _plan_rows(p: Array, q: Array, k: int) -> dict[str, Array]:
     lam = _outside_level(profile, p_sorted, q_sorted, cut, inside, outside_target)
     t_sorted = xp.where(inside, xp.maximum(p_sorted, mu[:, None] * q_sorted),
                         xp.minimum(p_sorted, lam[:, None] * q_sorted))
-    pools = _pools(f_sorted, t_sorted, density, cut, inside)
     f, t = set_at_(xp.empty_like(p), order, f_sorted), set_at_(xp.empty_like(p), order, t_sorted)
-    return dict(
+    fields = dict(
         order=order, rank=rank, cut=cut, inside_mass=value_at(profile.q_prefix, cut),
         alpha=1.0 - xp.maximum(value_at(gain, cut), 0.0), mu=mu, lam=lam, density=density, max_ratio_law=f,
         selection_law=t, accept=acceptance_ratio(p, t), residual=supported_residual(positive_part_(p - t), p),
-        pool_start=gather_rows(pools.pop("start_by_rank"), rank),
-        pool_stop=gather_rows(pools.pop("stop_by_rank"), rank), **pools,
     )
+    return fields, dict(f=f_sorted, t=t_sorted, inside=inside)
 
 
 _POOL_PADDING = {"pool_transfer": 0.0, "pool_mass": 0.0}
@@ -280,10 +293,7 @@ def _pools(f: Array, t: Array, density: Array, cut: Array, inside: Array) -> dic
     """
     xp = namespace(f)
     batch, size = f.shape
-    sums, totals = _blockwise_cumsum(positive_part_(xp.concat([f - t, t - f])), xp.concat([cut, cut]),
-                                     xp.concat([inside, inside]))  # donations, then receipts
-    donated, received = sums[:batch], sums[batch:]
-    total = xp.minimum(totals[:batch], totals[batch:])  # (B, 2): per block
+    donated, received, total = donations_and_receipts(f, t, cut, inside)
     zeros = xp.zeros((batch, 2), dtype=f.dtype, device=device_of(f))
     outside = xp.concat([xp.zeros_like(inside[:, :1]), xp.ones_like(inside[:, :1]), ~inside, ~inside], axis=-1)
     keys, origin = stable_sort_rows(block_keys(xp.concat([zeros, donated, received], axis=-1), outside))
@@ -322,6 +332,17 @@ def _pools(f: Array, t: Array, density: Array, cut: Array, inside: Array) -> dic
     return compacted
 
 
+def donations_and_receipts(f: Array, t: Array, cut: Array, inside: Array) -> tuple[Array, Array, Array]:
+    """``(D, R, total)``: the cumulative donations ``(f - t)+`` and receipts ``(t - f)+`` (B, V) by rank,
+    each restarting at the cut, and the coupled mass of each block ``min(D_end, R_end)`` (B, 2) (``H*``
+    first)."""
+    xp = namespace(f)
+    batch = f.shape[0]
+    sums, totals = _blockwise_cumsum(positive_part_(xp.concat([f - t, t - f])), xp.concat([cut, cut]),
+                                     xp.concat([inside, inside]))  # donations, then receipts
+    return sums[:batch], sums[batch:], xp.minimum(totals[:batch], totals[batch:])
+
+
 def _blockwise_cumsum(values: Array, cut: Array, inside: Array) -> tuple[Array, Array]:
     """``(sums, totals)``: cumulative sums of ``values`` (B, V) by rank, restarting at the cut, and each
     block's total (B, 2) (``H*`` first)."""
@@ -352,14 +373,20 @@ def score_intervals(plan: PooledPlan, candidates: Array, u: Array) -> Array:
 
 
 def select(plan: PooledPlan, candidates: Array, u_interval: Array, u_position: Array) -> Array:
-    """Index (B,) of the candidate with the highest priority score in each row.
+    """Index (B,) of the candidate with the highest priority score in each row (``highest_score`` of the
+    candidates' ``score_intervals``)."""
+    return highest_score(score_intervals(plan, candidates, u_interval), u_position)
 
-    Candidate i's score is ``F_c + u_position[:, i] q_c`` on its interval c (``score_intervals``); scores
-    are compared as the pairs ``(c, u_position[:, i])``, which order them the same way without
-    rounding. Exact ties (probability 0) go to the lowest index.
+
+def highest_score(interval: Array, u_position: Array) -> Array:
+    """Index (B,) of the highest score among candidates whose scores lie in the intervals of ranks
+    ``interval`` (B, k) at relative positions ``u_position`` (B, k).
+
+    Candidate i's score is ``F_c + u_position[:, i] q_c`` on its interval c; scores are compared as the
+    pairs ``(c, u_position[:, i])``, which order them the same way without rounding. Exact ties
+    (probability 0) go to the lowest index.
     """
-    xp = namespace(candidates)
-    interval = score_intervals(plan, candidates, u_interval)
+    xp = namespace(interval)
     on_top = interval == xp.max(interval, axis=-1, keepdims=True)
     position = xp.where(on_top, u_position, -1.0)
     best = on_top & (position == xp.max(position, axis=-1, keepdims=True))
@@ -434,7 +461,15 @@ def _gauss_legendre(k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def selection_probabilities(plan: PooledPlan, candidates: Array) -> Array:
-    """``s`` (B, k): the exact probability that candidate i has the highest score, given the candidates.
+    """``s`` (B, k): the exact probability that candidate i has the highest score, given the candidates
+    (``highest_score_probabilities`` of their ``score_components``)."""
+    return highest_score_probabilities(*score_components(plan, candidates))
+
+
+def highest_score_probabilities(ranks: Array, probabilities: Array) -> Array:
+    """``s`` (B, k): the probability that candidate i has the highest score, from the law of each
+    candidate's score interval (``ranks``, ``probabilities`` (B, k, n); the position within an interval
+    uniform, independent across candidates).
 
     With ``pi_j(c)`` the probability that candidate j's score lies in interval c and ``C_j(c)`` that it
     lies below c: given candidate i's score in c at relative position v, candidate j lies below it with
@@ -442,8 +477,7 @@ def selection_probabilities(plan: PooledPlan, candidates: Array) -> Array:
     ``s_i = sum_c pi_i(c) int_0^1 prod_{j != i} (C_j(c) + pi_j(c) v) dv``,
     a polynomial of degree k - 1 in v, integrated exactly by Gauss-Legendre.
     """
-    xp = namespace(candidates)
-    ranks, probabilities = score_components(plan, candidates)  # (B, k, n)
+    xp = namespace(ranks)
     batch, k, _ = ranks.shape
     mine = ranks[:, :, :, None, None]  # candidate i's interval c (B, k, n, 1, 1) against j's (B, 1, 1, k, n)
     theirs, their_probabilities = ranks[:, None, None, :, :], probabilities[:, None, None, :, :]
