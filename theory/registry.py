@@ -20,6 +20,7 @@ FAMILIES: list[str] = [
     "resispec.theory.resispec.resispec",
     "resispec.theory.bounds.iid_optimum",
     "resispec.theory.pooled.pooled",
+    "resispec.theory.partial_resolution.partial_resolution",
     "resispec.theory.pooled_wor.pooled_wor",
     "resispec.theory.controls.resispec_paper",
     "resispec.theory.sequence.tree",
