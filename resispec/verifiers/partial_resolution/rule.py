@@ -66,6 +66,7 @@ class PartialResolutionUnpooled(PartialResolution):
 
     name = "partial_resolution_unpooled"
     claims_exact = False
+    single_candidate_is_sps = False  # a control never carries the flag the engine's chain path relies on
 
     def _row_select(self, plan: PartialPlan, candidates: Array, u: Array) -> Array:
         k = candidates.shape[1]

@@ -51,7 +51,7 @@ def test_default_audit_job_passes(default_report):
     assert default_report.passed
     exact_rows = [row for row in default_report.rows if row.claims_exact]
     assert {row.verifier for row in exact_rows} == {"sps", "rrs", "rrs_wor", "spectr", "topk", "resispec", "pooled",
-                                                     "resispec_wor", "pooled_wor"}
+                                                     "resispec_wor", "pooled_wor", "partial_resolution"}
     assert all(row.verdict == "PASS" for row in exact_rows)
     for name in CONTROLS:
         assert any(row.caught for row in default_report.rows if row.verifier == name), name
