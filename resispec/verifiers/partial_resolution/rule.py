@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from resispec.rows import Array, gather_rows, namespace
 from resispec.validation import as_count
+from resispec.verifiers.base import BoundVerifier
 from resispec.verifiers.partial_resolution.plan import PartialPlan, partial_plan, select, selection_probabilities
 from resispec.verifiers.pooled.plan import highest_score
 from resispec.verifiers.select_then_verify import SelectThenVerify
@@ -71,6 +72,10 @@ class PartialResolutionUnpooled(PartialResolution):
     def _row_select(self, plan: PartialPlan, candidates: Array, u: Array) -> Array:
         k = candidates.shape[1]
         return highest_score(gather_rows(plan.rank, candidates), u[:, k:])
+
+    def _acceptance(self, bound: BoundVerifier) -> float:
+        """Closed form ``sum_y f(y) min(1, p(y)/t(y))``: the selected token has law ``f``."""
+        return float((bound.plan.max_ratio_law[0] * bound.plan.accept[0]).sum())
 
     def _row_selection_probabilities(self, plan: PartialPlan, candidates: Array) -> Array:
         """Uniform among the copies of the highest-ranked token (each copy's position is uniform)."""

@@ -150,9 +150,13 @@ def test_bad_uniforms_are_refused(u):
 def test_control_without_pools_is_biased_and_sps_at_one_candidate():
     p, q = np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.4, 0.3, 0.2, 0.1])
     bound = UNPOOLED.bind(p, q, 2)
-    law = sum(probability * UNPOOLED._law(bound, np.array(candidates))[0]
-              for candidates, probability in DRAFTING_SCHEMES["iid"].tuples(bound.q, 2))
-    assert 0.5 * np.abs(law - p).sum() == pytest.approx(0.12196078431372548, abs=1e-12)  # theory: 5/41
+    laws = [(probability, UNPOOLED._law(bound, np.array(candidates)))
+            for candidates, probability in DRAFTING_SCHEMES["iid"].tuples(bound.q, 2)]
+    law = sum(probability * conditional for probability, (conditional, _) in laws)
+    assert 0.5 * np.abs(law - p).sum() == pytest.approx(311 / 2550, abs=1e-12)  # theory: partial_resolution_unpooled
+    acceptance = sum(probability * accepted for probability, (_, accepted) in laws)
+    assert bound.acceptance() == pytest.approx(acceptance, abs=1e-12)  # its closed form, above alpha* = 0.79
+    assert acceptance > optimal_acceptance(p, q, 2) + 0.07
     for token in range(4):
         np.testing.assert_allclose(UNPOOLED.conditional_law(p, q, [token]),
                                    get_verifier("sps").conditional_law(p, q, [token]), atol=1e-15)
