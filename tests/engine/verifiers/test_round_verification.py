@@ -68,6 +68,8 @@ def test_the_strategy_resolves_the_drafting_verifier_and_the_shapes_once():
     assert Verification.of("block").chains_only and not Verification.of("traversal").chains_only
     assert Verification.of("resispec").round is None and Verification.of("resispec").chain_verifier().name == "sps"
     assert Verification.of("traversal").chain_verifier() is None
+    # the pooled optimum runs partial_resolution's rule: the same decisions (tests/engine/decode), less cost
+    assert Verification.of("pooled").node.name == "partial_resolution" and Verification.of("pooled").name == "pooled"
     with pytest.raises(ValueError, match="block verifies a chain"):
         Verification.of("block").check_branching((2, 1))
     with pytest.raises(ValueError, match="sps verifies at most 1"):
