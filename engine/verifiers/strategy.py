@@ -21,7 +21,6 @@ from resispec.engine.verifiers.node_verification import NodeVerifier
 from resispec.engine.verifiers.round_verification import RoundVerification, drafting_verifier, is_sequence_level
 from resispec.verifiers import Verifier, get_verifier
 
-
 SAME_DECISIONS_FASTER = {"pooled": "partial_resolution"}
 """Request name -> the rule the engine runs for it: the same decisions from the same uniforms, at less cost
 (partial_resolution against pooled: 1.1x faster batched on torch at B = 64, V = 49152, k = 4; 1.4-2.1x per
