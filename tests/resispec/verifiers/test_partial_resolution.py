@@ -175,3 +175,28 @@ def test_audit_passes_partial_resolution_at_the_optimum_and_flags_its_control(ca
     assert status == 0 and report["passed"]  # a control passes the audit run by being caught
     assert [row["verdict"] for row in report["rows"]] == ["caught", "caught"]
     assert min(row["max_exact_error"] for row in report["rows"]) > 0.1
+
+
+def test_the_row_cost_benchmark_times_both_verifiers_at_equal_acceptance():
+    """``bench_rows`` (not a timed test: it checks the record, not the speed)."""
+    from resispec.benchmarks.partial_resolution_speed import bench_rows
+
+    rng = np.random.default_rng(3)
+    rows = [llm_like_pair(64, rng)[1:] for _ in range(3)]
+    [record] = bench_rows(rows, ks=[3], seed=1)
+    assert record.k == 3 and record.rows == 3 and record.max_acceptance_gap <= OPTIMUM_TOLERANCE
+    assert min(record.pooled_row_ms, record.partial_row_ms) > 0 and record.speedup > 0
+
+
+@pytest.mark.skipif(not Path(PAIRS).exists(), reason="the logged SmolLM2 rows are not here")
+def test_full_vocabulary_rows_keep_the_logged_values_and_spread_the_tail():
+    from resispec.benchmarks.partial_resolution_speed import full_vocabulary_rows
+
+    pairs = read_logged(PAIRS)
+    [(p, q)] = full_vocabulary_rows(pairs, "q_weak", 1)
+    assert p.size == q.size == 49152
+    np.testing.assert_allclose([p.sum(), q.sum()], 1.0, atol=1e-12)
+    kept = pairs.token_ids[0]
+    np.testing.assert_allclose(p[kept], pairs.p[0] / (pairs.p[0].sum() + pairs.p_tail[0]), rtol=1e-6)
+    rest = np.setdiff1d(np.arange(49152), kept)
+    assert np.ptp(q[rest]) == 0.0
