@@ -60,6 +60,7 @@ from resispec.audit.sampler.models import (
     CHAIN_FAMILIES,
     MODEL_VOCAB,
     TIE_PAIRS,
+    TREE_FAMILIES,
     ZERO_PAIRS,
     ChainModel,
     logit_shift,
@@ -116,7 +117,7 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
     i.i.d. from q itself, ``engine_drafting``); ``rule``: a zoo verifier name (node) or a round
     verifier name (chain, tree; zoo names verify node by node) whose exact acceptance is tested, with the same
     drafting; ``pairs`` (node) / ``families`` (chain, tree): the contexts, by default every suite pair / every
-    chain family; ``samples`` per context. ``processing``: every claim at once (``resispec.processing.Processing``,
+    chain family (``CHAIN_FAMILIES``; a tree also the tied ``ties``: ``TREE_FAMILIES``); ``samples`` per context. ``processing``: every claim at once (``resispec.processing.Processing``,
     instead of ``temperature``, ``top_k``, ``top_p``). ``q_layout``: ``"paths"`` or ``"parent"`` (tree: one q row per
     parent). ``progress``: report the calls on stderr (``resispec.progress``; None: a bar on a terminal, a line every
     10 s elsewhere).
@@ -320,7 +321,7 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
 def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, families: Sequence[str] | None,
                   seed: int):
     contract, rng = runner.contract, runner.rng
-    families = list(families or CHAIN_FAMILIES)
+    families = list(families or (TREE_FAMILIES if contract.level == "tree" else CHAIN_FAMILIES))
     mixed = "processing" in contract.extras
     models = [ChainModel(family, claims, seed, variant_label(family, claims, mixed))
               for claims in row_variants(contract.processing, mixed) for family in families]
