@@ -176,3 +176,8 @@ def engine_zoo(name, branching, siblings="iid"):
             [scheme.draft(row[b], count, rngs[b]) for b in range(rows)]))
         return verify(target(paths), q, paths), paths
     return sampler
+
+
+def coupled_tree(target, draft, rows, branching, seeds=None, positions=None):
+    """``engine_tree`` with the shared Gumbel coupling, for the command line (docs/audit_sampler.md)."""
+    return engine_tree(target, draft, rows, branching, seeds, positions, coupling="gumbel")
