@@ -384,8 +384,9 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
         if contract.engine:
             drafts = rows.tokens[mine]
             if contract.level == "tree":  # its first path is a chain of first draws; the root's children a tuple
-                pending.append(_siblings_test(drafts[:, ::contract.paths // contract.branching[0], 0], model,
-                                              runner.scheme))
+                if contract.branching[0] > 1:
+                    pending.append(_siblings_test(drafts[:, ::contract.paths // contract.branching[0], 0], model,
+                                                  runner.scheme))
                 drafts = drafts[:, 0]
             pending.append(counts_test("first draft", model.name, "drafts",
                                        np.bincount(drafts[:, 0], minlength=MODEL_VOCAB), model.draft(())))

@@ -113,6 +113,16 @@ def test_tree_siblings_drawn_by_another_scheme_than_declared_are_named():
     assert iid_as_wor.verdict == "FAIL" and iid_as_wor.output.counts[TREE_VIOLATION] > 0
 
 
+def test_tree_paths_that_disagree_on_a_shared_node_break_the_contract():
+    def split(target, draft, rows, branching):
+        out, paths = engine.engine_tree(target, draft, rows, branching)
+        paths[:, 1, 0] = (paths[:, 0, 0] + 1) % 6  # paths 0 and 1 share their depth-1 node
+        return out, paths
+
+    report = audit_sampler(split, "tree", drafting="engine", samples=50, families=["dirichlet"])
+    assert report.output.counts[TREE_VIOLATION] == 50 and report.verdict == "FAIL"
+
+
 @pytest.mark.parametrize("name, siblings", [("rrs", "iid"), ("rrs_wor", "wor"), ("traversal", "iid")])
 def test_exact_zoo_tree_verifiers_wrapped_with_engine_drafting_pass(name, siblings):
     report = audit_sampler(engine.engine_zoo(name, (2, 1), siblings), "tree", branching=(2, 1), rule=name,
