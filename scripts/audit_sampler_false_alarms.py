@@ -6,6 +6,8 @@ audit, and writes a JSON record with ``--out``. Configurations (the samplers are
 tests/resispec/audit/):
 
 - ``engine node``: ``engine_samplers.engine_node`` (sps drafting itself by Gumbel-max, seeds and positions);
+- ``engine tree``: ``engine_samplers.engine_tree`` (recursive rejection sampling down a tree it drafts, branching
+  2,2, seeds and positions; the tree families, the tied ``ties`` included);
 - ``chain, every claim``: ``toy_samplers.processed_chain`` at gamma = 4 with every processing claim on;
 - ``mixed rows``: the same with per-row parameters (the ``processing`` extra, three combinations);
 - ``vllm-style chain``: ``vllm_style.vllm_chain`` (target logits, draft probabilities, caller-drawn bonus,
@@ -32,6 +34,8 @@ EVERY_CLAIM = Processing(temperature=0.8, top_k=5, min_p=0.1, logit_bias=((2, 1.
 
 CONFIGURATIONS = {
     "engine node": (engine_samplers.engine_node, dict(level="node", k=1, drafting="engine", rule="sps",
+                                                      extras=["seeds", "positions"])),
+    "engine tree": (engine_samplers.engine_tree, dict(level="tree", drafting="engine",
                                                       extras=["seeds", "positions"])),
     "chain, every claim": (partial(toy_samplers.processed_chain, processing=EVERY_CLAIM),
                            dict(level="chain", gamma=4, processing=EVERY_CLAIM, inputs="logits", extras=["history"])),

@@ -43,7 +43,7 @@ def logit_bias(text: str) -> tuple[int, float]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from resispec.audit.sampler.contract import ARRAYS, DTYPES, ENGINE, EXTRAS, INPUTS, LEVELS, Q_LAYOUTS
+    from resispec.audit.sampler.contract import ARRAYS, DTYPES, ENGINE_SCHEMES, EXTRAS, INPUTS, LEVELS, Q_LAYOUTS
     from resispec.audit.sampling import DEFAULT_SAMPLES
     from resispec.drafting import DRAFTING_SCHEMES
 
@@ -63,9 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--gamma", type=small_count, default=4, help="chain: draft length (default: %(default)s)")
     parser.add_argument("--branching", type=branching, default=(2, 2), metavar="B1,B2,...",
                         help="tree: children per node at each depth (default: 2,2)")
-    parser.add_argument("--drafting", choices=[*DRAFTING_SCHEMES, ENGINE], default="iid",
-                        help="the claimed drafting rule, or engine: the sampler drafts itself (node, chain; "
-                             "default: %(default)s)")
+    parser.add_argument("--drafting", choices=[*DRAFTING_SCHEMES, *ENGINE_SCHEMES], default="iid",
+                        help="the claimed drafting rule, or engine: the sampler drafts itself (a tree's siblings "
+                             "i.i.d.; engine-wor: a tree's siblings without replacement; default: %(default)s)")
     parser.add_argument("--rule", default=None, metavar="NAME",
                         help="a zoo or round verifier whose exact acceptance the sampler claims (e.g. sps, rrs)")
     parser.add_argument("--q-layout", choices=Q_LAYOUTS, default="paths",

@@ -37,7 +37,7 @@ from resispec.audit.sampler.batches import (
 from resispec.audit.sampler.checks import ContractLog, check_rows
 from resispec.audit.sampler.contract import (
     DEFAULT_TIME_LIMIT,
-    ENGINE,
+    ENGINE_SCHEMES,
     SamplerContract,
     SamplerError,
     as_ids,
@@ -50,16 +50,19 @@ from resispec.audit.sampler.drafting import DraftedRows, level_rows, parent_rows
 from resispec.audit.sampler.edges import EDGES, edge_likelihood, numpy_edge, torch_edge
 from resispec.audit.sampler.engine_drafting import (
     DRAFT_VIOLATION,
+    TREE_VIOLATION,
     RequestPool,
     drafts_in_support,
     engine_arguments,
     replay_chain,
+    replay_tree,
 )
 from resispec.audit.sampler.global_generators import seeded_global_generators
 from resispec.audit.sampler.models import (
     CHAIN_FAMILIES,
     MODEL_VOCAB,
     TIE_PAIRS,
+    TREE_FAMILIES,
     ZERO_PAIRS,
     ChainModel,
     logit_shift,
@@ -83,7 +86,7 @@ from resispec.audit.sampler.statistics import (
     token_pits,
 )
 from resispec.audit.sampling import DEFAULT_SAMPLES
-from resispec.drafting import DRAFTING_SCHEMES
+from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
 from resispec.processing import Processing, process_probs
 from resispec.progress import progress
 from resispec.sampling import inverse_cdf
@@ -112,11 +115,12 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
                   progress: bool | None = None) -> SamplerReport:
     """Audit the sampler ``fn`` (module doc; the contract per level: ``resispec.audit.sampler.contract``).
 
-    ``drafting``: iid, wor or topk (the claimed drafting rule), or ``engine`` (node, chain: the sampler drafts
-    i.i.d. from q itself, ``engine_drafting``); ``rule``: a zoo verifier name (node) or a round
-    verifier name (chain, tree; zoo names verify node by node) whose exact acceptance is tested, with the same
-    drafting; ``pairs`` (node) / ``families`` (chain, tree): the contexts, by default every suite pair / every
-    chain family; ``samples`` per context. ``processing``: every claim at once (``resispec.processing.Processing``,
+    ``drafting``: iid, wor or topk (the claimed drafting rule), or ``engine`` (the sampler drafts from q itself,
+    a tree's siblings i.i.d.; ``engine-wor``: a tree's siblings without replacement; ``engine_drafting``); ``rule``:
+    a zoo verifier name (node) or a round verifier name (chain, tree; zoo names verify node by node) whose exact
+    acceptance is tested, with the same drafting; ``pairs`` (node) / ``families`` (chain, tree): the contexts, by
+    default every suite pair / ``CHAIN_FAMILIES`` (a tree: ``TREE_FAMILIES``, with the tied ``ties``); ``samples``
+    per context. ``processing``: every claim at once (``resispec.processing.Processing``,
     instead of ``temperature``, ``top_k``, ``top_p``). ``q_layout``: ``"paths"`` or ``"parent"`` (tree: one q row per
     parent). ``progress``: report the calls on stderr (``resispec.progress``; None: a bar on a terminal, a line every
     10 s elsewhere).
@@ -132,9 +136,10 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
                                inputs=inputs, processing=processing, extras=tuple(extras),
                                time_limit=time_limit, drafting=drafting, q_layout=q_layout)
     samples = as_count(samples, "samples", "samples")
-    if drafting not in (*DRAFTING_SCHEMES, ENGINE):
-        raise ValueError(f"drafting: expected one of {', '.join((*DRAFTING_SCHEMES, ENGINE))}, got {drafting!r}")
-    scheme = DRAFTING_SCHEMES["iid" if contract.engine else drafting]
+    if drafting not in (*DRAFTING_SCHEMES, *ENGINE_SCHEMES):
+        raise ValueError(f"drafting: expected one of {', '.join((*DRAFTING_SCHEMES, *ENGINE_SCHEMES))}, got "
+                         f"{drafting!r}")
+    scheme = DRAFTING_SCHEMES[ENGINE_SCHEMES.get(drafting, drafting)]
     if rule is not None:
         claimed = get_verifier(rule) if level == "node" else get_round_verifier(rule)
         if claimed.drafting != scheme.name:
@@ -142,9 +147,9 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
                              f"pass drafting={claimed.drafting!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed: expected an integer >= 0, got {seed!r}")
-    check_extras(fn, contract.extras)
+    check_extras(fn, contract.extras, 4 if contract.engine and level != "node" else 3)
     rng = np.random.default_rng(seed)
-    runner = _Runner(fn, contract, rng, progress)
+    runner = _Runner(fn, contract, rng, progress, scheme)
     if level == "node":
         report = _audit_nodes(runner, scheme, rule, samples, pairs)
     else:
@@ -163,13 +168,14 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
 class _Runner:
     """Calls the sampler over batches of rows and checks every output (with engine drafting, the drafts too)."""
 
-    def __init__(self, fn: Sampler, contract: SamplerContract, rng: np.random.Generator, progress: bool | None):
-        self.fn, self.contract, self.rng, self.progress = fn, contract, rng, progress
+    def __init__(self, fn: Sampler, contract: SamplerContract, rng: np.random.Generator, progress: bool | None,
+                 scheme: DraftingScheme):
+        self.fn, self.contract, self.rng, self.progress, self.scheme = fn, contract, rng, progress, scheme
         self.log = ContractLog()
         self.calls = 0
         self.sizes: Counter = Counter()
         self.seeded = bool({"seeds", "generators", "generator_map"} & set(contract.extras))
-        step = 1 if contract.level == "node" else contract.gamma + 1
+        step = contract.depth + 1
         self.requests = RequestPool(rng, step) if "positions" in contract.extras else None
 
     def output_shape(self, rows: int) -> tuple[int, ...]:
@@ -209,10 +215,16 @@ class _Runner:
             if contract.level == "node":
                 rows = DraftedRows(rows.raw_p, rows.raw_q, rows.p, drafts, rows.context, rows.lengths)
                 drafted = drafts_in_support(drafts, process_probs(rows.raw_q, contract.processing))
-            else:
+            elif contract.level == "chain":
                 rows, drafted = replay_chain(rows, drafts, contexts, contract.gamma)
+            else:
+                rows, drafted, tree = replay_tree(rows, drafts, contexts, contract.branching, self.scheme)
             log.add(DRAFT_VIOLATION, ~drafted, lambda b: f"row {b}: drafts {drafts[b].tolist()}"
                     + (f" ({label})" if label else ""))
+            if contract.level == "tree":
+                log.add(TREE_VIOLATION, drafted & ~tree, lambda b: f"row {b}: paths {drafts[b].tolist()}"
+                        + (f" ({label})" if label else ""))
+                drafted = drafted & tree
         clean, path = check_rows(contract.level, out, rows.p, rows.tokens, rows.lengths, log, label)
         if "bonus" in contract.extras:
             full = clean & ((out != -1).sum(axis=1) == rows.lengths + 1)
@@ -320,7 +332,7 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
 def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, families: Sequence[str] | None,
                   seed: int):
     contract, rng = runner.contract, runner.rng
-    families = list(families or CHAIN_FAMILIES)
+    families = list(families or (TREE_FAMILIES if contract.level == "tree" else CHAIN_FAMILIES))
     mixed = "processing" in contract.extras
     models = [ChainModel(family, claims, seed, variant_label(family, claims, mixed))
               for claims in row_variants(contract.processing, mixed) for family in families]
@@ -330,7 +342,7 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
     else:
         lengths = [np.full(samples, depth) for _ in models]
     if contract.engine:
-        rows = _undrafted_chains(contract.gamma, samples, len(models))
+        rows = _undrafted(contract, samples, len(models))
     else:
         rows = level_rows(contract.level, models, contract.gamma, contract.branching, lengths,
                           scheme_chooser(scheme, rng))
@@ -371,6 +383,11 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
         evidence.extend(_prefix_evidence(out[(rows.context == index) & _well_formed(out)], model))
         if contract.engine:
             drafts = rows.tokens[mine]
+            if contract.level == "tree":  # its first path is a chain of first draws; the root's children a tuple
+                if contract.branching[0] > 1:
+                    pending.append(_siblings_test(drafts[:, ::contract.paths // contract.branching[0], 0], model,
+                                                  runner.scheme))
+                drafts = drafts[:, 0]
             pending.append(counts_test("first draft", model.name, "drafts",
                                        np.bincount(drafts[:, 0], minlength=MODEL_VOCAB), model.draft(())))
             pending.append(PendingTest("draft law (by prefix)", model.name, "drafts",
@@ -395,6 +412,17 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
     return pending, coverage, skipped, evidence
 
 
+def _siblings_test(siblings: np.ndarray, model: ChainModel, scheme: DraftingScheme) -> PendingTest:
+    """The root's children ``siblings`` (n, k) as ordered tuples against the scheme's tuple law from the processed
+    draft (i.i.d. or without replacement, as the sampler declares)."""
+    q, k = model.draft(()), siblings.shape[1]
+    law = np.zeros(MODEL_VOCAB ** k)
+    for children, probability in scheme.tuples(q, k):
+        law[sequence_codes(np.array([children]), MODEL_VOCAB)[0]] = probability
+    return counts_test(f"root's {k} children ({scheme.name})", model.name, "drafts",
+                       np.bincount(sequence_codes(siblings, MODEL_VOCAB), minlength=law.size), law)
+
+
 def _well_formed(out: np.ndarray) -> np.ndarray:
     """(B,) rows of ``out`` (B, D + 1) whose tokens are ids in range, at least one, with no hole before -1."""
     valid = out != -1
@@ -415,12 +443,14 @@ def _prefix_evidence(out: np.ndarray, model: ChainModel) -> list[Evidence]:
             for prefix, seen in counts.items()]
 
 
-def _undrafted_chains(gamma: int, samples: int, contexts: int) -> DraftedRows:
-    """Engine drafting's chain rows before the sampler drafts them: ``samples`` per context, filled by the calls."""
-    count = samples * contexts
-    return DraftedRows(np.zeros((count, gamma + 1, MODEL_VOCAB)), np.zeros((count, gamma, MODEL_VOCAB)),
-                       np.zeros((count, gamma + 1, MODEL_VOCAB)), np.full((count, gamma), -1, dtype=np.int64),
-                       np.repeat(np.arange(contexts), samples), np.full(count, gamma, dtype=np.int64))
+def _undrafted(contract: SamplerContract, samples: int, contexts: int) -> DraftedRows:
+    """Engine drafting's chain or tree rows before the sampler drafts them: ``samples`` per context, filled by the
+    calls."""
+    count, depth = samples * contexts, contract.depth
+    paths = (count,) if contract.level == "chain" else (count, contract.paths)
+    return DraftedRows(np.zeros((*paths, depth + 1, MODEL_VOCAB)), np.zeros((*paths, depth, MODEL_VOCAB)),
+                       np.zeros((*paths, depth + 1, MODEL_VOCAB)), np.full((*paths, depth), -1, dtype=np.int64),
+                       np.repeat(np.arange(contexts), samples), np.full(count, depth, dtype=np.int64))
 
 
 def _probe(runner: _Runner, scheme, seed: int) -> list[EdgeOutcome]:

@@ -35,8 +35,9 @@ audit's claims), ``generator_map`` (torch only: ``{row: torch.Generator}`` for t
 vLLM's ``bonus_token_ids`` are; a fully accepted row must emit it), ``branching`` (tree only: the children count per
 depth, a tuple).
 
-``drafting="engine"`` (node and chain): the sampler draws the drafts itself and returns them with the emitted
-tokens (``resispec.audit.sampler.engine_drafting`` gives the calls).
+``drafting="engine"``: the sampler draws the drafts itself (a tree's siblings i.i.d.; ``"engine-wor"``: a tree's
+siblings without replacement) and returns them with the emitted tokens (``resispec.audit.sampler.engine_drafting``
+gives the calls).
 
 A call that raises, hangs past ``time_limit`` seconds, or returns anything but an integer array of the output
 shape is a ``SamplerError`` (a ``ValueError``: the CLI's one-line usage error) naming what was wrong.
@@ -65,6 +66,8 @@ EXTRAS = ("seeds", "generators", "generator_map", "lengths", "rng", "positions",
           "branching")
 ENGINE = "engine"
 """``drafting=ENGINE``: the sampler draws its own drafts (``resispec.audit.sampler.engine_drafting``)."""
+ENGINE_SCHEMES = {ENGINE: "iid", "engine-wor": "wor"}
+"""Engine drafting's options and the scheme of the siblings each declares (``engine-wor``: trees only)."""
 Q_LAYOUTS = ("paths", "parent")
 """Tree: q per path and depth ``(B, L, D, V)``, or one row per parent ``(B, N, V)`` (``drafting.parent_rows``)."""
 DEFAULT_TIME_LIMIT = 60.0
@@ -114,7 +117,7 @@ class SamplerContract:
         for name, level in (("bonus", "chain"), ("branching", "tree")):
             if name in self.extras and self.level != level:
                 raise ValueError(f"extras: {name!r} applies to level={level!r} only")
-        if "bonus" in self.extras and self.drafting == ENGINE:
+        if "bonus" in self.extras and self.engine:
             raise ValueError("extras: 'bonus' hands in the audit's bonus tokens; with drafting='engine' the sampler "
                              "draws its own")
         if "lengths" in self.extras and self.level != "chain":
@@ -128,12 +131,14 @@ class SamplerContract:
         if self.q_layout not in Q_LAYOUTS or (self.q_layout == "parent" and self.level != "tree"):
             raise ValueError(f"q_layout: expected one of {', '.join(Q_LAYOUTS)} ('parent' at level='tree'), got "
                              f"{self.q_layout!r}")
-        if self.drafting == ENGINE and self.level == "tree":
-            raise ValueError("drafting: 'engine' (the sampler drafts) is implemented for node and chain levels")
-        if "positions" in self.extras and self.drafting != ENGINE:
+        if self.drafting == "engine-wor" and self.level != "tree":
+            raise ValueError("drafting: 'engine-wor' (siblings drawn without replacement) applies to level='tree'")
+        if self.engine and self.q_layout != "paths":
+            raise ValueError("q_layout: with engine drafting the sampler asks for q rows itself; leave it 'paths'")
+        if "positions" in self.extras and not self.engine:
             raise ValueError("extras: 'positions' (the offset engine-owned randomness is keyed by) needs "
                              "drafting='engine'")
-        if "lengths" in self.extras and self.drafting == ENGINE:
+        if "lengths" in self.extras and self.engine:
             raise ValueError("extras: 'lengths' needs drafts the audit draws; with drafting='engine' every chain "
                              "has gamma drafts")
         if not 0 < self.time_limit < float("inf"):
@@ -142,7 +147,7 @@ class SamplerContract:
     @property
     def engine(self) -> bool:
         """Whether the sampler draws its own drafts."""
-        return self.drafting == ENGINE
+        return self.drafting in ENGINE_SCHEMES
 
     @property
     def depth(self) -> int:
@@ -291,11 +296,13 @@ def _within_time_limit(call: Callable[[], Any], seconds: float) -> Any:
     return box["value"]
 
 
-def check_extras(fn: Callable[..., Any], extras: tuple[str, ...] | list[str]) -> None:
+def check_extras(fn: Callable[..., Any], extras: tuple[str, ...] | list[str], positional: int = 3) -> None:
     """``ValueError`` when ``fn`` requires a keyword of ``EXTRAS`` that is not declared ("declare --extras
-    rng"), instead of the ``TypeError`` of its first call; silent where its signature cannot be read."""
+    rng"), instead of the ``TypeError`` of its first call; silent where its signature cannot be read. The first
+    ``positional`` parameters are the call's positional arguments (4 for a chain or tree drafting itself, whose
+    last may be named ``branching``)."""
     try:
-        parameters = inspect.signature(fn).parameters
+        parameters = dict(list(inspect.signature(fn).parameters.items())[positional:])
     except (TypeError, ValueError):
         return
     required = [name for name, parameter in parameters.items() if name in EXTRAS and name not in extras

@@ -144,7 +144,8 @@ def _audit_in_child(sampler: Callable[..., Any] | str, level: str, threads: int,
     channel.idle()
     watched = channel.watched(fn)
     if options.get("k", DEFAULT_K) is None:
-        check_extras(fn, tuple(options.get("extras", ())))  # before the probe calls; the audit checks it again
+        if level == "node":  # before the probe calls; the audit checks it again
+            check_extras(fn, tuple(options.get("extras", ())))
         options = {**options, "k": _inferred_k(watched, channel, options) if level == "node" else DEFAULT_K}
     return audit_in_process(watched, level, **options)
 

@@ -10,6 +10,10 @@ A model family maps a prefix (the token ids after the round's root) to a raw pai
 - ``dirichlet``: ``p ~ Dirichlet(1)``, ``q = 0.6 p + 0.4 Dirichlet(1)``: high acceptance, so rounds often
   reach the bonus row; the root's pair is ``CHAIN_TIES`` (exact ties in p, q and the residual, acceptance 0.8), so
   a sampler that collapses tied tokens at a verified row is seen along chains too (``tie_pairs``);
+- ``ties`` (trees, by default): every node tied: the root ``FLOAT32_TIES`` (``CHAIN_TIES`` with two values moved by
+  2e-9, which tie once rounded to float32), every deeper node ``CHAIN_TIES`` rolled by 0, 2 or 4 ids (chosen by a
+  hash of the prefix), so a tree sampler that collapses tied tokens is seen below the root too, and at the root
+  where it runs in float32;
 - ``zeros`` (the edge probes): the suite's pairs with tokens of ``p = 0`` and ``q > 0`` (zeros in p,
   disjoint, one-hot p).
 
@@ -35,6 +39,7 @@ from resispec.suite import SuitePair, get_suite
 
 MODEL_VOCAB = 6
 CHAIN_FAMILIES = ("suite", "dirichlet")
+TREE_FAMILIES = (*CHAIN_FAMILIES, "ties")
 ZERO_PAIRS = ("zeros-in-p", "disjoint", "one-hot-p")
 SUITE_ROOT = "zeros-in-q"
 HISTORY = (0, 1, 1, 3)
@@ -110,6 +115,10 @@ CHAIN_TIES = SuitePair("ties-6", np.array([0.25, 0.25, 0.2, 0.1, 0.1, 0.1]),
                        "exact ties in p, q and the residual (0.1, 0.1 at ids 0, 1), TV(p, q) = 0.2")
 """The ``dirichlet`` chain family's root pair: a rejected root draws from a residual tied at ids 0 and 1, so a sampler
 that collapses them onto id 0 moves the first token's law by TV 0.1 (module doc)."""
+FLOAT32_TIES = SuitePair("float32-ties-6", CHAIN_TIES.p + np.array([2e-9, 0, 0, 0, 0, -2e-9]), CHAIN_TIES.q,
+                         "CHAIN_TIES with p moved by 2e-9 at ids 0 and 5: tied once rounded to float32")
+"""The ``ties`` family's root (module doc): distinct in float64, tied in float32 (2e-9 is under half a float32 ulp of
+0.25 and 0.1)."""
 
 
 def node_contexts(processing: Processing, names: Sequence[str] | None = None, mixed: bool = False) -> list[Context]:
@@ -125,8 +134,8 @@ class ChainModel:
     ``label`` names the context (default: the family)."""
 
     def __init__(self, family: str, processing: Processing, seed: int = 0, label: str | None = None) -> None:
-        if family not in (*CHAIN_FAMILIES, "zeros"):
-            raise ValueError(f"family: expected one of {', '.join((*CHAIN_FAMILIES, 'zeros'))}, got {family!r}")
+        if family not in (*TREE_FAMILIES, "zeros"):
+            raise ValueError(f"family: expected one of {', '.join((*TREE_FAMILIES, 'zeros'))}, got {family!r}")
         self.family, self.processing, self.seed, self.label = family, processing, seed, label or family
         self.history = history_for(MODEL_VOCAB)
         suite = [pair for pair in get_suite("standard") if pair.p.size == MODEL_VOCAB]
@@ -153,6 +162,10 @@ class ChainModel:
             rng = np.random.default_rng([self.seed, key])
             p = rng.dirichlet(np.ones(MODEL_VOCAB))
             return p, 0.6 * p + 0.4 * rng.dirichlet(np.ones(MODEL_VOCAB))
+        if self.family == "ties":
+            if not prefix:
+                return FLOAT32_TIES.p, FLOAT32_TIES.q
+            return np.roll(CHAIN_TIES.p, 2 * (key % 3)), np.roll(CHAIN_TIES.q, 2 * (key % 3))
         names = [pair.name for pair in self._pairs]
         pair = self._pairs[names.index(SUITE_ROOT)] if not prefix and SUITE_ROOT in names else \
             self._pairs[key % len(self._pairs)]

@@ -16,6 +16,9 @@ from NumPy's global generator. ``coupling`` writes a bug class anew, from its pu
 
 import numpy as np
 
+from resispec.audit.sampler import zoo_sampler
+from resispec.drafting import DRAFTING_SCHEMES
+
 COUPLINGS = (None, "gumbel", "uniform", "seed only")
 
 
@@ -92,3 +95,89 @@ def engine_chain(target, draft, rows, gamma, seeds=None, positions=None, couplin
 def coupled_chain(target, draft, rows, gamma, seeds=None, positions=None):
     """``engine_chain`` with the shared Gumbel coupling, for the command line (docs/audit_sampler.md)."""
     return engine_chain(target, draft, rows, gamma, seeds, positions, coupling="gumbel")
+
+
+
+def _drafted_tree(draft, rows: int, branching, choose):
+    """Every node's children ``choose(q (B, V), count, depth, first path) -> (B, count)`` from its draft rows,
+    breadth first:
+    ``(paths (B, L, D), q (B, L, D, V))``, the contract's layout (siblings share q)."""
+    depth, width = len(branching), int(np.prod(branching))
+    below = np.cumprod((1,) + tuple(branching[::-1]))[::-1]  # paths under a node at each depth
+    paths, q = np.zeros((rows, width, depth), dtype=np.int64), None
+    for d in range(depth):
+        for first in range(0, width, below[d]):
+            row = draft(paths[:, first, :d])
+            q = np.zeros((rows, width, depth, row.shape[1])) if q is None else q
+            q[:, first:first + below[d], d] = row[:, None]
+            children = choose(row, branching[d], d, first)
+            for j in range(branching[d]):
+                paths[:, first + j * below[d + 1]:first + (j + 1) * below[d + 1], d] = children[:, j, None]
+    return paths, q
+
+
+def engine_tree(target, draft, rows, branching, seeds=None, positions=None, coupling=None, siblings="iid"):
+    """Recursive rejection sampling down a tree it drafts by Gumbel-max: ``(out (B, D + 1), paths (B, L, D))``.
+
+    A node's children are ``argmax(log q + G_j)``, one noise ``G_j`` per child (``siblings="iid"``), or the top
+    ``branching[d]`` of ``log q + G`` for one noise (``"wor"``: Gumbel-top-k, without replacement). At depth d a row's
+    stream (position + d) draws every node's drafting noise, then at the node the round visits one acceptance
+    uniform per child tried and the recovery noise: child x is accepted iff ``u < r(x) / q(x)`` (``r`` the target,
+    then ``norm((r - q)+)`` after each rejection, q without the rejected child under ``"wor"``), the recovery is
+    ``argmax(log r + G')``; ``coupling="gumbel"`` reuses the node's first drafting noise as ``G'``."""
+    depth = len(branching)
+    streams = [_streams(seeds, None if coupling == "seed only" else positions, rows, d) for d in range(depth + 1)]
+    noises = {}  # each node's first drafting noise (B, V), by depth and first path
+
+    def choose(q, count, d, first):
+        noise = np.stack([[streams[d][b].gumbel(size=q.shape[1]) for b in range(rows)]
+                          for _ in range(count if siblings == "iid" else 1)])
+        noises[d, first] = noise[0]
+        with np.errstate(divide="ignore"):
+            keys = np.log(q)[None] + noise
+        return keys.argmax(axis=2).T if siblings == "iid" else np.argsort(-keys[0], axis=1)[:, :count]
+
+    paths, q = _drafted_tree(draft, rows, branching, choose)
+    p = target(paths)
+    below = np.cumprod((1,) + tuple(branching[::-1]))[::-1]
+    out = np.full((rows, depth + 1), -1, dtype=np.int64)
+    for b in range(rows):
+        first = 0
+        for d in range(depth + 1):
+            stream, r = streams[d][b], p[b, first, d]
+            if d == depth:
+                out[b, d] = _gumbel_argmax(r, stream.gumbel(size=r.size))
+                break
+            row, step = q[b, first, d], below[d + 1]
+            for j in range(branching[d]):
+                x = int(paths[b, first + j * step, d])
+                if stream.random() < r[x] / row[x]:
+                    out[b, d], first = x, first + j * step
+                    break
+                r = np.maximum(r - row, 0.0) / np.maximum(r - row, 0.0).sum()
+                if siblings == "wor":
+                    row = np.where(np.arange(row.size) == x, 0.0, row) / (1.0 - row[x])
+            else:
+                recovery = stream.gumbel(size=r.size)
+                out[b, d] = _gumbel_argmax(r, noises[d, first][b] if coupling == "gumbel" else recovery)
+                break
+    return out, paths
+
+
+def engine_zoo(name, branching, siblings="iid"):
+    """The zoo's tree verifier ``name`` wrapped with engine drafting: each node's children drawn by the scheme
+    ``siblings`` with the row's own generator (``[seed, position]``; unseeded rows from NumPy's global one)."""
+    verify, scheme = zoo_sampler(name, "tree", branching), DRAFTING_SCHEMES[siblings]
+
+    def sampler(target, draft, rows, branching, seeds=None, positions=None):
+        rngs = [np.random.default_rng(np.random.randint(2**31) if s is None else [s, int(positions[b])])
+                for b, s in enumerate(seeds or [None] * rows)]
+        paths, q = _drafted_tree(draft, rows, branching, lambda row, count, d, first: np.stack(
+            [scheme.draft(row[b], count, rngs[b]) for b in range(rows)]))
+        return verify(target(paths), q, paths), paths
+    return sampler
+
+
+def coupled_tree(target, draft, rows, branching, seeds=None, positions=None):
+    """``engine_tree`` with the shared Gumbel coupling, for the command line (docs/audit_sampler.md)."""
+    return engine_tree(target, draft, rows, branching, seeds, positions, coupling="gumbel")

@@ -1,6 +1,7 @@
 """Engine-owned drafting (``drafting="engine"``): the two coupled-randomness bug classes of 2026, written anew in
-tests/resispec/audit/engine_samplers.py, are rejected by the law tests and only there; their independent twin passes;
-drafts outside q's support break the contract; the options that cannot go together are one-line errors."""
+tests/resispec/audit/engine_samplers.py, are rejected by the law tests and only there, at node, chain and tree level;
+their independent twin passes; drafts outside q's support (a tree: paths that are not one tree, siblings the declared
+scheme cannot draw) break the contract; the options that cannot go together are one-line errors."""
 
 from functools import partial
 
@@ -8,12 +9,13 @@ import numpy as np
 import pytest
 
 from resispec.audit.sampler import SamplerError, audit_sampler
-from resispec.audit.sampler.engine_drafting import DRAFT_VIOLATION, RequestPool
+from resispec.audit.sampler.engine_drafting import DRAFT_VIOLATION, TREE_VIOLATION, RequestPool
 from tests.resispec.audit import engine_samplers as engine
 
 NODE = dict(k=1, drafting="engine", extras=["seeds", "positions"], rule="sps", samples=4000,
             pairs=["dirichlet-1", "zeros-in-q", "p-equals-q"])
 CHAIN = dict(gamma=3, drafting="engine", extras=["seeds", "positions"], rule="sps", samples=3000, families=["suite"])
+TREE = dict(level="tree", drafting="engine", extras=["seeds", "positions"], families=["suite"])
 
 
 def dimensions(report) -> set[str]:
@@ -70,7 +72,8 @@ def test_a_request_pool_reuses_seeds_at_advancing_positions():
 
 
 @pytest.mark.parametrize("options, message", [
-    (dict(level="tree", drafting="engine"), "node and chain"),
+    (dict(level="chain", drafting="engine-wor"), "applies to level='tree'"),
+    (dict(level="tree", drafting="engine", q_layout="parent"), "asks for q rows itself"),
     (dict(extras=["positions"]), "needs drafting='engine'"),
     (dict(level="chain", drafting="engine", extras=["lengths"]), "every chain has gamma drafts"),
     (dict(drafting="engine", rule="rrs_wor"), "drafts by wor"),
@@ -84,3 +87,58 @@ def test_a_sampler_that_returns_one_array_under_engine_drafting_is_a_sampler_err
     with pytest.raises(SamplerError, match="expected a tuple of 2 integer arrays"):
         audit_sampler(lambda p, q, k: engine.engine_node(p, q, k)[0], "node", k=1, drafting="engine", samples=10,
                       pairs=["dirichlet-1"])
+
+
+def test_a_tree_drafted_with_the_recovery_noise_shared_is_rejected_by_the_law_tests_only():
+    report = audit_sampler(partial(engine.engine_tree, coupling="gumbel"), **TREE)  # the default 6000 samples
+    assert report.verdict == "FAIL" and report.output.clean
+    assert ("first token", "suite") in {(test.name, test.context) for test in report.rejected_tests}
+    assert "drafts" not in dimensions(report)
+
+
+@pytest.mark.parametrize("siblings, drafting", [("iid", "engine"), ("wor", "engine-wor")])
+def test_the_independent_tree_twin_passes_with_its_drafts_law_tested(siblings, drafting):
+    report = audit_sampler(partial(engine.engine_tree, siblings=siblings), **{**TREE, "drafting": drafting},
+                           samples=2000)
+    assert report.verdict == "PASS", report.format()
+    assert {f"root's 2 children ({siblings})", "first draft", "draft law (by prefix)"} <= {
+        test.name for test in report.tests if test.dimension == "drafts"}
+    assert {"first round of a request", "later rounds of a request"} <= {test.context for test in report.tests}
+
+
+def test_tree_siblings_drawn_by_another_scheme_than_declared_are_named():
+    wor_as_iid = audit_sampler(partial(engine.engine_tree, siblings="wor"), **TREE, samples=1500)
+    assert {test.name for test in wor_as_iid.rejected_tests} == {"root's 2 children (iid)"}
+    iid_as_wor = audit_sampler(engine.engine_tree, **{**TREE, "drafting": "engine-wor"}, samples=300)
+    assert iid_as_wor.verdict == "FAIL" and iid_as_wor.output.counts[TREE_VIOLATION] > 0
+
+
+def test_tree_paths_that_disagree_on_a_shared_node_break_the_contract():
+    def split(target, draft, rows, branching):
+        out, paths = engine.engine_tree(target, draft, rows, branching)
+        paths[:, 1, 0] = (paths[:, 0, 0] + 1) % 6  # paths 0 and 1 share their depth-1 node
+        return out, paths
+
+    report = audit_sampler(split, "tree", drafting="engine", samples=50, families=["dirichlet"])
+    assert report.output.counts[TREE_VIOLATION] == 50 and report.verdict == "FAIL"
+
+
+@pytest.mark.parametrize("name, siblings", [("rrs", "iid"), ("rrs_wor", "wor"), ("traversal", "iid")])
+def test_exact_zoo_tree_verifiers_wrapped_with_engine_drafting_pass(name, siblings):
+    report = audit_sampler(engine.engine_zoo(name, (2, 1), siblings), "tree", branching=(2, 1), rule=name,
+                           drafting="engine" if siblings == "iid" else "engine-wor", extras=["seeds", "positions"],
+                           samples=800, families=["dirichlet", "ties"])
+    assert report.verdict == "PASS", report.format()
+    assert any(test.name == "accepted depth" and test.tested for test in report.tests)
+
+
+def test_a_tree_sampler_returning_paths_of_the_wrong_shape_is_a_sampler_error():
+    def flat(target, draft, rows, branching):
+        out, paths = engine.engine_tree(target, draft, rows, branching)
+        return out, paths[:, :, 0]
+
+    with pytest.raises(SamplerError, match=r"returned shape \(\d+, 4\); expected \(\d+, 4, 2\)"):
+        audit_sampler(flat, "tree", drafting="engine", samples=10, families=["suite"])
+    with pytest.raises(SamplerError, match=r"target: expected token ids .* of shape \(\d+, 4, 2\)"):
+        audit_sampler(lambda target, draft, rows, branching: (None, target(np.zeros((rows, 2), dtype=int))),
+                      "tree", drafting="engine", samples=10, families=["suite"])

@@ -129,3 +129,19 @@ def test_a_chain_sampler_that_collapses_tied_tokens_is_caught_at_the_tied_root_o
     assert not {test.context for test in buggy.rejected_tests} - {"dirichlet"}
     fixed = audit_sampler(partial(toy.sps_chain, by_rank=True), "chain", gamma=2, samples=1500)
     assert fixed.verdict == "PASS", fixed.format()
+
+
+def test_a_tree_verifier_that_collapses_tied_tokens_is_caught_by_the_tied_families_only():
+    """rank_node's tree twin: the default tree families add ``ties`` (its root tied in float32 only, its deeper nodes
+    exactly) to the tied root of ``dirichlet``; ``suite`` holds no ties and passes."""
+    tree = dict(level="tree", extras=["branching"], samples=3000)
+    buggy = audit_sampler(partial(toy.rrs_tree, collapse_ties=True), dtype="float32", **tree)
+    assert buggy.verdict == "FAIL" and buggy.output.clean
+    law = {(test.name, test.context) for test in buggy.rejected_tests if test.dimension == "law"}
+    assert ("first token", "ties") in law and {context for _, context in law} <= {"dirichlet", "ties"}
+    assert {"suite", "dirichlet", "ties"} == {test.context for test in buggy.tests if test.dimension == "law"}
+    float64 = audit_sampler(partial(toy.rrs_tree, collapse_ties=True), families=["ties"], **tree)
+    law = {test.name for test in float64.rejected_tests if test.dimension == "law"}
+    assert float64.verdict == "FAIL" and "first token" not in law and "first 2 tokens" in law  # exact ties below
+    fixed = audit_sampler(toy.rrs_tree, dtype="float32", **tree)
+    assert fixed.verdict == "PASS", fixed.format()

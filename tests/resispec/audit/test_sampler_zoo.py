@@ -64,7 +64,7 @@ def test_one_candidate_per_position_reduces_a_control_to_an_exact_rule_which_a_t
 def test_exact_tree_verifiers_pass_at_tree_level(name, drafting):
     # branching 2,1: two paths, and the rule's depth law enumerates 1,296 trees (2,2 would take 46,656)
     report = audit_sampler(zoo_sampler(name, "tree", (2, 1)), "tree", branching=(2, 1), drafting=drafting, rule=name,
-                           samples=800, families=["dirichlet"])
+                           samples=800, families=["dirichlet", "ties"])
     assert report.verdict == "PASS", report.format()
     assert any(test.name == "accepted depth" and test.tested for test in report.tests)
 

@@ -15,6 +15,8 @@
 - ``rank_node``: sps at one node whose residual token is drawn by rank (values sorted descending, inverse CDF over
   them); ``collapse_ties=True`` maps the drawn rank back to the smallest id holding that value, so of tied tokens
   only the first is ever drawn (the bug class of lightseekorg/tokenspeed PR #280, written anew);
+- ``rrs_tree``: recursive rejection sampling down a tree of i.i.d. siblings (the ``branching`` extra), each node's
+  residual drawn by rank; ``collapse_ties=True`` collapses it as ``rank_node`` does (its tree twin);
 - ``processed_chain``: sps along a chain on NumPy logits, each position processed after the row's ``history`` and
   the round's earlier drafts; ``verified`` / ``bonus`` put other claims on the verified target rows / the bonus row (the
   bugs: min-p and a logit bias applied to the bonus row only, vllm-project/vllm#42744; a penalty dropped under
@@ -127,6 +129,32 @@ def rank_node(p, q, candidates, collapse_ties=False, rng=np.random):
         residual = residual if residual.sum() > 0 else p[b]
         tokens[b] = _rank_draw(residual, rng.random(), collapse_ties)
     return tokens
+
+
+def rrs_tree(p, q, paths, branching, collapse_ties=False, rng=np.random):
+    """At each node from the root: its children in slot order, child x accepted with probability
+    ``min(1, r(x) / q(x))`` (``r`` the node's target, then the normalised ``(r - q)+`` after each rejection), the
+    accepted child's node next; all rejected: a token of ``r`` by rank; at a leaf: a token of its target row."""
+    strides = np.cumprod((1,) + tuple(branching[::-1]))[::-1][1:]
+    out = np.full((paths.shape[0], len(branching) + 1), -1)
+    for b in range(paths.shape[0]):
+        path = 0  # the first path through the current node
+        for d in range(len(branching) + 1):
+            residual = p[b, path, d]
+            if d == len(branching):
+                out[b, d] = _draw(residual, rng.random())
+                break
+            for slot in range(branching[d]):
+                x = paths[b, path + slot * strides[d], d]
+                if rng.random() < residual[x] / q[b, path, d, x]:
+                    out[b, d], path = x, path + slot * strides[d]
+                    break
+                residual = np.maximum(residual - q[b, path, d], 0.0)
+                residual = residual / residual.sum()
+            else:
+                out[b, d] = _rank_draw(residual, rng.random(), collapse_ties)
+                break
+    return out
 
 
 def processed_chain(p, q, drafts, history, processing=PLAIN, verified=None, bonus=None, rng=np.random,

@@ -125,6 +125,17 @@ def test_engine_drafting_and_per_row_processing_claims_from_the_command_line(cap
     assert "claim frequency_penalty:" in capsys.readouterr().out
 
 
+def test_engine_drafting_of_a_tree_from_the_command_line(capsys):
+    assert main(["audit-sampler", f"{TOYS}/engine_samplers.py:engine_tree", "--level", "tree", "--branching", "2,1",
+                 "--drafting", "engine", "--extras", "seeds", "positions", "--samples", "300", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["verdict"] == "PASS" and "the sampler drafts" in record["contract"]
+    assert "root's 2 children (iid), suite" in {test["test"] for test in record["tests"]}
+    assert main(["audit-sampler", f"{TOYS}/engine_samplers.py:engine_tree", "--level", "tree", "--drafting",
+                 "engine-wor", "--samples", "300"]) == 1  # its siblings are i.i.d.: they repeat
+    assert "paths not one tree" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("options, message", [
     (["--min-tokens", "3"], "min_tokens: needs the eos id"),
     (["--frequency-penalty", "0.5"], "declare the 'history' extra"),
