@@ -31,7 +31,7 @@ from resispec.sequence import get_round_verifier
 from resispec.sequence.tree import RoundTree, round_tree
 
 DEFAULT_VERIFIERS = {
-    "iid": ("rrs", "resispec", "pooled", "traversal", "traversal_resispec"),
+    "iid": ("rrs", "resispec", "pooled", "traversal", "traversal_resispec", "gbv"),
     "wor": ("rrs_wor", "resispec_wor", "traversal_wor", "traversal_resispec_wor"),
     "chain": ("sps", "block"),
 }
