@@ -29,8 +29,8 @@ number of paths through a child, their continuations are i.i.d. from q at the ch
 under such a stopping time, and the lift of an exact sequential node rule is exact (``traversal.lift_exact``).
 
 Every drafted node with a given token path carries the same ``p`` (and ``q``) rows; the trie reads them from
-the path's first node. Shape: every leaf at one depth (K paths of one length, or any ``branching`` tree), so
-the trie's internal nodes can be numbered first without reordering siblings; ``ValueError`` otherwise.
+the path's first node. Draw order is node index order (internal nodes first, as every ``RoundTree``): fixed by
+the shape, never by the tokens, which is all the exactness argument needs; any i.i.d. tree is accepted.
 
 Uniform layout (``uniforms_needed = N``, the tree's node count): trie node s uses ``u[n]`` of its first
 drafted node n (``u[0]`` draws the emitted token by inverse CDF, as ``traversal``).
@@ -49,12 +49,10 @@ from resispec.sequence.tree import RoundLaw, RoundTree, round_tree
 
 def prefix_trie(tree: RoundTree) -> tuple[RoundTree, np.ndarray]:
     """The prefix trie of ``tree`` and, for each trie node, the first drafted node with its token path
-    (shape (T,), ``rep[0] = 0``); trie siblings keep draw order (module doc)."""
-    leaf_depths = {int(tree.depths[n]) for n in range(tree.num_nodes) if not tree.children[n]}
-    if len(leaf_depths) > 1:
-        raise ValueError(f"tree: gbv verifies paths of one length; this tree has leaves at depths "
-                         f"{sorted(leaf_depths)}")
-    where: dict[tuple[int, int], int] = {}  # (trie parent, token) -> trie node, in creation order
+    (shape (T,), ``rep[0] = 0``). Trie nodes are created in node index order, which is the draw order: a trie
+    node's children are its distinct next tokens by first appearance, and the trie comes out numbered internal
+    nodes first (a trie node is internal iff one of its drafted nodes is, and those precede every leaf)."""
+    where: dict[tuple[int, int], int] = {}  # (trie parent, token) -> trie node
     trie_of = np.zeros(tree.num_nodes, dtype=np.int64)
     parents, tokens, rep = [-1], [0], [0]
     for node in range(1, tree.num_nodes):
@@ -65,16 +63,7 @@ def prefix_trie(tree: RoundTree) -> tuple[RoundTree, np.ndarray]:
             tokens.append(key[1])
             rep.append(node)
         trie_of[node] = where[key]
-    depth = max(leaf_depths)
-    created_depth = np.zeros(len(parents), dtype=np.int64)
-    for node in range(1, len(parents)):
-        created_depth[node] = created_depth[parents[node]] + 1
-    order = np.argsort(created_depth == depth, kind="stable") if tree.num_nodes > 1 else np.zeros(1, dtype=np.int64)
-    renumber = np.empty_like(order)
-    renumber[order] = np.arange(order.size)
-    new_parents = [-1] + [int(renumber[parents[old]]) for old in order[1:]]
-    trie = round_tree(new_parents, np.asarray(tokens)[order], int(max(tokens)) + 1)
-    return trie, np.asarray(rep)[order]
+    return round_tree(parents, tokens, max(tokens) + 1), np.asarray(rep)
 
 
 class GBV(RoundVerifier):

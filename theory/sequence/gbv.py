@@ -154,8 +154,8 @@ Induction from the leaves as in ``traversal.lift_exact``: a subtree entered with
 probability a on average over its paths' continuations (given their number), and its success is independent
 of the later siblings given the past. So the node emits `p'`, the mass `w p(y|s)` flows into y, `1 - w`
 fails to the parent, and at the root (`w = 1`) the round is exact. The argument needs the children's draw
-order to be fixed independently of the token values (breadth first, path order) and every path of one
-length (then the trie's internal nodes are its non-leaf depths).
+order to be fixed independently of the token values (the drafted tree's node order, internal nodes first);
+paths of several lengths merge the same way (a trie node is internal iff one of its drafted nodes is).
 
 **The control** ``gbv_naive`` runs rrs (the i.i.d. residual, draft q unchanged after a failure) on the
 distinct children: a later distinct child is never a tried token, so its law given the failures is not q.
