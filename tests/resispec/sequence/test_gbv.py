@@ -104,3 +104,16 @@ def test_gbv_is_exact_on_a_tree_with_leaves_at_two_depths():
                 branch = outcome.joint[node][:, None] * models.next_then_target(prefix)
                 law[models.block(prefix)] += chance * branch.ravel()
     assert np.abs(law - models.target_law()).max() < 1e-12
+
+
+def test_without_shared_prefixes_gbv_decides_like_traversal_wor():
+    """On a tree whose siblings are distinct (root-WOR paths, the moonshot's trees) the trie is the tree, so the
+    greedy construction is traversal_wor there: the same law and the same decisions."""
+    rng = np.random.default_rng(4)
+    tree = round_tree([-1, 0, 0, 0, 1, 2, 3], [0, 2, 0, 1, 1, 2, 2], 3)
+    p, q = rng.dirichlet(np.ones(3), size=7), rng.dirichlet(np.ones(3), size=4)
+    gbv, wor = get_round_verifier("gbv"), get_round_verifier("traversal_wor")
+    assert np.abs(gbv.law(tree, p, q).joint - wor.law(tree, p, q).joint).max() < 1e-15
+    for _ in range(200):
+        u = rng.random(tree.num_nodes)
+        assert gbv.verify(tree, p, q, u) == wor.verify(tree, p, q, u)
