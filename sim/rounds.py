@@ -3,7 +3,7 @@ same logged trees, and their paired differences.
 
 A round log (``resispec.formats.pairs``, round fields) holds whole drafted rounds of a real model: the tree, p at
 every node, q at every internal node. For each round and each verifier (``resispec.sequence``:
-block, traversal, traversal_wor, traversal_resispec[_wor], and any zoo verifier node by node), the
+block, traversal, traversal_wor, traversal_resispec[_wor], gbv, and any zoo verifier node by node), the
 exact conditional law given the tree (verification randomness integrated out) gives
 ``E[accepted | tree] = sum_n P(stop at n | tree) depth(n)``. Every verifier is scored on identical
 trees, so differences are paired: mean and standard error ``sd / sqrt(rounds)`` over rounds.
@@ -31,7 +31,7 @@ from resispec.sequence import get_round_verifier
 from resispec.sequence.tree import RoundTree, round_tree
 
 DEFAULT_VERIFIERS = {
-    "iid": ("rrs", "resispec", "pooled", "traversal", "traversal_resispec"),
+    "iid": ("rrs", "resispec", "pooled", "traversal", "traversal_resispec", "gbv"),
     "wor": ("rrs_wor", "resispec_wor", "traversal_wor", "traversal_resispec_wor"),
     "chain": ("sps", "block"),
 }

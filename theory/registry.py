@@ -26,6 +26,7 @@ FAMILIES: list[str] = [
     "resispec.theory.sequence.tree",
     "resispec.theory.sequence.block",
     "resispec.theory.sequence.traversal",
+    "resispec.theory.sequence.gbv",
 ]
 
 

@@ -24,7 +24,7 @@ VOCAB = 3
 SEEDS = (300, 301, 302)
 TREES = ((2, 1), (3, 1), (2, 1, 1))
 RULES = {"wor": ("rrs_wor", "resispec_wor", "pooled_wor", "traversal_wor", "traversal_resispec_wor"),
-         "iid": ("rrs", "resispec", "pooled", "traversal", "traversal_resispec")}
+         "iid": ("rrs", "resispec", "pooled", "traversal", "traversal_resispec", "gbv")}
 
 
 def rows() -> list[dict]:

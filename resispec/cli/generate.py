@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("generate", help="generate text with SmolLM2-135M-Instruct and a verifier")
     parser.add_argument("--prompt", type=nonempty_text, required=True, help="the user message (chat template applied)")
     parser.add_argument("--verifier", type=decoding_verifier, default="resispec",
-                        help="a verifier name (zoo; block, traversal, traversal_wor: sequence-level), "
+                        help="a verifier name (zoo; block, traversal, traversal_wor, gbv: sequence-level), "
                              "or 'ar' for plain sampling")
     parser.add_argument("--draft", type=draft_name, default=None, help=DRAFT_HELP)
     add_target_argument(parser)

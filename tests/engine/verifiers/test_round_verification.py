@@ -15,7 +15,7 @@ from resispec.engine.model.tiny import tiny_pair
 from resispec.engine.runtime.tree_lm import TreeLM
 
 PROMPT = torch.tensor([1, 4, 2])
-BRANCHING = {"block": (1, 1, 1), "traversal": (3, 2, 1), "traversal_wor": (3, 2, 1)}
+BRANCHING = {"block": (1, 1, 1), "traversal": (3, 2, 1), "traversal_wor": (3, 2, 1), "gbv": (3, 1, 1)}
 
 
 def conditionals(model, prompt: torch.Tensor):
@@ -33,7 +33,7 @@ def conditionals(model, prompt: torch.Tensor):
 
 
 @pytest.mark.parametrize("name, branching", [("block", (1, 1)), ("traversal", (2, 1)), ("traversal_wor", (2, 1)),
-                                             ("resispec", (2, 1))])
+                                             ("resispec", (2, 1)), ("gbv", (3, 1))])
 def test_round_law_over_the_tiny_models_is_exact(name, branching):
     target, draft = tiny_pair(seed=1, vocab_size=4)  # vocab 4: 16 x 4 x 4 drafted trees at (2, 1)
     result = exact_round_law(name, conditionals(target, PROMPT[:1]), conditionals(draft, PROMPT[:1]), 4, branching)

@@ -24,7 +24,7 @@ def test_round_tree_refuses_what_is_not_an_integer(parents, tokens, message):
     assert round_tree([-1.0, 0.0, 0.0], [0, 1, 2], 3).parents.tolist() == [-1, 0, 0]  # integral floats are fine
 
 
-@pytest.mark.parametrize("name", ["block", "traversal", "traversal_wor"])
+@pytest.mark.parametrize("name", ["block", "traversal", "traversal_wor", "gbv"])
 def test_a_tree_token_outside_ps_vocabulary_is_named(name):
     tree = round_tree([-1, 0], [0, 4], 5)
     p, q = np.full((2, 3), 1 / 3), np.full((1, 3), 1 / 3)

@@ -134,7 +134,7 @@ def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="node_rule: pooled is not a sequential verifier"):
         Lifted("pooled")
     assert set(SEQUENCE_VERIFIERS) == {"block", "traversal", "traversal_wor", "traversal_resispec",
-                                       "traversal_resispec_wor", "block_naive"}
+                                       "traversal_resispec_wor", "gbv", "block_naive", "gbv_naive"}
 
 
 @pytest.mark.parametrize("parents", [[-1, 0, 0, 1, 1, 2, 2], [-1, 0, 0, 0, 1, 2, 3, 3]])
