@@ -434,26 +434,30 @@ def _well_formed(out: np.ndarray) -> np.ndarray:
     return valid[:, 0] & ~(~valid[:, :-1] & valid[:, 1:]).any(axis=1) & ((out >= -1) & (out < MODEL_VOCAB)).all(axis=1)
 
 
+MISREAD_DEPTH = 2
+"""Chain, tree: the laws with a parameter read from another row are compared at prefixes of up to this many tokens
+(43 prefixes at V = 6, where most emitted tokens are; every prefix would cost a processed row per prefix reached)."""
+
+
 def _prefix_evidence(out: np.ndarray, model: ChainModel,
                      others: dict[str, tuple[Processing, tuple[int, ...]]]) -> list[Evidence]:
     """Per prefix the rows emitted a token after, the counts of those tokens against the claimed law and the laws
     without each claimed parameter (``parameters``; a verified row emits its token from the law at its prefix)
     and, with mixed rows, with each parameter read from the other combinations ``others`` (claims, history by
-    name; ``row_parameters.misread_claims``)."""
+    name; ``row_parameters.misread_claims``; at prefixes of up to ``MISREAD_DEPTH`` tokens)."""
     counts: dict[tuple[int, ...], np.ndarray] = {}
     for row in out:
         tokens = [int(x) for x in row if x >= 0]
         for t, token in enumerate(tokens):
             counts.setdefault(tuple(tokens[:t]), np.zeros(MODEL_VOCAB, dtype=np.int64))[token] += 1
     ablated = {name: model.with_processing(claims) for name, claims in dropped(model.processing).items()}
-    misread = {name: {label: ChainModel(model.family, claims, model.seed, model.label, history, model.combination)
-                      for label, (claims, history) in alternatives.items()}
+    misread = {name: {label: model.with_processing(claims, history) for label, (claims, history) in alternatives.items()}
                for name, alternatives in misread_claims((model.processing, model.history), others).items()}
     return [Evidence(f"first token, {model.name}", seen, model.target(prefix),
                      {name: other.target(prefix) for name, other in ablated.items()}, model.combination,
                      {name: {label: law for label, other in alternatives.items()
                              if (law := law_or_none(lambda o=other: o.target(prefix))) is not None}
-                      for name, alternatives in misread.items()})
+                      for name, alternatives in misread.items()} if len(prefix) <= MISREAD_DEPTH else {})
             for prefix, seen in counts.items()]
 
 

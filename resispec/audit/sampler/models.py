@@ -144,9 +144,12 @@ class ChainModel:
     def name(self) -> str:
         return self.label
 
-    def with_processing(self, processing: Processing) -> ChainModel:
-        """The same family and seed under other claims (a parameter dropped: ``parameters``)."""
-        return ChainModel(self.family, processing, self.seed, self.label, self.history, self.combination)
+    def with_processing(self, processing: Processing, history: tuple[int, ...] | None = None) -> ChainModel:
+        """The same family, seed and raw rows under other claims (a parameter dropped: ``parameters``) and, given
+        one, another history (a parameter read from another row: ``row_parameters``)."""
+        other = ChainModel(self.family, processing, self.seed, self.label, history or self.history, self.combination)
+        other.raw = self.raw
+        return other
 
     def _law(self, row: np.ndarray, prefix: tuple[int, ...]) -> np.ndarray:
         return _context_law(row, self.processing, self.history + prefix, f"{self.label}, prefix {prefix}")

@@ -1,8 +1,8 @@
 """Samplers for per-request parameters in mixed batches (``resispec.audit.sampler.row_parameters``), written here
 from the public descriptions of the bugs, on ``toy_samplers.processed_chain`` (sps along a chain on NumPy logits):
 
-- ``first_row_chain``: every row processed with row 0's ``fields`` (a claim's name, or ``"history"``: row 0's ids
-  generated before), the rest its own: parameters taken from the wrong request of a batch (the class of
+- ``first_row_chain``: every row's target rows processed with row 0's ``fields`` (claims' names; ``"history"``:
+  row 0's ids generated before, for the draft's rows too), the rest its own: parameters taken from the wrong request of a batch (the class of
   NVIDIA/TensorRT-LLM#17599, one state shared by the batch, and PR #12588's review, a per-request buffer read at the
   wrong index); ``fields=()`` is its exact twin;
 - ``mask_buffer_chain``: the target rows masked by a grammar bitmask kept per token (one slot per row and position,
@@ -25,12 +25,12 @@ from tests.resispec.audit.toy_samplers import processed_chain
 
 
 def first_row_chain(p, q, drafts, history, processing, fields=(), rng=np.random):
-    claims = [replace(row, **{name: getattr(processing[0], name) for name in fields if name != "history"})
-              for row in processing]
+    taken = {name: getattr(processing[0], name) for name in fields if name != "history"}
     if "min_tokens" in fields:
-        claims = [replace(row, eos=processing[0].eos) for row in claims]
+        taken["eos"] = processing[0].eos
+    target = [replace(row, **taken) for row in processing]  # the target rows' logits processors
     histories = [history[0]] * len(history) if "history" in fields else history
-    return processed_chain(p, q, drafts, histories, claims, rng=rng)
+    return processed_chain(p, q, drafts, histories, processing, verified=target, bonus=target, rng=rng)
 
 
 def mask_buffer_chain(p, q, drafts, history, processing, per_request=False, rng=np.random):
