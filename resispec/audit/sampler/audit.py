@@ -451,7 +451,8 @@ def _prefix_evidence(out: np.ndarray, model: ChainModel,
         for t, token in enumerate(tokens):
             counts.setdefault(tuple(tokens[:t]), np.zeros(MODEL_VOCAB, dtype=np.int64))[token] += 1
     ablated = {name: model.with_processing(claims) for name, claims in dropped(model.processing).items()}
-    misread = {name: {label: model.with_processing(claims, history) for label, (claims, history) in alternatives.items()}
+    misread = {name: {label: model.with_processing(claims, history)
+                      for label, (claims, history) in alternatives.items()}
                for name, alternatives in misread_claims((model.processing, model.history), others).items()}
     return [Evidence(f"first token, {model.name}", seen, model.target(prefix),
                      {name: other.target(prefix) for name, other in ablated.items()}, model.combination,

@@ -1,10 +1,10 @@
 """Samplers for per-request parameters in mixed batches (``resispec.audit.sampler.row_parameters``), written here
 from the public descriptions of the bugs, on ``toy_samplers.processed_chain`` (sps along a chain on NumPy logits):
 
-- ``first_row_chain``: every row's target rows processed with row 0's ``fields`` (claims' names; ``"history"``:
-  row 0's ids generated before, for the draft's rows too), the rest its own: parameters taken from the wrong request of a batch (the class of
-  NVIDIA/TensorRT-LLM#17599, one state shared by the batch, and PR #12588's review, a per-request buffer read at the
-  wrong index); ``fields=()`` is its exact twin;
+- ``first_row_chain``: every row's target rows processed with row 0's ``fields`` (claims' names; ``"history"``: row
+  0's ids generated before, for the draft's rows too), the rest its own: parameters taken from the wrong request of
+  a batch (the class of NVIDIA/TensorRT-LLM#17599, one state shared by the batch, and PR #12588's review, a per-
+  request buffer read at the wrong index); ``fields=()`` is its exact twin;
 - ``mask_buffer_chain``: the target rows masked by a grammar bitmask kept per token (one slot per row and position,
   ``(B * (gamma + 1), V)``, as engines keep the bitmask of a speculative batch); ``per_request=True`` reads slot b
   for every position of row b, a per-request index into the per-token buffer, so rows past the first read other
