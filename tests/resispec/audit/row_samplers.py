@@ -20,8 +20,7 @@ from dataclasses import replace
 import numpy as np
 
 from resispec.audit.sampler import zoo_sampler
-from resispec.processing import process_logits
-from tests.resispec.audit.toy_samplers import processed_chain
+from tests.resispec.audit.toy_samplers import _processed, processed_chain
 
 
 def first_row_chain(p, q, drafts, history, processing, fields=(), rng=np.random):
@@ -53,8 +52,8 @@ def processed_zoo(name):
         for b, claims in enumerate(processing):
             for i in range(p.shape[1]):
                 seen = tuple(history[b]) + tuple(int(x) for x in drafts[b, :i])
-                target[b, i] = process_logits(p[b, i], claims, seen)
+                target[b, i] = _processed(p[b, i], claims, seen)
                 if i < q.shape[1]:
-                    draft[b, i] = process_logits(q[b, i], claims, seen)
+                    draft[b, i] = _processed(q[b, i], claims, seen)
         return verify(target, draft, drafts)
     return sampler
