@@ -92,7 +92,7 @@ from resispec.audit.sampler.statistics import (
 )
 from resispec.audit.sampling import DEFAULT_SAMPLES
 from resispec.drafting import DRAFTING_SCHEMES
-from resispec.processing import Processing, process_probs
+from resispec.processing import Processing
 from resispec.progress import progress
 from resispec.sampling import inverse_cdf
 from resispec.sequence import get_round_verifier
@@ -223,7 +223,7 @@ class _Runner:
             out, drafts = out
             if contract.level == "node":
                 rows = DraftedRows(rows.raw_p, rows.raw_q, rows.p, drafts, rows.context, rows.lengths)
-                drafted = drafts_in_support(drafts, process_probs(rows.raw_q, contract.processing))
+                drafted = drafts_in_support(drafts, np.stack([contexts[c].q for c in rows.context]))  # per row
             else:
                 rows, drafted = replay_chain(rows, drafts, contexts, contract.gamma)
             log.add(DRAFT_VIOLATION, ~drafted, lambda b: f"row {b}: drafts {drafts[b].tolist()}"
