@@ -10,6 +10,9 @@ tests/resispec/audit/):
   2,2, seeds and positions; the tree families, the tied ``ties`` included);
 - ``chain, every claim``: ``toy_samplers.processed_chain`` at gamma = 4 with every processing claim on;
 - ``mixed rows``: the same with per-row parameters (the ``processing`` extra, three combinations);
+- ``mixed rows, every group``: every claim on and rows varying every group of ``row_parameters.VARY`` (six
+  combinations: temperature / top-k / top-p, min-p / logit bias / banned ids, penalties over their own history,
+  an allowed mask with min_tokens);
 - ``vllm-style chain``: ``vllm_style.vllm_chain`` (target logits, draft probabilities, caller-drawn bonus,
   generator map, unequal lengths), float32 torch.
 
@@ -41,6 +44,9 @@ CONFIGURATIONS = {
                            dict(level="chain", gamma=4, processing=EVERY_CLAIM, inputs="logits", extras=["history"])),
     "mixed rows": (toy_samplers.processed_chain, dict(level="chain", gamma=4, inputs="logits",
                                                       extras=["history", "processing"])),
+    "mixed rows, every group": (toy_samplers.processed_chain, dict(
+        level="chain", gamma=4, processing=EVERY_CLAIM, inputs="logits", extras=["history", "processing"],
+        vary=["sampling", "bias", "penalties", "mask"])),
     "vllm-style chain": (vllm_style.vllm_chain, dict(level="chain", gamma=4, arrays="torch", dtype="float32",
                                                      inputs="target-logits", rule="sps",
                                                      extras=["lengths", "bonus", "generator_map"])),

@@ -44,6 +44,7 @@ def logit_bias(text: str) -> tuple[int, float]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from resispec.audit.sampler.contract import ARRAYS, DTYPES, ENGINE_SCHEMES, EXTRAS, INPUTS, LEVELS, Q_LAYOUTS
+    from resispec.audit.sampler.row_parameters import VARY
     from resispec.audit.sampling import DEFAULT_SAMPLES
     from resispec.drafting import DRAFTING_SCHEMES
 
@@ -93,6 +94,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     claims.add_argument("--eos", type=token_id, default=None, metavar="ID", help="the EOS id --min-tokens holds back")
     parser.add_argument("--extras", nargs="+", choices=EXTRAS, default=[], metavar="EXTRA",
                         help=f"per-row keyword arguments FUNCTION takes: {', '.join(EXTRAS)}")
+    parser.add_argument("--vary", nargs="+", choices=VARY, default=None, metavar="GROUP",
+                        help=f"with --extras processing: the parameter groups rows of one call differ in: "
+                             f"{', '.join(VARY)} (default: sampling; penalties and mask need --extras history)")
     parser.add_argument("--probe-edges", action="store_true",
                         help="force every uniform to the edges of [0, 1) and check the output contract")
     parser.add_argument("--samples", type=audit_samples, default=DEFAULT_SAMPLES, metavar="N",
@@ -128,6 +132,9 @@ def load_builtin(args: argparse.Namespace) -> Any:
     from resispec.integrations.vllm.target import CONTRACT, builtin_target, check_claims
 
     check_claims(claimed_processing(args))
+    if set(args.vary or ()) - {"sampling"}:
+        raise ValueError("vary: the built-in vLLM targets vary temperature, top-k and top-p per row only "
+                         "(--vary sampling)")
     for name, value in CONTRACT.items():
         setattr(args, name, value)
     return builtin_target(args.sampler[len(BUILTIN_PREFIX):])
@@ -142,8 +149,9 @@ def run(args: argparse.Namespace) -> int:
         report = audit_sampler(
             sampler, args.level, k=args.k, gamma=args.gamma, branching=args.branching, drafting=args.drafting,
             rule=args.rule, arrays=args.arrays, dtype=args.dtype, inputs=args.inputs,
-            processing=claimed_processing(args), extras=args.extras, q_layout=args.q_layout, samples=args.samples,
-            seed=args.seed, probe_edges=args.probe_edges, time_limit=args.time_limit, threads=args.threads)
+            processing=claimed_processing(args), extras=args.extras, vary=args.vary, q_layout=args.q_layout,
+            samples=args.samples, seed=args.seed, probe_edges=args.probe_edges, time_limit=args.time_limit,
+            threads=args.threads)
     except SamplerError as error:  # its line, then where in the sampler's own file and on what it failed
         print(f"resispec audit-sampler: error: {' '.join(str(error).split())}", file=sys.stderr)
         for line in getattr(error, "details", []):

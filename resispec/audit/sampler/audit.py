@@ -26,6 +26,7 @@ from resispec.audit.family import FAMILY_ALPHA, bonferroni_level
 from resispec.audit.sampler.acceptance import candidate_share, depth_law
 from resispec.audit.sampler.batches import (
     GROUPS,
+    POSITION_GROUPS,
     REQUEST_GROUPS,
     SEED_GROUPS,
     RowPlacement,
@@ -60,21 +61,28 @@ from resispec.audit.sampler.engine_drafting import (
 from resispec.audit.sampler.global_generators import seeded_global_generators
 from resispec.audit.sampler.models import (
     CHAIN_FAMILIES,
+    LOGIT_SHIFT,
     MODEL_VOCAB,
     TIE_PAIRS,
     TREE_FAMILIES,
     ZERO_PAIRS,
     ChainModel,
-    logit_shift,
+    history_for,
     node_contexts,
     processed,
-    row_variants,
     variant_label,
 )
-from resispec.audit.sampler.parameters import Evidence, dropped, parameter_verdicts
+from resispec.audit.sampler.parameters import Evidence, dropped, parameter_verdicts, row_parameter_verdicts
 from resispec.audit.sampler.probe_rows import probe_rows
 from resispec.audit.sampler.reach import swapped_generators
 from resispec.audit.sampler.report import EdgeOutcome, SamplerReport, SamplerTest
+from resispec.audit.sampler.row_parameters import (
+    DEFAULT_VARY,
+    combination_groups,
+    law_or_none,
+    misread_claims,
+    row_claims,
+)
 from resispec.audit.sampler.statistics import (
     PendingTest,
     continue_sequences,
@@ -87,7 +95,7 @@ from resispec.audit.sampler.statistics import (
 )
 from resispec.audit.sampling import DEFAULT_SAMPLES
 from resispec.drafting import DRAFTING_SCHEMES, DraftingScheme
-from resispec.processing import Processing, process_probs
+from resispec.processing import Processing
 from resispec.progress import progress
 from resispec.sampling import inverse_cdf
 from resispec.sequence import get_round_verifier
@@ -108,7 +116,7 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
                   branching: Sequence[int] = (2, 2), drafting: str = "iid", rule: str | None = None,
                   arrays: str = "numpy", dtype: str = "float64", inputs: str = "probs", temperature: float = 1.0,
                   top_k: int | None = None, top_p: float | None = None, processing: Processing | None = None,
-                  extras: Sequence[str] = (), q_layout: str = "paths",
+                  extras: Sequence[str] = (), vary: Sequence[str] | None = None, q_layout: str = "paths",
                   samples: int = DEFAULT_SAMPLES, seed: int = 0, family_alpha: float = FAMILY_ALPHA,
                   probe_edges: bool = False, time_limit: float = DEFAULT_TIME_LIMIT,
                   pairs: Sequence[str] | None = None, families: Sequence[str] | None = None,
@@ -121,9 +129,10 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
     acceptance is tested, with the same drafting; ``pairs`` (node) / ``families`` (chain, tree): the contexts, by
     default every suite pair / ``CHAIN_FAMILIES`` (a tree: ``TREE_FAMILIES``, with the tied ``ties``); ``samples``
     per context. ``processing``: every claim at once (``resispec.processing.Processing``,
-    instead of ``temperature``, ``top_k``, ``top_p``). ``q_layout``: ``"paths"`` or ``"parent"`` (tree: one q row per
-    parent). ``progress``: report the calls on stderr (``resispec.progress``; None: a bar on a terminal, a line every
-    10 s elsewhere).
+    instead of ``temperature``, ``top_k``, ``top_p``). ``vary``: with the ``processing`` extra, the parameter groups
+    rows of one call differ in (``row_parameters.VARY``; default ``sampling``). ``q_layout``: ``"paths"`` or
+    ``"parent"`` (tree: one q row per parent). ``progress``: report the calls on stderr (``resispec.progress``;
+    None: a bar on a terminal, a line every 10 s elsewhere).
     ``ValueError`` naming the argument on bad options; ``SamplerError`` (a ``ValueError``) when ``fn`` raises,
     hangs or returns outside the contract.
     """
@@ -132,9 +141,12 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
     elif (temperature, top_k, top_p) != (1.0, None, None):
         raise ValueError("processing: pass temperature, top_k and top_p inside processing=Processing(...), not "
                          "beside it")
+    if vary is None:
+        vary = DEFAULT_VARY if "processing" in extras else ()
     contract = SamplerContract(level=level, k=k, gamma=gamma, branching=tuple(branching), arrays=arrays, dtype=dtype,
                                inputs=inputs, processing=processing, extras=tuple(extras),
-                               time_limit=time_limit, drafting=drafting, q_layout=q_layout)
+                               time_limit=time_limit, drafting=drafting, q_layout=q_layout,
+                               vary=(vary,) if isinstance(vary, str) else tuple(vary))
     samples = as_count(samples, "samples", "samples")
     if drafting not in (*DRAFTING_SCHEMES, *ENGINE_SCHEMES):
         raise ValueError(f"drafting: expected one of {', '.join((*DRAFTING_SCHEMES, *ENGINE_SCHEMES))}, got "
@@ -157,12 +169,15 @@ def audit_sampler(fn: Sampler, level: str = "node", *, k: int = 2, gamma: int = 
     pending, coverage, skipped, evidence = report
     level_alpha = bonferroni_level(max(len(pending), 1), family_alpha)
     tests = [SamplerTest(t.name, t.context, t.dimension, t.evaluate(level_alpha)) for t in pending]
-    parameters = parameter_verdicts(evidence, tests, runner.log.counts["token with p = 0"] > 0)
+    broken = runner.log.counts["token with p = 0"] > 0
+    parameters = parameter_verdicts(evidence, tests, broken)
+    row_parameters = row_parameter_verdicts(evidence, tests, broken)
     coverage.update(runner.batch_coverage())
     edges = _probe(runner, scheme, seed) if probe_edges else []
     return SamplerReport(contract=contract.describe(), level=level, samples=samples, seed=seed,
                          family_alpha=family_alpha, level_alpha=level_alpha, tests=tests, output=runner.log,
-                         coverage=coverage, edges=edges, rule=rule, skipped=skipped, parameters=parameters)
+                         coverage=coverage, edges=edges, rule=rule, skipped=skipped, parameters=parameters,
+                         row_parameters=row_parameters)
 
 
 class _Runner:
@@ -187,7 +202,7 @@ class _Runner:
         rows along the sampler's drafts, ``engine_drafting``); ``contexts`` by index: node ``Context``s or
         ``ChainModel``s (their histories and claims)."""
         contract, count = self.contract, rows.tokens.shape[0]
-        shift = logit_shift(contract.processing)
+        shift = LOGIT_SHIFT if contract.needs_logits else None
         offsets = self.rng.normal(0.0, 3.0, size=count) if shift is None else np.full(count, shift)
         if contract.engine:
             arguments, expected = engine_arguments(rows, contract, offsets, contexts)
@@ -214,7 +229,7 @@ class _Runner:
             out, drafts = out
             if contract.level == "node":
                 rows = DraftedRows(rows.raw_p, rows.raw_q, rows.p, drafts, rows.context, rows.lengths)
-                drafted = drafts_in_support(drafts, process_probs(rows.raw_q, contract.processing))
+                drafted = drafts_in_support(drafts, np.stack([contexts[c].q for c in rows.context]))  # per row
             elif contract.level == "chain":
                 rows, drafted = replay_chain(rows, drafts, contexts, contract.gamma)
             else:
@@ -260,19 +275,24 @@ class _Runner:
         return {"calls": self.calls, "batch sizes": dict(sorted(self.sizes.items())), "seeded rows": seeded}
 
 
-def _group_tests(values: np.ndarray, placement: RowPlacement, seeded: bool, requests: bool) -> list[PendingTest]:
-    """PIT tests of every row and of each batch group; ``values`` (rows, m) PIT values per row."""
+def _group_tests(values: np.ndarray, placement: RowPlacement, seeded: bool, requests: bool,
+                 combination: np.ndarray | None = None) -> list[PendingTest]:
+    """PIT tests of every row and of each batch group; ``values`` (rows, m) PIT values per row; ``combination``
+    (rows,): each row's parameter combination, with mixed rows (the groups per combination and batch position)."""
     groups = {"all rows": np.ones(values.shape[0], dtype=bool)}
     for name, select in {**GROUPS, **(SEED_GROUPS if seeded else {}),
                          **(REQUEST_GROUPS if seeded and requests else {})}.items():
         groups[name] = select(placement)
+    if combination is not None:
+        groups.update(combination_groups(combination, placement, POSITION_GROUPS))
     tests = [pit_test("randomized PIT", name, values[mask].ravel()) for name, mask in groups.items()]
     return [test for test in tests if test is not None]
 
 
 def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs: Sequence[str] | None):
     contract, rng = runner.contract, runner.rng
-    contexts = node_contexts(contract.processing, pairs, "processing" in contract.extras)
+    mixed = "processing" in contract.extras
+    contexts = node_contexts(contract.processing, pairs, contract.vary if mixed else None)
     unknown = set(pairs or ()) - {pair.name for pair in get_suite("standard")} - set(TIE_PAIRS)
     if unknown:
         raise ValueError(f"pairs: unknown pair name(s) {sorted(unknown)}")
@@ -284,7 +304,7 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
     pending: list[PendingTest] = []
     evidence: list[Evidence] = []
     coverage: dict = {"candidate tokens": {}, "residual tokens": {}}
-    pit_rows, placements_all = [], []
+    pit_rows, placements_all, combination_all = [], [], []
     for vocab, ties in sorted({(c.p.size, c.name.split(" [")[0] in TIE_PAIRS) for c in served},
                               key=lambda key: (key[1], key[0])):  # the tie pairs' calls last
         group = [c for c in served if c.p.size == vocab and (c.name.split(" [")[0] in TIE_PAIRS) == ties]
@@ -306,7 +326,12 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
             formed = out[(rows.context == index) & (out >= 0) & (out < vocab)]
             evidence.append(Evidence(f"token law, {context.name}", np.bincount(formed, minlength=vocab), context.p, {
                 name: processed(context.raw_p, claims, context.history)
-                for name, claims in dropped(context.processing).items()}))
+                for name, claims in dropped(context.processing).items()}, context.combination, {
+                name: {other: law for other, (claims, history) in alternatives.items()
+                       if (law := law_or_none(lambda c=claims, h=history: processed(context.raw_p, c, h))) is not None}
+                for name, alternatives in misread_claims((context.processing, context.history), {
+                    other.combination: (other.processing, other.history) for other in served
+                    if other.raw_p is context.raw_p and other is not context}).items()} if mixed else {}))
             if contract.engine:
                 pending.append(counts_test("draft law (first candidate)", context.name, "drafts",
                                            np.bincount(rows.tokens[mine, 0], minlength=vocab), context.q))
@@ -322,10 +347,12 @@ def _audit_nodes(runner: _Runner, scheme, rule: str | None, samples: int, pairs:
         values[clean, 0] = token_pits(rows.p[clean], out[clean], rng.random(int(clean.sum())))
         pit_rows.append(values)
         placements_all.append(placement)
+        combination_all.append(np.array([group[c].combination for c in rows.context]))
     placement = concatenate(placements_all)
     values = np.concatenate(pit_rows)
     keep = ~np.isnan(values[:, 0])
-    pending.extend(_group_tests(values[keep], subset(placement, keep), runner.seeded, runner.requests is not None))
+    pending.extend(_group_tests(values[keep], subset(placement, keep), runner.seeded, runner.requests is not None,
+                                np.concatenate(combination_all)[keep] if mixed else None))
     return pending, coverage, skipped, evidence
 
 
@@ -334,8 +361,10 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
     contract, rng = runner.contract, runner.rng
     families = list(families or (TREE_FAMILIES if contract.level == "tree" else CHAIN_FAMILIES))
     mixed = "processing" in contract.extras
-    models = [ChainModel(family, claims, seed, variant_label(family, claims, mixed))
-              for claims in row_variants(contract.processing, mixed) for family in families]
+    models = [ChainModel(family, claims, seed, variant_label(family, claims, mixed), history, combination.name)
+              for combination, claims, history in row_claims(contract.processing, contract.vary,
+                                                             history_for(MODEL_VOCAB), MODEL_VOCAB)
+              for family in families]
     depth = contract.depth
     if "lengths" in contract.extras:
         lengths = [rng.integers(0, depth + 1, size=samples) for _ in models]
@@ -380,7 +409,9 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
                                    lambda alpha, s=sequences, m=model: prefix_chi_square(
                                        s, m.target, alpha, f"sequence law (by prefix), {m.name}")))
         values[mine] = sequence_pits(sequences, model.target, rng)
-        evidence.extend(_prefix_evidence(out[(rows.context == index) & _well_formed(out)], model))
+        others = {other.combination: (other.processing, other.history) for other in models
+                  if other.family == model.family and other is not model} if mixed else {}
+        evidence.extend(_prefix_evidence(out[(rows.context == index) & _well_formed(out)], model, others))
         if contract.engine:
             drafts = rows.tokens[mine]
             if contract.level == "tree":  # its first path is a chain of first draws; the root's children a tuple
@@ -408,7 +439,9 @@ def _audit_rounds(runner: _Runner, scheme, rule: str | None, samples: int, famil
                 pending.append(counts_test("accepted depth", name, "acceptance",
                                            np.bincount(picked, minlength=law.size), law))
     keep = clean
-    pending.extend(_group_tests(values[keep], subset(placement, keep), runner.seeded, runner.requests is not None))
+    combination = np.array([models[c].combination for c in rows.context])[keep] if mixed else None
+    pending.extend(_group_tests(values[keep], subset(placement, keep), runner.seeded, runner.requests is not None,
+                                combination))
     return pending, coverage, skipped, evidence
 
 
@@ -429,17 +462,31 @@ def _well_formed(out: np.ndarray) -> np.ndarray:
     return valid[:, 0] & ~(~valid[:, :-1] & valid[:, 1:]).any(axis=1) & ((out >= -1) & (out < MODEL_VOCAB)).all(axis=1)
 
 
-def _prefix_evidence(out: np.ndarray, model: ChainModel) -> list[Evidence]:
+MISREAD_DEPTH = 2
+"""Chain, tree: the laws with a parameter read from another row are compared at prefixes of up to this many tokens
+(43 prefixes at V = 6, where most emitted tokens are; every prefix would cost a processed row per prefix reached)."""
+
+
+def _prefix_evidence(out: np.ndarray, model: ChainModel,
+                     others: dict[str, tuple[Processing, tuple[int, ...]]]) -> list[Evidence]:
     """Per prefix the rows emitted a token after, the counts of those tokens against the claimed law and the laws
-    without each claimed parameter (``parameters``; a verified row emits its token from the law at its prefix)."""
+    without each claimed parameter (``parameters``; a verified row emits its token from the law at its prefix)
+    and, with mixed rows, with each parameter read from the other combinations ``others`` (claims, history by
+    name; ``row_parameters.misread_claims``; at prefixes of up to ``MISREAD_DEPTH`` tokens)."""
     counts: dict[tuple[int, ...], np.ndarray] = {}
     for row in out:
         tokens = [int(x) for x in row if x >= 0]
         for t, token in enumerate(tokens):
             counts.setdefault(tuple(tokens[:t]), np.zeros(MODEL_VOCAB, dtype=np.int64))[token] += 1
     ablated = {name: model.with_processing(claims) for name, claims in dropped(model.processing).items()}
+    misread = {name: {label: model.with_processing(claims, history)
+                      for label, (claims, history) in alternatives.items()}
+               for name, alternatives in misread_claims((model.processing, model.history), others).items()}
     return [Evidence(f"first token, {model.name}", seen, model.target(prefix),
-                     {name: other.target(prefix) for name, other in ablated.items()})
+                     {name: other.target(prefix) for name, other in ablated.items()}, model.combination,
+                     {name: {label: law for label, other in alternatives.items()
+                             if (law := law_or_none(lambda o=other: o.target(prefix))) is not None}
+                      for name, alternatives in misread.items()} if len(prefix) <= MISREAD_DEPTH else {})
             for prefix, seen in counts.items()]
 
 

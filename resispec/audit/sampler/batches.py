@@ -93,10 +93,15 @@ def concatenate(parts: list[RowPlacement]) -> RowPlacement:
     return RowPlacement(*(np.concatenate([getattr(part, name) for part in parts]) for name in PLACEMENT_FIELDS))
 
 
-GROUPS: dict[str, Callable[[RowPlacement], np.ndarray]] = {
+POSITION_GROUPS: dict[str, Callable[[RowPlacement], np.ndarray]] = {
     "batch position 0": lambda r: r.position == 0,
     "batch positions 1-15": lambda r: (r.position >= 1) & (r.position < 16),
     "batch positions >= 16": lambda r: r.position >= 16,
+}
+"""Rows by batch position (with mixed per-row parameters also per combination: ``row_parameters``)."""
+
+GROUPS: dict[str, Callable[[RowPlacement], np.ndarray]] = {
+    **POSITION_GROUPS,
     "batches of one row": lambda r: r.size == 1,
 }
 """Row groups of every audit (mask of a placement); the seed groups below join when seeds are declared."""

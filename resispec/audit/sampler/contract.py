@@ -29,8 +29,9 @@ are uniform padding, ``p[b, lengths[b]]`` is the row's bonus row), ``rng`` (a ``
 row's token position, the offset engines key their per-request randomness by; ``engine_drafting``), ``history``
 (each row's ids generated before it, a tuple: the penalties and ``min_tokens`` act on it and, along a chain, on
 the round's earlier drafts, which the sampler adds), ``processing`` (each row's claims, a
-``resispec.processing.Processing``: rows of one call carry different parameters; without it every row has the
-audit's claims), ``generator_map`` (torch only: ``{row: torch.Generator}`` for the seeded rows, vLLM's layout),
+``resispec.processing.Processing``: rows of one call carry different parameters, the groups ``vary`` names,
+``row_parameters``; without it every row has the audit's claims), ``generator_map`` (torch only:
+``{row: torch.Generator}`` for the seeded rows, vLLM's layout),
 ``bonus`` (chain only: each row's bonus token, drawn by the audit from the processed bonus row and handed in as
 vLLM's ``bonus_token_ids`` are; a fully accepted row must emit it), ``branching`` (tree only: the children count per
 depth, a tuple).
@@ -55,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from resispec.audit.sampler.row_parameters import check_vary, needs_logits
 from resispec.processing import Processing
 
 LEVELS = ("node", "chain", "tree")
@@ -94,6 +96,8 @@ class SamplerContract:
     time_limit: float = DEFAULT_TIME_LIMIT
     drafting: str = "iid"
     q_layout: str = "paths"
+    vary: tuple[str, ...] = ()
+    """With the ``processing`` extra: the parameter groups rows of one call differ in (``row_parameters``)."""
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("level", self.level, LEVELS), ("arrays", self.arrays, ARRAYS),
@@ -122,6 +126,7 @@ class SamplerContract:
                              "draws its own")
         if "lengths" in self.extras and self.level != "chain":
             raise ValueError("extras: 'lengths' (unequal chain lengths) applies to level='chain' only")
+        check_vary(self.vary, self.extras, self.processing, self.inputs)
         if self.processing.needs_logits and self.inputs == "probs":
             raise ValueError("inputs: the repetition penalty depends on the logits' sign; audit it with "
                              "inputs='logits'")
@@ -163,8 +168,14 @@ class SamplerContract:
                  "tree": f"branching {','.join(map(str, self.branching))}"}[self.level]
         extras = f", extras {', '.join(self.extras)}" if self.extras else ""
         drafts = ", the sampler drafts" if self.engine else ""
+        vary = f", rows vary {', '.join(self.vary)}" if self.vary else ""
         return (f"{self.level} ({shape}){drafts}, {self.arrays} {self.dtype} {self.inputs}, "
-                f"{self.processing.describe()}{extras}")
+                f"{self.processing.describe()}{extras}{vary}")
+
+    @property
+    def needs_logits(self) -> bool:
+        """Whether some row's claims depend on the logits' sign (the repetition penalty; ``models.logit_shift``)."""
+        return needs_logits(self.processing, self.vary)
 
 
 def as_inputs(probs: np.ndarray, contract: SamplerContract, offsets: np.ndarray, law: str = "p") -> Any:

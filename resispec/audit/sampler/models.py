@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from resispec.audit.sampler.row_parameters import CLAIMED, combinations, row_claims
 from resispec.processing import Processing, process_probs
 from resispec.sequence.enumeration import RoundModels
 from resispec.suite import SuitePair, get_suite
@@ -63,12 +64,6 @@ def processed(row: np.ndarray, processing: Processing, history: tuple[int, ...])
     return process_probs(row, processing, history, logit_shift(processing) or 0.0)
 
 
-def processed_pair(pair: SuitePair, processing: Processing) -> tuple[np.ndarray, np.ndarray]:
-    """``(process(p), process(q))`` of a raw pair after its history, float64 rows (V,)."""
-    history = history_for(pair.p.size)
-    return processed(pair.p, processing, history), processed(pair.q, processing, history)
-
-
 @dataclass(frozen=True)
 class Context:
     """One node context: a raw suite pair and its processed law."""
@@ -80,17 +75,8 @@ class Context:
     q: np.ndarray
     processing: Processing
     history: tuple[int, ...]
-
-
-ROW_VARIANTS = ({}, {"temperature": 0.5, "top_k": 3}, {"temperature": 1.6, "top_p": 0.9})
-"""With the ``processing`` extra (per-request parameters), every context is audited under the claims and under
-each of these changes to them, all rows shuffled into the same calls: a parameter read from another row (a
-per-token buffer indexed per request, NVIDIA/TensorRT-LLM PR #12588's review) shows in the contexts it moved."""
-
-
-def row_variants(processing: Processing, mixed: bool) -> list[Processing]:
-    """The claims of each context's variants (``ROW_VARIANTS`` when ``mixed``, the claims alone otherwise)."""
-    return [replace(processing, **change) for change in (ROW_VARIANTS if mixed else ({},))]
+    combination: str = CLAIMED.name
+    """The per-row parameter combination it was audited under (``row_parameters``)."""
 
 
 def variant_label(name: str, processing: Processing, mixed: bool) -> str:
@@ -121,38 +107,61 @@ FLOAT32_TIES = SuitePair("float32-ties-6", CHAIN_TIES.p + np.array([2e-9, 0, 0, 
 0.25 and 0.1)."""
 
 
-def node_contexts(processing: Processing, names: Sequence[str] | None = None, mixed: bool = False) -> list[Context]:
-    """The standard suite's pairs and the tie pairs (or the named ones) as node contexts, per variant of the claims
-    when ``mixed``."""
+def node_contexts(processing: Processing, names: Sequence[str] | None = None,
+                  vary: tuple[str, ...] | None = None) -> list[Context]:
+    """The standard suite's pairs and the tie pairs (or the named ones) as node contexts, per parameter
+    combination of ``vary`` (``row_parameters``; None: the claims alone, unlabelled)."""
     pairs = [pair for pair in (*get_suite("standard"), *tie_pairs()) if names is None or pair.name in names]
-    return [Context(variant_label(pair.name, claims, mixed), pair.p, pair.q, *processed_pair(pair, claims), claims,
-                    history_for(pair.p.size)) for claims in row_variants(processing, mixed) for pair in pairs]
+    contexts = []
+    for pair in pairs:
+        for combination, claims, history in row_claims(processing, vary or (), history_for(pair.p.size), pair.p.size):
+            p, q = (_context_law(row, claims, history, f"{pair.name} [{combination.name}]") for row in (pair.p, pair.q))
+            contexts.append(Context(variant_label(pair.name, claims, vary is not None), pair.p, pair.q, p, q,
+                                    claims, history, combination.name))
+    order = [combination.name for combination in combinations(vary or ())]
+    return sorted(contexts, key=lambda context: order.index(context.combination))  # combination by combination
+
+
+def _context_law(row: np.ndarray, processing: Processing, history: tuple[int, ...], where: str) -> np.ndarray:
+    """``processed``, its ``ValueError`` naming the context (a combination's rules emptying a row)."""
+    try:
+        return processed(row, processing, history)
+    except ValueError as error:
+        raise ValueError(f"{error} (context {where})") from None
 
 
 class ChainModel:
     """A named family's raw and processed ``prefix -> (V,)`` target and draft (module doc), after ``history``;
     ``label`` names the context (default: the family)."""
 
-    def __init__(self, family: str, processing: Processing, seed: int = 0, label: str | None = None) -> None:
+    def __init__(self, family: str, processing: Processing, seed: int = 0, label: str | None = None,
+                 history: tuple[int, ...] | None = None, combination: str = CLAIMED.name) -> None:
         if family not in (*TREE_FAMILIES, "zeros"):
             raise ValueError(f"family: expected one of {', '.join((*TREE_FAMILIES, 'zeros'))}, got {family!r}")
         self.family, self.processing, self.seed, self.label = family, processing, seed, label or family
-        self.history = history_for(MODEL_VOCAB)
+        self.history = history_for(MODEL_VOCAB) if history is None else history
+        self.combination = combination
         suite = [pair for pair in get_suite("standard") if pair.p.size == MODEL_VOCAB]
         self._pairs = [pair for pair in suite if family == "suite" or pair.name in ZERO_PAIRS]
         self.raw = lru_cache(maxsize=None)(self._raw)
         self.target = lru_cache(maxsize=None)(
-            lambda prefix: processed(self.raw(prefix)[0], processing, self.history + prefix))
+            lambda prefix: self._law(self.raw(prefix)[0], prefix))
         self.draft = lru_cache(maxsize=None)(
-            lambda prefix: processed(self.raw(prefix)[1], processing, self.history + prefix))
+            lambda prefix: self._law(self.raw(prefix)[1], prefix))
 
     @property
     def name(self) -> str:
         return self.label
 
-    def with_processing(self, processing: Processing) -> ChainModel:
-        """The same family and seed under other claims (a parameter dropped: ``parameters``)."""
-        return ChainModel(self.family, processing, self.seed, self.label)
+    def with_processing(self, processing: Processing, history: tuple[int, ...] | None = None) -> ChainModel:
+        """The same family, seed and raw rows under other claims (a parameter dropped: ``parameters``) and, given
+        one, another history (a parameter read from another row: ``row_parameters``)."""
+        other = ChainModel(self.family, processing, self.seed, self.label, history or self.history, self.combination)
+        other.raw = self.raw
+        return other
+
+    def _law(self, row: np.ndarray, prefix: tuple[int, ...]) -> np.ndarray:
+        return _context_law(row, self.processing, self.history + prefix, f"{self.label}, prefix {prefix}")
 
     def _raw(self, prefix: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         key = zlib.crc32(f"{self.family}|{self.seed}|{prefix}".encode())  # the family's, whatever the label

@@ -13,11 +13,16 @@ forbids) costs a finite amount. Verdicts, in words:
 - ``consistent``: otherwise, where the law without X differs from the claimed law, at some context or prefix the
   rows reached, by at least the TV its context's first law test detects (node: token law; chain, tree: first token);
 - ``not testable here``: otherwise (the claim barely moves the law on these contexts: never a pass on nothing).
+
+With mixed per-row parameters (``row_parameters``) each row parameter X gets a verdict the same way
+(``row_parameter_verdicts``), its alternatives the laws of a combination with X read from another combination: per
+combination the best such alternative's log-likelihood gain over the claim, X's score the sum of the positive
+gains; ``FAIL`` names the combination whose rows follow another combination's X and that combination.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -33,6 +38,9 @@ class Evidence:
     counts: np.ndarray
     claimed: np.ndarray
     without: dict[str, np.ndarray]
+    combination: str = ""
+    misread: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    """With mixed rows: per row parameter, per other combination, the law with the parameter read from it."""
 
 
 def dropped(processing: Processing) -> dict[str, Processing]:
@@ -81,6 +89,50 @@ def parameter_verdicts(evidence: list[Evidence], tests: list[SamplerTest], broke
         else:
             verdicts[name] = (f"not testable here: dropping it moves the law by TV at most {distance:.3f}, below "
                               f"what the tests detect")
+    return verdicts
+
+
+def row_parameter_verdicts(evidence: list[Evidence], tests: list[SamplerTest], broken: bool) -> dict[str, str]:
+    """The verdict line of every row parameter the mixed rows vary (module doc); arguments as
+    ``parameter_verdicts``."""
+    misread = [e for e in evidence if e.misread]
+    if not misread:
+        return {}
+    rejected = broken or any(test.rejected and test.dimension == "law" for test in tests)
+    detects = {f"{test.name}, {test.context}": test.result.min_detectable_tv for test in tests}
+    names = list(dict.fromkeys(name for e in misread for name in e.misread))
+    gains: dict[str, dict[tuple[str, str], float]] = {name: {} for name in names}
+    for e in misread:
+        base = _log_likelihood(e.counts, e.claimed)
+        for name, laws in e.misread.items():
+            for other, law in laws.items():
+                key = (e.combination, other)
+                gains[name][key] = gains[name].get(key, 0.0) + _log_likelihood(e.counts, law) - base
+    best = {name: {} for name in names}  # per parameter and combination: the other combination that fits best
+    for name in names:
+        for (mine, other), gain in gains[name].items():
+            if gain > best[name].get(mine, ("", -np.inf))[1]:
+                best[name][mine] = (other, gain)
+    scores = {name: sum(max(gain, 0.0) for _, gain in best[name].values()) for name in names}
+    ranked = sorted((name for name in names if scores[name] > 0), key=lambda name: -scores[name])
+    verdicts = {}
+    for name in names:
+        laws = [(e, law) for e in misread for law in e.misread.get(name, {}).values()]
+        distance = max(_tv(law, e.claimed) for e, law in laws)
+        visible = any(_tv(law, e.claimed) >= detects.get(e.test, np.inf) for e, law in laws)
+        mine, (other, gain) = max(best[name].items(), key=lambda item: item[1][1])
+        found = f"rows of [{mine}] follow {name} of [{other}] (log-likelihood {gain:+.1f} over their own)"
+        if rejected and ranked and name == ranked[0]:
+            verdicts[name] = f"FAIL: {found}"
+        elif rejected and name in ranked:
+            verdicts[name] = f"suspect: {found}; {ranked[0]} read from another row explains the tokens better"
+        elif visible:
+            verdicts[name] = (f"consistent: reading it from another combination moves the law by TV up to "
+                              f"{distance:.3f}, which the tests detect"
+                              + ("; the tokens do not follow another row's" if rejected else ""))
+        else:
+            verdicts[name] = (f"not testable here: reading it from another combination moves the law by TV at most "
+                              f"{distance:.3f}, below what the tests detect")
     return verdicts
 
 

@@ -101,6 +101,9 @@ class SamplerReport:
     skipped: list[str] = field(default_factory=list)
     parameters: dict[str, str] = field(default_factory=dict)
     """A verdict line per claimed processing parameter (``parameters``)."""
+    row_parameters: dict[str, str] = field(default_factory=dict)
+    """With mixed per-row parameters: a verdict line per parameter a row may read from another
+    (``parameters.row_parameter_verdicts``)."""
 
     @property
     def rejected_tests(self) -> list[SamplerTest]:
@@ -137,6 +140,7 @@ class SamplerReport:
                 "output_contract": self.output.to_dict(), "coverage": self.coverage,
                 "tests": [test.to_dict() for test in self.tests], "edges": [e.to_dict() for e in self.edges],
                 "edges_tested": self.edges_tested, "parameters": self.parameters,
+                "row_parameters": self.row_parameters,
                 "skipped": self.skipped}
 
     def format(self) -> str:
@@ -153,6 +157,7 @@ class SamplerReport:
         lines.append("")
         lines.append("coverage: " + "; ".join(f"{key} {value}" for key, value in self.coverage.items()))
         lines.extend(f"claim {name}: {verdict}" for name, verdict in self.parameters.items())
+        lines.extend(f"row {name}: {verdict}" for name, verdict in self.row_parameters.items())
         if self.output.clean:
             lines.append(f"output contract: held on {self.output.rows} rows")
         else:

@@ -18,20 +18,34 @@
 - ``rrs_tree``: recursive rejection sampling down a tree of i.i.d. siblings (the ``branching`` extra), each node's
   residual drawn by rank; ``collapse_ties=True`` collapses it as ``rank_node`` does (its tree twin);
 - ``processed_chain``: sps along a chain on NumPy logits, each position processed after the row's ``history`` and
-  the round's earlier drafts; ``verified`` / ``bonus`` put other claims on the verified target rows / the bonus row (the
-  bugs: min-p and a logit bias applied to the bonus row only, vllm-project/vllm#42744; a penalty dropped under
-  speculation, vllm-project/vllm#18902, NVIDIA/TensorRT-LLM#17701); ``processing`` may be a list (the
-  ``processing`` extra, one entry per row), and ``per_token_buffer_bug=True`` processes the draft with the
-  temperature at index b of a per-token buffer (one entry per row and position) instead of row b's, as
-  TensorRT-LLM built draft probabilities from ``temperatures[:batch_size]`` (PR #12588's review).
+  the round's earlier drafts; ``verified`` / ``bonus`` put other claims (one, or one per row) on the verified target
+  rows / the bonus row (the bugs: min-p and a logit bias applied to the bonus row only, vllm-project/vllm#42744; a
+  penalty dropped under speculation, vllm-project/vllm#18902, NVIDIA/TensorRT-LLM#17701); ``processing`` may be a
+  list (the ``processing`` extra, one entry per row), and ``per_token_buffer_bug=True`` processes the draft with the
+  temperature at index b of a per-token buffer (one entry per row and position) instead of row b's, as TensorRT-LLM
+  built draft probabilities from ``temperatures[:batch_size]`` (PR #12588's review).
 """
 
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 import torch
 
 from resispec.processing import Processing, process_logits, process_probs
+
+
+def _processed(logits: np.ndarray, claims: Processing, seen: tuple) -> np.ndarray:
+    """``process_logits`` of a float64 row, memoised: rows of one context repeat, and the audit's time is measured
+    with this sampler (scripts/audit_sampler_false_alarms.py)."""
+    return _processed_bytes(np.asarray(logits, dtype=np.float64).tobytes(), claims, seen)
+
+
+@lru_cache(maxsize=1 << 16)
+def _processed_bytes(row: bytes, claims: Processing, seen: tuple) -> np.ndarray:
+    out = process_logits(np.frombuffer(row), claims, seen)
+    out.flags.writeable = False
+    return out
 
 
 def _draw(weights: np.ndarray, u: float) -> int:
@@ -160,6 +174,8 @@ def rrs_tree(p, q, paths, branching, collapse_ties=False, rng=np.random):
 def processed_chain(p, q, drafts, history, processing=PLAIN, verified=None, bonus=None, rng=np.random,
                     per_token_buffer_bug=False):
     rows = processing if isinstance(processing, list) else [processing] * drafts.shape[0]
+    verified, bonus = ((claims if isinstance(claims, list) else [claims] * drafts.shape[0])
+                       for claims in (verified, bonus))
     temperatures = np.repeat([claims.temperature for claims in rows], drafts.shape[1] + 1)  # one per token
     out = np.full((drafts.shape[0], drafts.shape[1] + 1), -1)
     for b in range(drafts.shape[0]):
@@ -169,10 +185,10 @@ def processed_chain(p, q, drafts, history, processing=PLAIN, verified=None, bonu
         for i in range(drafts.shape[1] + 1):
             seen = tuple(history[b]) + tuple(int(x) for x in drafts[b, :i])
             if i == drafts.shape[1]:
-                out[b, i] = _draw(process_logits(p[b, i], bonus or rows[b], seen), rng.random())
+                out[b, i] = _draw(_processed(p[b, i], bonus[b] or rows[b], seen), rng.random())
                 break
-            target = process_logits(p[b, i], verified or rows[b], seen)
-            draft = process_logits(q[b, i], claims, seen)  # the law the drafts were drawn from
+            target = _processed(p[b, i], verified[b] or rows[b], seen)
+            draft = _processed(q[b, i], claims, seen)  # the law the drafts were drawn from
             x = drafts[b, i]
             with np.errstate(divide="ignore", invalid="ignore"):  # a buggy draft law may miss the drafted token
                 accept = rng.random() < target[x] / draft[x]
