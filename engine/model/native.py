@@ -59,9 +59,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from resispec.engine.model.block_kernels import block_kernels, q8_0_product
 from resispec.engine.model.compute import NATIVE, native_head_of
 from resispec.engine.model.gguf import checkpoint_dir
-from resispec.engine.model.quantize import INT4_LEVELS, Int4Linear
+from resispec.engine.model.quantize import INT4_GROUP, INT4_LEVELS, Int4Linear
 from resispec.engine.model.tensor_cache import cached_tensors
 from resispec.progress import Progress
 
@@ -170,20 +171,30 @@ class Q8_0Linear(FileBlocksLinear):
         return torch.from_numpy(q), torch.from_numpy(d)
 
     def bound_product(self) -> Callable[[torch.Tensor], torch.Tensor]:
-        planes = super().bound_product()
+        """The two planes through torch's int4 kernel (bfloat16 logits), or the file's levels through the AVX2 Q8_0
+        kernel where `resispec.engine.model.block_kernels` picks it (float32 logits)."""
+        if block_kernels() == "avx2":
+            if self.avx2_product is None:
+                low, high = self.levels[:, : self.in_features], self.levels[:, self.in_features:]
+                q = (low.to(torch.int16) + 16 * (high.to(torch.int16) - (INT4_LEVELS + 1) // 2)).to(torch.int8)
+                d = self.scales_and_zeros[: self.in_features // INT4_GROUP, :, 0].transpose(0, 1)  # the first plane's
+                self.avx2_product = q8_0_product(q, d)
+            return self.avx2_product
+        planes = Int4Linear.bound_product(self)
         return lambda rows: planes(torch.cat([rows, rows], dim=-1))
 
 
 def native_head_for_this_cpu() -> str:
-    """``q8_0`` where torch runs its AVX-512 kernels (the two-plane int4 head is faster there), else
-    ``float32`` (module docstring)."""
-    return "q8_0" if torch.backends.cpu.get_cpu_capability().startswith("AVX512") else "float32"
+    """``q8_0`` where torch runs its AVX-512 kernels (the two-plane int4 head is faster there) or the AVX2 block
+    kernels run (`resispec.engine.model.block_kernels`), else ``float32`` (module docstring)."""
+    avx512 = torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+    return "q8_0" if avx512 or block_kernels() == "avx2" else "float32"
 
 
 def describe_native(model: torch.nn.Module) -> str:
     """One line for a report: the native target's head and the CPU kernels torch picked."""
     return (f"native target: Q4_1 layers through the int4 kernel, head {native_head_of(model)}; "
-            f"torch CPU kernels {torch.backends.cpu.get_cpu_capability()}")
+            f"torch CPU kernels {torch.backends.cpu.get_cpu_capability()}, block kernels {block_kernels()}")
 
 
 def _rows(reader_tensor, config) -> np.ndarray:
