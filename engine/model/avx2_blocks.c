@@ -1,9 +1,10 @@
-/* The decode-time products over the GGUF file's blocks with AVX2 + FMA intrinsics (resispec.engine.model.avx2_kernels).
+/* The decode-time products over the GGUF file's blocks with AVX2 + FMA intrinsics (resispec.engine.model.block_kernels).
  *
  * Built with -O2 -mavx2 -mfma -mf16c only (no -march, no -ffast-math): the same machine code on every x86-64 CPU with
  * those extensions, and the floating-point operations in the order written here.
  *
  * q4_1_mm: y[r, o] = bf16( sum_b ( s_ob * sum_{j<32} x[r, 32 b + j] L_o,32b+j  +  (z_ob - 8 s_ob) * sum_j x[r, 32 b + j] ) )
+ *   with x[r, 32 b + j] ~ xq_j 2^(E - 13) block by block (quantize_rows) and sum_j xq_j L_j exact in int32 (block_dot);
  *   x: bfloat16 [rows, in]; levels: uint8 [out, in / 2], block b of row o at byte 16 b, byte j holding L_32b+j in its low
  *   nibble and L_32b+16+j in its high one (the GGUF Q4_1 order); s, z: bfloat16 [out, in / 32] (torch's int4 scales and
  *   zeros, (L - 8) s + z = s L + (z - 8 s)); y: bfloat16 [rows, out].
@@ -206,7 +207,7 @@ static void blocks_mm(const uint16_t *x, Py_ssize_t rows, Py_ssize_t in, Py_ssiz
 }
 
 /* Python: q4_1_mm(x, rows, in, out, levels, s, z, y) and q8_0_mm(x, rows, in, out, q, d, y), pointers as ints
- * (tensor.data_ptr()); the caller checks shapes, dtypes and contiguity (avx2_kernels.py). */
+ * (tensor.data_ptr()); the caller checks shapes, dtypes and contiguity (block_kernels.py). */
 static int read_arguments(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t expected, void **pointers,
                           Py_ssize_t *sizes) {
     if (nargs != expected) {

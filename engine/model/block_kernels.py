@@ -8,23 +8,25 @@ products written here with AVX2 + FMA intrinsics, for the few rows of a decode r
 - **Q4_1 layers** (a block: 32 consecutive inputs of one output row, levels ``L`` in 0..15, value ``d L + m``; held
   as torch's bfloat16 scale ``s = d`` and zero ``z = m + 8 d``, so ``(L - 8) s + z``):
   ``y[r, o] = sum_b ( s_ob sum_j x[r, 32 b + j] L[o, 32 b + j] + (z_ob - 8 s_ob) sum_j x[r, 32 b + j] )``,
-  x bfloat16 [rows, in] widened to float32 (exact), each block's 32 products summed in float32 by 8 lanes, scaled
-  by ``s`` and accumulated by lane, the lanes summed, the zero term added; y rounded to bfloat16 [rows, out] (what
-  torch's kernel returns). Weights: levels packed two a byte in the file's order (byte j of a block: ``L_j`` low,
-  ``L_16+j`` high), [out, in / 2] uint8, and ``s``, ``z`` bfloat16 [out, in / 32]: 0.625 bytes a weight, as torch's.
+  x bfloat16 [rows, in]; each block of a row as int16 ``xq`` times a power of two ``2^(E - 13)`` (E: the exponent
+  of the block's largest |x|; exact within 2^6 of it, else off by at most 2^-15 of it), the block's
+  ``sum_j xq_j L_j`` exact in int32, times ``s_ob 2^(E - 13)`` and accumulated in float32 by lane, the lanes summed,
+  the zero term (float32 block sums of x) added; y rounded to bfloat16 [rows, out] (what torch's kernel returns).
+  Weights: levels packed two a byte in the file's order (byte j of a block: ``L_j`` low, ``L_16+j`` high),
+  [out, in / 2] uint8, and ``s``, ``z`` bfloat16 [out, in / 32]: 0.625 bytes a weight, as torch's.
 - **The Q8_0 head** (32 int8 levels ``q`` and a scale ``d`` a block, ``d q``; ``d`` in bfloat16 as in the two-plane
-  head of `resispec.engine.model.native`): ``y[r, o] = sum_b d_ob sum_j x[r, 32 b + j] q[o, 32 b + j]``, float32
-  logits [rows, out] (the two-plane head rounds them to bfloat16).
+  head of `resispec.engine.model.native`): ``y[r, o] = sum_b d_ob sum_j x[r, 32 b + j] q[o, 32 b + j]``, x as
+  above, float32 logits [rows, out] (the two-plane head rounds them to bfloat16).
 
 Each row of x goes through the same operations in the same order whatever the other rows are (up to four rows share
 one decoding of a block's weights), so a node's p does not depend on the row count of the forward that computes it.
 
-Which kernel runs (`block_kernels`): ``RESISPEC_BLOCK_KERNELS`` = ``torch``, ``avx2`` or ``auto`` (the default:
-module constant ``AUTO``). The extension is compiled at first use with the system C compiler, ``-O2 -mavx2 -mfma
--mf16c`` only (a true AVX2 path, no AVX-512 instruction whatever the build machine has), and cached under
-``<cache root>/kernels`` with its digest like the row kernels (`resispec.engine.model.row_kernels.cached_extension`);
-on a CPU without AVX2 and FMA, or where it cannot be built (the reason on one line), torch's kernel runs: the
-portable path.
+Which kernel runs (`block_kernels`, asked when a layer's product is bound, i.e. when a forward's weights are
+prepared): ``RESISPEC_BLOCK_KERNELS`` = ``torch``, ``avx2`` or ``auto`` (the default: module constant ``AUTO``).
+The extension is compiled at first use with the system C compiler, ``-O2 -mavx2 -mfma -mf16c`` only (a true AVX2
+path, no AVX-512 instruction whatever the build machine has), and cached under ``<cache root>/kernels`` with its
+digest like the row kernels (`resispec.engine.model.row_kernels.cached_extension`); on a CPU without AVX2 and FMA,
+or where it cannot be built (the reason on one line), torch's kernel runs: the portable path.
 """
 
 from __future__ import annotations
@@ -52,8 +54,9 @@ ENVIRONMENT = "RESISPEC_BLOCK_KERNELS"
 CHOICES = ("auto", "torch", "avx2")
 NEEDED_FLAGS = ("avx2", "fma", "f16c")
 AUTO = "avx2"
-"""What ``auto`` picks on a CPU with AVX2, FMA and F16C where torch runs no AVX-512 code (``torch`` everywhere else):
-the kernels here beat torch's AVX2 ones (docs/avx2_kernels.md); under AVX-512 torch's are as fast or faster."""
+"""What ``auto`` picks on a CPU with AVX2, FMA and F16C where torch runs no AVX-512 code, with torch on one thread
+(``torch`` everywhere else): the kernels here beat torch's AVX2 ones (docs/avx2_kernels.md); they run on one thread,
+where torch's parallelize over output rows; under AVX-512 torch's are about as fast."""
 GROUP = 32
 Product = Callable[[torch.Tensor], torch.Tensor]
 
@@ -68,7 +71,8 @@ def block_kernels() -> str:
     if wanted == "avx2" and missing:
         raise ValueError(f"{ENVIRONMENT}=avx2: this CPU lacks {', '.join(missing)}")
     if wanted == "auto":
-        wanted = AUTO if not missing and not torch.backends.cpu.get_cpu_capability().startswith("AVX512") else "torch"
+        avx2_only = not missing and not torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+        wanted = AUTO if avx2_only and torch.get_num_threads() == 1 else "torch"
     return wanted if wanted == "torch" or avx2_module() is not None else "torch"
 
 

@@ -25,6 +25,11 @@ float16 ``d``, int8 ``q``) is computed one of two ways, chosen by the CPU (`nati
 - ``float32`` (elsewhere): the float32 table on MKL-packed weights (`resispec.engine.runtime.small_rows`); on the
   AVX2-only EPYC the two-plane int4 head was slower (17 vs 14 ms a row).
 
+Where this project's AVX2 block kernels run instead of torch's int4 kernel (`resispec.engine.model.block_kernels`:
+by default on CPUs with AVX2 and no AVX-512 in torch, or ``RESISPEC_BLOCK_KERNELS=avx2``), the Q4_1 layers go
+through them with the same bfloat16 ``s``, ``z`` and bfloat16 outputs, and the head is ``q8_0``: the file's int8
+levels and bfloat16 ``d`` in one pass, float32 logits (docs/avx2_kernels.md).
+
 The ``q8_0`` head moves p by a total variation of 0.010 per token on average (max 0.026, 150 positions of
 sampled text) from the float32 head's p, about as far again as the Q4_1 layers move it from the float32
 target's (docs/draft.md); the decode then runs on a p of the CPU's choice, stated by `describe_native`.

@@ -113,8 +113,12 @@ def test_the_kernel_is_chosen_by_the_cpu_and_forced_by_the_environment(monkeypat
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
     assert block_kernels() == "torch"
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     assert block_kernels() == kernels.AUTO == "avx2"
     assert native_head_for_this_cpu() == "q8_0"
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    assert block_kernels() == "torch"  # the kernels run on one thread, torch's on all
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     monkeypatch.setattr(kernels, "_missing_flags", lambda: ["avx2", "fma"])
     assert block_kernels() == "torch"
     monkeypatch.setenv(ENVIRONMENT, "avx2")
