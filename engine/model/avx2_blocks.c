@@ -1,6 +1,6 @@
 /* The decode-time products over the GGUF file's blocks with AVX2 + FMA intrinsics (resispec.engine.model.block_kernels).
  *
- * Built with -O2 -mavx2 -mfma -mf16c only (no -march, no -ffast-math): the same machine code on every x86-64 CPU with
+ * Built with -O2 -mavx2 -mfma only (no -march, no -ffast-math): the same machine code on every x86-64 CPU with
  * those extensions, and the floating-point operations in the order written here.
  *
  * q4_1_mm: y[r, o] = bf16( sum_b ( s_ob * sum_{j<32} x[r, 32 b + j] L_o,32b+j  +  (z_ob - 8 s_ob) * sum_j x[r, 32 b + j] ) )

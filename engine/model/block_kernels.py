@@ -23,7 +23,7 @@ one decoding of a block's weights), so a node's p does not depend on the row cou
 
 Which kernel runs (`block_kernels`, asked when a layer's product is bound, i.e. when a forward's weights are
 prepared): ``RESISPEC_BLOCK_KERNELS`` = ``torch``, ``avx2`` or ``auto`` (the default: module constant ``AUTO``).
-The extension is compiled at first use with the system C compiler, ``-O2 -mavx2 -mfma -mf16c`` only (a true AVX2
+The extension is compiled at first use with the system C compiler, ``-O2 -mavx2 -mfma`` only (a true AVX2
 path, no AVX-512 instruction whatever the build machine has), and cached under ``<cache root>/kernels`` with its
 digest like the row kernels (`resispec.engine.model.row_kernels.cached_extension`); on a CPU without AVX2 and FMA,
 or where it cannot be built (the reason on one line), torch's kernel runs: the portable path.
@@ -52,9 +52,9 @@ from resispec.engine.model.row_kernels import cached_extension, install_built
 SOURCE = Path(__file__).with_name("avx2_blocks.c")
 ENVIRONMENT = "RESISPEC_BLOCK_KERNELS"
 CHOICES = ("auto", "torch", "avx2")
-NEEDED_FLAGS = ("avx2", "fma", "f16c")
+NEEDED_FLAGS = ("avx2", "fma")
 AUTO = "avx2"
-"""What ``auto`` picks on a CPU with AVX2, FMA and F16C where torch runs no AVX-512 code, with torch on one thread
+"""What ``auto`` picks on a CPU with AVX2 and FMA where torch runs no AVX-512 code, with torch on one thread
 (``torch`` everywhere else): the kernels here beat torch's AVX2 ones (docs/avx2_kernels.md); they run on one thread,
 where torch's parallelize over output rows; under AVX-512 torch's are about as fast."""
 GROUP = 32
@@ -103,12 +103,12 @@ def avx2_module() -> ModuleType | None:
 
 
 def _build(name: str, path: Path) -> None:
-    """Compile ``SOURCE`` into the extension module ``path`` (``-O2 -mavx2 -mfma -mf16c``; module docstring)."""
+    """Compile ``SOURCE`` into the extension module ``path`` (``-O2 -mavx2 -mfma``; module docstring)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     compiler = os.environ.get("CC", "cc")
     with tempfile.TemporaryDirectory(dir=path.parent) as folder:
         built = Path(folder) / path.name
-        subprocess.run([compiler, "-O2", "-mavx2", "-mfma", "-mf16c", "-shared", "-fPIC",
+        subprocess.run([compiler, "-O2", "-mavx2", "-mfma", "-shared", "-fPIC",
                         f"-I{sysconfig.get_paths()['include']}", f"-DMODULE_NAME={name}",
                         f'-DMODULE_NAME_STRING="{name}"', str(SOURCE), "-o", str(built)],
                        check=True, capture_output=True, text=True)
@@ -117,6 +117,14 @@ def _build(name: str, path: Path) -> None:
 
 def _bf16_bits(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.to(torch.bfloat16).contiguous().view(torch.int16)
+
+
+def _bf16_rows(rows: torch.Tensor, in_features: int) -> torch.Tensor:
+    """``rows`` as the kernels read them (contiguous bfloat16 [rows, in_features]); ``TypeError`` otherwise."""
+    if rows.dtype != torch.bfloat16 or rows.dim() != 2 or rows.shape[1] != in_features:
+        raise TypeError(f"AVX2 block kernels: expected bfloat16 rows [n, {in_features}], got {rows.dtype} "
+                        f"{list(rows.shape)}")
+    return rows.contiguous()
 
 
 def q4_1_product(levels: torch.Tensor, scales_and_zeros: torch.Tensor) -> Product:
@@ -131,7 +139,7 @@ def q4_1_product(levels: torch.Tensor, scales_and_zeros: torch.Tensor) -> Produc
     keep = (packed, scales, zeros)  # held by the closure: the pointers stay valid
 
     def product(rows: torch.Tensor, keep=keep) -> torch.Tensor:
-        rows = rows.contiguous()
+        rows = _bf16_rows(rows, in_features)
         out = torch.empty(rows.shape[0], out_features, dtype=torch.bfloat16)
         kernels.q4_1_mm(rows.data_ptr(), rows.shape[0], in_features, out_features, *pointers, out.data_ptr())
         return out
@@ -149,7 +157,7 @@ def q8_0_product(q: torch.Tensor, d: torch.Tensor) -> Product:
     keep = (levels, scales)
 
     def product(rows: torch.Tensor, keep=keep) -> torch.Tensor:
-        rows = rows.contiguous()
+        rows = _bf16_rows(rows, in_features)
         out = torch.empty(rows.shape[0], out_features, dtype=torch.float32)
         kernels.q8_0_mm(rows.data_ptr(), rows.shape[0], in_features, out_features, *pointers, out.data_ptr())
         return out

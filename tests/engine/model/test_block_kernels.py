@@ -20,7 +20,7 @@ from tests.engine.model.test_models import requires_target_wheel
 from tests.engine.model.test_native import float_and_native, own_cache, tiny_file  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.skipif(kernels.avx2_module() is None or kernels._missing_flags(),
-                                reason="no AVX2 / FMA / F16C here, or no C compiler")
+                                reason="no AVX2 / FMA here, or no C compiler")
 BF16_STEP = 2.0 ** -8
 """Bound on bfloat16's rounding relative to the value (half a step of its binade: 2^-9 to 2^-8 of it)."""
 X_ROUNDING = 2.0 ** -13
@@ -60,6 +60,16 @@ def test_q4_1_products_follow_the_float64_reference_as_torchs_kernel_does(shape)
         assert torch.all((got.double() - expected).abs() <= bound), (got.double() - expected).abs().max()
         assert torch.all((torch_got.double() - expected).abs() <= bound)
         assert torch.all((got.double() - torch_got.double()).abs() <= 2 * bound)
+
+
+def test_rows_of_another_dtype_or_width_are_refused():
+    layer = _layer(16, 64, seed=2)
+    product = q4_1_product(layer.levels, layer.scales_and_zeros)
+    with pytest.raises(TypeError, match=r"expected bfloat16 rows \[n, 64\], got torch.float32 \[1, 64\]"):
+        product(torch.zeros(1, 64))
+    with pytest.raises(TypeError, match=r"got torch.bfloat16 \[1, 32\]"):
+        product(torch.zeros(1, 32, dtype=torch.bfloat16))
+    assert product(torch.zeros(0, 64, dtype=torch.bfloat16)).shape == (0, 16)
 
 
 def test_exact_sums_give_torchs_bits():
