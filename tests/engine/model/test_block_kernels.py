@@ -4,6 +4,8 @@ and the native target on them (tiny file; the real model's greedy tokens)."""
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 
 import pytest
@@ -112,6 +114,15 @@ def test_a_rows_bits_do_not_depend_on_the_other_rows(product):
     together = call(x)
     for start, stop in ((0, 1), (3, 5), (2, 8), (8, 9)):
         assert torch.equal(call(x[start:stop]), together[start:stop])
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="no objdump")
+def test_the_compiled_module_holds_no_avx_512_instruction():
+    """Built for AVX2 + FMA only: 256-bit ymm registers, no zmm register nor mask register (AVX-512's)."""
+    code = subprocess.run(["objdump", "-d", kernels.avx2_module().__file__], capture_output=True, text=True,
+                          check=True).stdout
+    assert "ymm" in code and "vpmaddwd" in code
+    assert not re.search(r"zmm|%k[0-7]\b", code)
 
 
 def test_the_kernel_is_chosen_by_the_cpu_and_forced_by_the_environment(monkeypatch):
