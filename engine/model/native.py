@@ -181,7 +181,7 @@ class Q8_0Linear(FileBlocksLinear):
         if block_kernels() == "avx2":
             if self.avx2_product is None:
                 low, high = self.levels[:, : self.in_features], self.levels[:, self.in_features:]
-                q = (low.to(torch.int16) + 16 * (high.to(torch.int16) - (INT4_LEVELS + 1) // 2)).to(torch.int8)
+                q = (((high ^ 8) << 4) | low).view(torch.int8)  # q's byte: (h mod 16) << 4 | l, h + 8 = high
                 d = self.scales_and_zeros[: self.in_features // INT4_GROUP, :, 0].transpose(0, 1)  # the first plane's
                 self.avx2_product = q8_0_product(q, d)
             return self.avx2_product
