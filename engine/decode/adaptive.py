@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from resispec.engine.decode.calibration import COST_POINTS, Calibration, load_average
-from resispec.engine.decode.decoding import RoundRecord
+from resispec.engine.decode.decoding import RoundRecord, ShapeChanges
 from resispec.engine.decode.tree_search import TreeChoice
 
 PLAIN: tuple[int, ...] = ()
@@ -114,8 +114,9 @@ class OnlineShapes:
         self.rejected, self.expected_rejected = PRIOR_NODES, PRIOR_NODES
         self.speculative_rates: deque[tuple[int, float]] = deque(maxlen=RATE_WINDOW)
         self.plain_rates: deque[tuple[int, float]] = deque(maxlen=RATE_WINDOW)
-        self.changes: list[dict] = []
-        """Changes of shape: ``at_token`` (tokens emitted before), ``branching`` (``[]``: plain), ``reason``."""
+        self.changes = ShapeChanges()
+        """Changes of shape: ``at_token`` (tokens emitted before), ``branching`` (``[]``: plain), ``reason``; the
+        first and last ``KEPT_CHANGES`` kept (`ShapeChanges`)."""
         self.shape: tuple[int, ...] | None = None
         self._rounds_left = 0  # rounds of the current shape before the next decision
         self._rounds = 0  # rounds since the start

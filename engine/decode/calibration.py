@@ -64,6 +64,7 @@ from resispec.engine.decode.processing import Sampling, draft_probs, target_prob
 from resispec.engine.decode.timing import median_seconds
 from resispec.engine.decode.tree_search import MAX_CHILDREN, MAX_NODES, TreeChoice, best_tree, survival_correlation
 from resispec.engine.drafts.base import Draft
+from resispec.engine.model.block_kernels import block_kernels
 from resispec.engine.model.compute import native_head_of, target_compute_of
 from resispec.engine.model.gguf import cache_root
 from resispec.engine.runtime.compact_lm import lm_for
@@ -123,9 +124,10 @@ class Calibration:
 
 def machine_identity() -> dict:
     """What measured costs depend on besides the configuration: the CPU (model and vector extensions), torch's
-    version and the CPU capability its kernels dispatch to."""
+    version, the CPU capability its kernels dispatch to, and the kernel of the file's blocks
+    (`resispec.engine.model.block_kernels`)."""
     return {"cpu": cpu_description(), "torch": torch.__version__,
-            "capability": torch.backends.cpu.get_cpu_capability()}
+            "capability": torch.backends.cpu.get_cpu_capability(), "block_kernels": block_kernels()}
 
 
 def load_average() -> float | None:
@@ -419,11 +421,12 @@ def refresh_calibration(key: str, calibration: Calibration, reason: str) -> None
 
 def describe(made: dict) -> str:
     """One line of what a calibration is: ``made 2026-12-07T20:00:00+00:00 at load 2.3-2.5, 1 thread(s), torch
-    2.13.0 (avx512)``."""
+    2.13.0 (avx512), block kernels torch``."""
     loads = [f"{x:.1f}" for x in made.get("load", []) if x is not None]
     refreshed = f", costs refreshed {made['refreshed']}" if "refreshed" in made else ""
     return (f"made {made.get('date', '?')} at load {'-'.join(loads) or '?'}, {made.get('threads', '?')} thread(s), "
-            f"torch {made.get('torch', '?')} ({made.get('capability', '?')}){refreshed}")
+            f"torch {made.get('torch', '?')} ({made.get('capability', '?')}), block kernels "
+            f"{made.get('block_kernels', '?')}{refreshed}")
 
 
 def calibration_prompts(tokenizer, count: int = CALIBRATION_PROMPT_COUNT) -> list[torch.Tensor]:

@@ -43,6 +43,7 @@ given everything before them: the sequence keeps the target's law (docs/draft.md
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -86,7 +87,10 @@ class DecodeStats:
     prefill_seconds: float = 0.0
     tree: dict = field(default_factory=dict)
     shapes: list[dict] = field(default_factory=list)
-    """With a shape policy: its changes of shape in this generation (``at_token``, ``branching``, ``reason``)."""
+    """With a shape policy: its changes of shape in this generation (``at_token``, ``branching``, ``reason``,
+    ``index``: the change's number in the generation), the first and last ``KEPT_CHANGES`` (`ShapeChanges`)."""
+    shapes_dropped: int = 0
+    """Changes of shape in this generation left out of ``shapes`` (between its first and its last kept ones)."""
     token_seconds: list[float] = field(default_factory=list)
     """Seconds from the start to each token's output (rates over a window of tokens)."""
     shape_tokens: dict[str, int] = field(default_factory=dict)
@@ -130,10 +134,50 @@ class RoundRecord:
     accepted: int = 0
 
 
+KEPT_CHANGES = 32
+"""Changes of shape a `ShapeChanges` keeps at each end of its history (the first and the last ``KEPT_CHANGES``)."""
+
+
+class ShapeChanges:
+    """A shape policy's changes of shape (dicts: ``at_token``, ``branching``, ``reason``), bounded: the first
+    ``keep`` and the last ``keep`` are kept, the ones between only counted, so that a long decode (or a process
+    decoding many generations with one policy) holds at most ``2 keep`` of them. Each kept change gets
+    ``index``, its number in the whole history (0: the first); ``len`` is how many were ever added."""
+
+    def __init__(self, keep: int = KEPT_CHANGES) -> None:
+        self.first: list[dict] = []
+        self.last: deque[dict] = deque(maxlen=keep)
+        self.keep = keep
+        self.total = 0
+
+    def append(self, change: dict) -> None:
+        change = {**change, "index": self.total}
+        (self.first if len(self.first) < self.keep else self.last).append(change)
+        self.total += 1
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __iter__(self) -> Iterator[dict]:
+        """The kept changes, oldest first."""
+        yield from self.first
+        yield from self.last
+
+    def __getitem__(self, position: int) -> dict:
+        """A kept change by position among the kept ones (``-1``: the last added)."""
+        return list(self)[position]
+
+    def since(self, start: int) -> tuple[list[dict], int]:
+        """The kept changes of index ``start`` on (``index`` renumbered from ``start``: 0 is the first of them) and
+        how many of index ``start`` on were dropped."""
+        kept = [{**change, "index": change["index"] - start} for change in self if change["index"] >= start]
+        return kept, self.total - start - len(kept)
+
+
 class ShapePolicy(Protocol):
     """Chooses each round's shape from past rounds only (module docstring)."""
 
-    changes: list[dict]
+    changes: ShapeChanges
     """Its changes of shape so far (``at_token``, ``branching``, ``reason``)."""
 
     def next_shape(self, emitted: int, context: list[int]) -> tuple[int, ...]:
@@ -289,7 +333,8 @@ class Decoder:
         if self.shapes is None:
             return self.tree.branching if self.speculative else ()
         shape = tuple(self.shapes.next_shape(emitted, context))
-        self.stats.shapes = self.shapes.changes[changes:]
+        if len(self.shapes.changes) != changes + len(self.stats.shapes) + self.stats.shapes_dropped:
+            self.stats.shapes, self.stats.shapes_dropped = self.shapes.changes.since(changes)
         if shape:
             self._use(shape)
         return shape

@@ -146,7 +146,8 @@ def generate(model, tokenizer, request: GenerationRequest, on_text: Callable[[st
             shown = text
     decoder.stats.tree = tree_info
     if shapes is not None:
-        tree_info.update(shapes=decoder.stats.shapes, shape_tokens=decoder.stats.shape_tokens)
+        tree_info.update(shapes=decoder.stats.shapes, shapes_dropped=decoder.stats.shapes_dropped,
+                         shape_tokens=decoder.stats.shape_tokens)
         far_off = shapes.far_off()
         if far_off is not None and prior is None:
             refreshed = shapes.refreshed()

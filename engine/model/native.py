@@ -25,6 +25,11 @@ float16 ``d``, int8 ``q``) is computed one of two ways, chosen by the CPU (`nati
 - ``float32`` (elsewhere): the float32 table on MKL-packed weights (`resispec.engine.runtime.small_rows`); on the
   AVX2-only EPYC the two-plane int4 head was slower (17 vs 14 ms a row).
 
+Where this project's AVX2 block kernels run instead of torch's int4 kernel (`resispec.engine.model.block_kernels`:
+by default on CPUs with AVX2 and no AVX-512 in torch, or ``RESISPEC_BLOCK_KERNELS=avx2``), the Q4_1 layers go
+through them with the same bfloat16 ``s``, ``z`` and bfloat16 outputs, and the head is ``q8_0``: the file's int8
+levels and bfloat16 ``d`` in one pass, float32 logits (docs/avx2_kernels.md).
+
 The ``q8_0`` head moves p by a total variation of 0.010 per token on average (max 0.026, 150 positions of
 sampled text) from the float32 head's p, about as far again as the Q4_1 layers move it from the float32
 target's (docs/draft.md); the decode then runs on a p of the CPU's choice, stated by `describe_native`.
@@ -59,9 +64,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from resispec.engine.model.block_kernels import block_kernels, q8_0_product
 from resispec.engine.model.compute import NATIVE, native_head_of
 from resispec.engine.model.gguf import checkpoint_dir
-from resispec.engine.model.quantize import INT4_LEVELS, Int4Linear
+from resispec.engine.model.quantize import INT4_GROUP, INT4_LEVELS, Int4Linear
 from resispec.engine.model.tensor_cache import cached_tensors
 from resispec.progress import Progress
 
@@ -170,20 +176,30 @@ class Q8_0Linear(FileBlocksLinear):
         return torch.from_numpy(q), torch.from_numpy(d)
 
     def bound_product(self) -> Callable[[torch.Tensor], torch.Tensor]:
-        planes = super().bound_product()
+        """The two planes through torch's int4 kernel (bfloat16 logits), or the file's levels through the AVX2 Q8_0
+        kernel where `resispec.engine.model.block_kernels` picks it (float32 logits)."""
+        if block_kernels() == "avx2":
+            if self.avx2_product is None:
+                low, high = self.levels[:, : self.in_features], self.levels[:, self.in_features:]
+                q = (((high ^ 8) << 4) | low).view(torch.int8)  # q's byte: (h mod 16) << 4 | l, h + 8 = high
+                d = self.scales_and_zeros[: self.in_features // INT4_GROUP, :, 0].transpose(0, 1)  # the first plane's
+                self.avx2_product = q8_0_product(q, d)
+            return self.avx2_product
+        planes = Int4Linear.bound_product(self)
         return lambda rows: planes(torch.cat([rows, rows], dim=-1))
 
 
 def native_head_for_this_cpu() -> str:
-    """``q8_0`` where torch runs its AVX-512 kernels (the two-plane int4 head is faster there), else
-    ``float32`` (module docstring)."""
-    return "q8_0" if torch.backends.cpu.get_cpu_capability().startswith("AVX512") else "float32"
+    """``q8_0`` where torch runs its AVX-512 kernels (the two-plane int4 head is faster there) or the AVX2 block
+    kernels run (`resispec.engine.model.block_kernels`), else ``float32`` (module docstring)."""
+    avx512 = torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+    return "q8_0" if avx512 or block_kernels() == "avx2" else "float32"
 
 
 def describe_native(model: torch.nn.Module) -> str:
     """One line for a report: the native target's head and the CPU kernels torch picked."""
     return (f"native target: Q4_1 layers through the int4 kernel, head {native_head_of(model)}; "
-            f"torch CPU kernels {torch.backends.cpu.get_cpu_capability()}")
+            f"torch CPU kernels {torch.backends.cpu.get_cpu_capability()}, block kernels {block_kernels()}")
 
 
 def _rows(reader_tensor, config) -> np.ndarray:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from resispec.engine.model.block_kernels import block_kernels, q4_1_product
 from resispec.engine.model.compute import target_compute_of
 from resispec.engine.model.gguf import cache_root
 from resispec.engine.model.tensor_cache import cached_tensors
@@ -144,6 +145,8 @@ class Int4Linear(_KernelLinear):
         self.register_buffer("packed", aligned(packed))
         self.register_buffer("scales_and_zeros", aligned(scales_and_zeros))
         self.out_features, self.in_features = levels.shape
+        self.avx2_product: Callable[[torch.Tensor], torch.Tensor] | None = None
+        """The AVX2 kernel's product, made on first use (`bound_product`)."""
 
     @staticmethod
     def fits(linear: nn.Linear) -> bool:
@@ -177,6 +180,11 @@ class Int4Linear(_KernelLinear):
                    torch.cat([p.packed for p in parts]) if whole_blocks else None)
 
     def bound_product(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """torch's int4 kernel, or the AVX2 one where `resispec.engine.model.block_kernels` picks it."""
+        if block_kernels() == "avx2":
+            if self.avx2_product is None:
+                self.avx2_product = q4_1_product(self.levels, self.scales_and_zeros)
+            return self.avx2_product
         packed, scales_and_zeros = self.packed, self.scales_and_zeros
         return lambda rows: torch._weight_int4pack_mm_for_cpu(rows, packed, INT4_GROUP, scales_and_zeros)
 

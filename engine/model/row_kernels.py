@@ -32,6 +32,7 @@ import sys
 import sysconfig
 import tempfile
 import warnings
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -70,7 +71,27 @@ def load_row_kernels(folder: Path, trusted_root: Path | None = None) -> ModuleTy
     the cache root above it) pass ``check_trusted`` first: ``ValueError`` otherwise."""
     name = module_name()
     path = folder / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
-    for checked in (trusted_root, folder):
+    try:
+        return cached_extension(name, path, lambda: _build(name, path), "row kernels",
+                                f"compiling the native forward's row kernels (once, ~8 s; cached in {path})",
+                                trusted_root)
+    except ValueError:
+        raise
+    except Exception as error:  # any build failure leaves the JIT kernels, which compute the same
+        print(f"resispec: could not compile the row kernels ahead of time ({type(error).__name__}: {error}); using "
+              "numba's JIT, the same arithmetic, ~0.7 s more at each start", file=sys.stderr)
+        from resispec.engine.model import row_glue  # here: imports numba (module doc)
+
+        return row_glue
+
+
+def cached_extension(name: str, path: Path, build: Callable[[], None], what: str, building: str,
+                     trusted_root: Path | None = None) -> ModuleType:
+    """The extension module ``name`` cached at ``path``, built by ``build()`` first if missing (saying
+    ``building`` on stderr); a file that does not match its recorded digest (`digest_problem`), or does not load,
+    is named (``what``), removed and rebuilt. ``path``'s folder, ``trusted_root`` and the file pass `check_trusted`
+    first (``ValueError``); what ``build`` raises propagates (the caller's fallback)."""
+    for checked in (trusted_root, path.parent):
         if checked is not None and checked.exists():
             check_trusted(checked)
     if path.exists():
@@ -81,19 +102,11 @@ def load_row_kernels(folder: Path, trusted_root: Path | None = None) -> ModuleTy
                 return _load(name, path)
         except ImportError as error:
             problem = f"does not load: {error}"
-        print(f"resispec: the cached row kernels {path} are unusable ({problem}); rebuilding them", file=sys.stderr)
+        print(f"resispec: the cached {what} {path} are unusable ({problem}); rebuilding them", file=sys.stderr)
         path.unlink(missing_ok=True)
-    print(f"resispec: compiling the native forward's row kernels (once, ~8 s; cached in {path})", file=sys.stderr,
-          flush=True)
-    try:
-        _build(name, path)
-        return _load(name, path)
-    except Exception as error:  # any build failure leaves the JIT kernels, which compute the same
-        print(f"resispec: could not compile the row kernels ahead of time ({type(error).__name__}: {error}); using "
-              "numba's JIT, the same arithmetic, ~0.7 s more at each start", file=sys.stderr)
-        from resispec.engine.model import row_glue  # here: imports numba (module doc)
-
-        return row_glue
+    print(f"resispec: {building}", file=sys.stderr, flush=True)
+    build()
+    return _load(name, path)
 
 
 def check_trusted(path: Path) -> None:
@@ -170,6 +183,11 @@ def _build(name: str, path: Path) -> None:
         for function, signature in row_glue.SIGNATURES.items():
             compiler.export(function, signature)(getattr(row_glue, function).py_func)
         compiler.compile()
-        built = next(Path(folder).glob(f"{name}*"))
-        atomic_write_text(_record_path(path), json.dumps(_digest(built)))
-        os.replace(built, path)
+        install_built(next(Path(folder).glob(f"{name}*")), path)
+
+
+def install_built(built: Path, path: Path) -> None:
+    """Move the freshly built extension ``built`` to ``path``, its size and SHA-256 recorded first
+    (`digest_problem`)."""
+    atomic_write_text(_record_path(path), json.dumps(_digest(built)))
+    os.replace(built, path)

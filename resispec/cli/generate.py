@@ -126,7 +126,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"tree auto, decided as it decoded: started {','.join(map(str, tree['branching'])) or 'plain'} "
               f"(predicted {tree['predicted_tokens_per_second']:.1f} tokens/s; {calibration}); tokens by shape: "
               f"{used}")
-        for change in tree["shapes"][1:]:
+        for before, change in zip(tree["shapes"], tree["shapes"][1:]):
+            if change["index"] > before["index"] + 1:
+                print(f"  ({change['index'] - before['index'] - 1} changes of shape not kept)")
             print(f"  from token {change['at_token']}: {','.join(map(str, change['branching'])) or 'plain'} "
                   f"({change['reason']})")
         if tree.get("calibration_refreshed"):

@@ -7,7 +7,7 @@ import torch
 
 from resispec.engine.decode.adaptive import FIRST_PROBE, PLAIN, OnlineShapes
 from resispec.engine.decode.calibration import COST_POINTS, DRAFT_COST_POINTS, Calibration
-from resispec.engine.decode.decoding import Decoder, RoundRecord
+from resispec.engine.decode.decoding import KEPT_CHANGES, Decoder, RoundRecord, ShapeChanges
 from resispec.engine.decode.processing import Sampling
 from resispec.engine.drafts.layer_skip import LayerSkipDraft
 from resispec.engine.runtime.tree_lm import TreeLM
@@ -19,7 +19,7 @@ class ContextShapes:
     """A shape from the context alone (the last token picks one of ``SHAPES``): changes every few tokens."""
 
     def __init__(self, shapes=SHAPES) -> None:
-        self.shapes, self.changes, self.seen = shapes, [], []
+        self.shapes, self.changes, self.seen = shapes, ShapeChanges(), []
 
     def next_shape(self, emitted: int, context: list[int]) -> tuple[int, ...]:
         return self.shapes[context[-1] % len(self.shapes)]
@@ -207,3 +207,54 @@ def test_the_online_model_persists_per_configuration():
     given = generation.online_shapes(None, prior(), False)
     assert generation.online_shapes(None, prior(), False) is given
     assert generation.online_shapes(None, prior(one_row=0.5), False) is not given  # a prior given: by content
+
+
+def test_the_changes_of_shape_keep_both_ends_and_count_the_rest():
+    changes = ShapeChanges(keep=3)
+    for token in range(10):
+        changes.append({"at_token": token, "branching": [], "reason": "r"})
+    assert len(changes) == 10 and [c["index"] for c in changes] == [0, 1, 2, 7, 8, 9]
+    assert changes[-1]["at_token"] == 9
+    assert changes.since(0) == (list(changes), 4)
+    kept, dropped = changes.since(5)  # a later generation: indices from its start, its own dropped ones
+    assert [c["index"] for c in kept] == [2, 3, 4] and dropped == 2
+    assert changes.since(10) == ([], 0)
+
+
+def test_a_long_decode_holds_a_bounded_history_of_changes():
+    """An alternating machine (speculation wins, then loses) changes shape again and again over 20,000 rounds;
+    the policy keeps 2 KEPT_CHANGES of them and counts the others."""
+    policy = OnlineShapes(prior(acceptance=(0.6,)))
+    phase = {"n": 0}
+
+    def speculative(shape):
+        phase["n"] += 1
+        return speculative_round(shape, accepted=len(shape) if phase["n"] // 40 % 2 else 0, target=0.024)
+
+    drive(policy, 20000, speculative)
+    assert len(policy.changes) > 2 * KEPT_CHANGES
+    assert len(list(policy.changes)) == 2 * KEPT_CHANGES
+    kept, dropped = policy.changes.since(0)
+    assert len(kept) + dropped == len(policy.changes) and kept[0]["reason"].startswith("calibration")
+
+
+def test_the_decoder_reports_the_changes_it_did_not_keep(tiny_models):
+    target, draft = tiny_models
+    policy = ContextShapes()
+    policy.changes = ShapeChanges(keep=2)
+    for token in range(7):  # changes before this generation: not this generation's
+        policy.changes.append({"at_token": token, "branching": [], "reason": "earlier"})
+    original = policy.next_shape
+
+    def changing(emitted, context):
+        shape = original(emitted, context)
+        policy.changes.append({"at_token": emitted, "branching": list(shape), "reason": "context"})
+        return shape
+
+    policy.next_shape = changing
+    decoder = Decoder(target, TreeLM(draft), "resispec", (1,), Sampling(0.0), seed=0, shapes=policy)
+    list(decoder.generate(torch.tensor([1, 4, 2]), 20))
+    rounds = len(policy.changes) - 7
+    assert [c["index"] for c in decoder.stats.shapes] == [rounds - 2, rounds - 1]
+    assert decoder.stats.shapes_dropped == rounds - 2
+    assert all(c["reason"] == "context" for c in decoder.stats.shapes)

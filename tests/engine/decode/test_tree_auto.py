@@ -170,9 +170,11 @@ def test_calibration_runs_on_tiny_models_and_is_cached(tmp_path, monkeypatch):
     again, cached_again = cached_calibration("k", lambda: pytest.fail("recomputed"))
     assert (cached, cached_again) == (False, True) and again == stored and isinstance(again, Calibration)
     made = again.made
-    assert set(made) == {"date", "load", "cpu", "torch", "capability", "threads"} and made["torch"] == torch.__version__
+    assert set(made) == {"date", "load", "cpu", "torch", "capability", "block_kernels", "threads"}
+    assert made["torch"] == torch.__version__
     assert made["date"].startswith("20") and len(made["load"]) == 2 and made["threads"] == torch.get_num_threads()
     assert "thread(s), torch" in describe(made) and made["date"] in describe(made)
+    assert f"block kernels {made['block_kernels']}" in describe(made)
 
 
 def test_a_calibration_from_another_machine_or_torch_is_not_used(tmp_path, monkeypatch, capsys):
