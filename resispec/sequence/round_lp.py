@@ -41,9 +41,28 @@ class RoundPlan:
     value: float
 
 
-def solve_round_lp(target: Conditional, draft: Conditional, vocab_size: int, branching: Sequence[int],
-                   drafting: str = "iid", max_trees: int = 5_000) -> RoundPlan:
-    """An optimal, polished vertex of the round LP (module doc)."""
+@dataclass(frozen=True)
+class RoundSystem:
+    """The round LP's equalities ``matrix x = rhs`` (rows: the ``V^(D+1)`` sequences, then one per tree; columns:
+    ``(tree, node, token)`` in tree, node, token order), its objective ``gain`` (the node's depth) and the
+    drafted trees, for ``solve_round_lp`` and for probes that add constraints of their own."""
+
+    drafting: str
+    rounds: list[DraftedRound]
+    matrix: object  # scipy.sparse.csc_matrix, shape (V^(D+1) + trees, columns)
+    rhs: np.ndarray
+    gain: np.ndarray
+
+    def split(self, x: np.ndarray) -> list[np.ndarray]:
+        """A solution's columns as one (N, V) array per tree."""
+        vocab = self.rounds[0].p.shape[1]
+        parts = np.split(x, np.cumsum([d.tree.num_nodes * vocab for d in self.rounds])[:-1])
+        return [part.reshape(-1, vocab) for part in parts]
+
+
+def round_system(target: Conditional, draft: Conditional, vocab_size: int, branching: Sequence[int],
+                 drafting: str = "iid", max_trees: int = 5_000) -> RoundSystem:
+    """The round LP's constraints and objective (module doc)."""
     if drafting not in DRAFTING_SCHEMES:
         raise ValueError(f"drafting: one of {', '.join(DRAFTING_SCHEMES)}, got {drafting!r}")
     models = RoundModels(target, draft, vocab_size, branching)
@@ -62,18 +81,25 @@ def solve_round_lp(target: Conditional, draft: Conditional, vocab_size: int, bra
                 cols.extend([len(gain)] * (width + 1))
                 values.extend([1.0, *continuation[y]])
                 gain.append(float(drafted.tree.depths[node]))
-    from scipy.optimize import linprog  # deferred: see the resispec package doc
-    from scipy.sparse import coo_matrix
+    from scipy.sparse import coo_matrix  # deferred: see the resispec package doc
 
     matrix = coo_matrix((values, (rows, cols)), shape=(sequences + len(tree_mass), len(gain))).tocsc()
-    rhs = np.concatenate([models.target_law(), tree_mass])
-    keep = np.arange(1, matrix.shape[0])  # the sequence rows sum to the tree rows: drop one, keep them consistent
-    result = linprog(-np.array(gain), A_eq=matrix[keep], b_eq=rhs[keep], bounds=(0, None), method="highs-ds")
+    return RoundSystem(drafting, rounds, matrix, np.concatenate([models.target_law(), tree_mass]), np.array(gain))
+
+
+def solve_round_lp(target: Conditional, draft: Conditional, vocab_size: int, branching: Sequence[int],
+                   drafting: str = "iid", max_trees: int = 5_000) -> RoundPlan:
+    """An optimal, polished vertex of the round LP (module doc)."""
+    system = round_system(target, draft, vocab_size, branching, drafting, max_trees)
+    from scipy.optimize import linprog  # deferred: see the resispec package doc
+
+    keep = np.arange(1, system.matrix.shape[0])  # the sequence rows sum to the tree rows: drop one, keep consistent
+    result = linprog(-system.gain, A_eq=system.matrix[keep], b_eq=system.rhs[keep], bounds=(0, None),
+                     method="highs-ds")
     if result.status != 0:
         raise RuntimeError(f"the round LP did not solve: {result.message}")
-    x = _polish(matrix, rhs, result.x)
-    plans = np.split(x, np.cumsum([d.tree.num_nodes * vocab_size for d in rounds])[:-1])
-    return RoundPlan(drafting, rounds, [plan.reshape(-1, vocab_size) for plan in plans], float(np.dot(gain, x)))
+    x = _polish(system.matrix, system.rhs, result.x)
+    return RoundPlan(drafting, system.rounds, system.split(x), float(system.gain @ x))
 
 
 def _polish(matrix, rhs: np.ndarray, x: np.ndarray) -> np.ndarray:
