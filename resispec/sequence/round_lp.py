@@ -8,7 +8,7 @@ expected number of accepted draft tokens per round any exact verifier reaches on
 verifier of ``resispec.sequence`` is one feasible point. Solved by HiGHS's dual simplex
 (``scipy.optimize.linprog``), whose optimum is a vertex; the vertex is then *polished*: clipped at 0, or
 else its support's columns solved for again by least squares, so the equalities hold to float64 rounding
-(``POLISH_TOLERANCE``) instead of the solver's feasibility tolerance (1e-7), and a verifier sampling the plan
+(``POLISH_TOLERANCE``) instead of the solver's feasibility tolerance (set to 1e-10), and a verifier sampling the plan
 (``resispec.sequence.round_lp_verifier``) is exact to 1e-12.
 
 Size: one column per (tree, node, token), ``trees x N x V``, and ``V^(D+1) + trees`` rows; the trees number
@@ -95,7 +95,8 @@ def solve_round_lp(target: Conditional, draft: Conditional, vocab_size: int, bra
 
     keep = np.arange(1, system.matrix.shape[0])  # the sequence rows sum to the tree rows: drop one, keep consistent
     result = linprog(-system.gain, A_eq=system.matrix[keep], b_eq=system.rhs[keep], bounds=(0, None),
-                     method="highs-ds")
+                     method="highs-ds", options={"primal_feasibility_tolerance": 1e-10,
+                                                "dual_feasibility_tolerance": 1e-10})
     if result.status != 0:
         raise RuntimeError(f"the round LP did not solve: {result.message}")
     x = _polish(system.matrix, system.rhs, result.x)
