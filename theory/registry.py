@@ -27,6 +27,7 @@ FAMILIES: list[str] = [
     "resispec.theory.sequence.block",
     "resispec.theory.sequence.traversal",
     "resispec.theory.sequence.gbv",
+    "resispec.theory.sequence.round_lp",
 ]
 
 
