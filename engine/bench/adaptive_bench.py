@@ -52,6 +52,10 @@ class Burner:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
+        """Start burning; ``RuntimeError`` if this burner already burns (a second start would orphan the first
+        process, which then burns on after the benchmark, up to ``seconds``)."""
+        if self.process is not None and self.process.poll() is None:
+            raise RuntimeError("the burner is already burning")
         code = f"import time\nend = time.monotonic() + {self.seconds}\nwhile time.monotonic() < end:\n    pass\n"
         self.process = subprocess.Popen([sys.executable, "-c", code])
 

@@ -80,8 +80,10 @@ def run(args: argparse.Namespace) -> int:
                 say("starting the CPU burner (one core) for the second half")
                 burner.start()
 
-        with burner:
+        try:  # burning from the half on only, stopped whatever happens
             per_prompt = interleaved(model, tokenizer, configurations, prompts, on_prompt=on_prompt, progress=say)
+        finally:
+            burner.stop()
         halves = {"quiet": pooled(per_prompt[:half]), "loaded": pooled(per_prompt[half:])}
         results["load"] = {part: {name: rate.to_dict() for name, rate in rates.items()}
                            for part, rates in halves.items() if rates}

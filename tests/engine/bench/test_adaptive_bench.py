@@ -17,6 +17,8 @@ def test_the_burner_is_bounded_and_stopped():
     with Burner(seconds=30) as burner:
         process = burner.process
         assert process.poll() is None  # burning
+        with pytest.raises(RuntimeError, match="already burning"):  # a second process would outlive the bench
+            burner.start()
     assert process.poll() is not None and burner.process is None  # stopped on exit
     short = Burner(seconds=0.2)
     short.start()
