@@ -24,8 +24,11 @@ Every ``DECIDE_EVERY`` rounds the estimates become a `Calibration` and its ``cho
 `resispec.engine.decode.tree_search.best_tree`'s rule) picks the next shape. On top, a **guard** on measured rates
 alone: while speculating, a plain token every ``PLAIN_CHECK_EVERY`` rounds keeps the plain rate measured, and when
 the last speculative rounds' tokens per second fall below the last plain tokens', the decoder goes plain. While
-plain, it **probes** now and then: after ``FIRST_PROBE`` plain tokens (doubling after each probe that loses, up to
-``LONGEST_GAP``) it decodes ``PROBE_ROUNDS`` rounds of the best speculative shape and decides again.
+plain, it **probes** now and then: after ``FIRST_PROBE`` plain tokens it decodes ``PROBE_ROUNDS`` rounds of the best
+speculative shape and decides again. A probe that loses is paid for: its measured extra seconds (its rounds'
+seconds minus its tokens at the measured plain rate; the draft's catch-up on the plain tokens included) set the
+next gap to at least ``extra / (PROBE_BUDGET * a plain token's seconds)`` plain tokens, so that probes cost at most
+``PROBE_BUDGET`` of plain decoding; the gap also doubles after each lost probe, up to ``LONGEST_GAP``.
 
 Exactness: a shape is decided before its round from past rounds only (tokens already emitted and clocks), never
 from the round's own draws, and each round of any shape emits tokens with the target's sequential law given
@@ -66,6 +69,10 @@ LONGEST_GAP = 256
 """Plain tokens before the first probe of speculation, and the most between two probes (the gap doubles)."""
 PROBE_ROUNDS = 5
 """Rounds of a probe (its first, where the draft catches up, is not in the measured rate)."""
+PROBE_BUDGET = 0.025
+"""The share of plain decoding time that lost probes may cost (module docstring): measured on the 2-core Xeon, a
+lost probe of a chain of one cost about 6 plain tokens (0.11 s, most of it the draft's catch-up), so a gap of 32
+lost 8 % of a 64-token generation."""
 FAR_OFF = 2.0
 """A calibration whose target forward is off by more than this factor (either way) at a row count measured
 ``FAR_OFF_ROUNDS`` times is far off (`OnlineShapes.far_off`)."""
@@ -122,6 +129,7 @@ class OnlineShapes:
         self._rounds = 0  # rounds since the start
         self._gap = FIRST_PROBE  # plain tokens before the next probe
         self._probing = False
+        self._probe_tokens, self._probe_seconds = 0, 0.0  # the current probe's, all its rounds
         self._after_plain = False  # the last round was plain: the draft catches up in the next
 
     # -- what the decoder calls -------------------------------------------------------------------------------
@@ -152,6 +160,9 @@ class OnlineShapes:
             self.plain_rates.append((record.tokens, record.seconds))
             self._after_plain = True
             return
+        if self._probing:
+            self._probe_tokens += record.tokens
+            self._probe_seconds += record.seconds
         catching_up, self._after_plain = self._after_plain, False
         self._count_acceptance(record.branching, record.accepted)
         if catching_up:  # the draft fed the tokens it was only told: a cost of switching, not of the shape
@@ -243,6 +254,7 @@ class OnlineShapes:
             tree = estimate.choose(chains_only=self.chains_only)
             self.speculative_rates.clear()
             self._probing = True
+            self._probe_tokens, self._probe_seconds = 0, 0.0
             self._set(emitted, tree.branching, f"probe after {self._gap} plain tokens: {_predicted(tree)}",
                       rounds=PROBE_ROUNDS)
             return
@@ -256,11 +268,23 @@ class OnlineShapes:
         else:
             reason = f"{'probe over, ' if probing else ''}online model: {_predicted(choice)}{measured}"
         if choice.branching == PLAIN:
-            self._gap = min(2 * self._gap, LONGEST_GAP) if probing else FIRST_PROBE
+            self._gap = min(max(2 * self._gap, self._paid_gap()), LONGEST_GAP) if probing else FIRST_PROBE
             self._set(emitted, PLAIN, reason, rounds=self._gap)
         else:
             self._gap = FIRST_PROBE
             self._set(emitted, choice.branching, reason)
+
+    def _paid_gap(self) -> int:
+        """Plain tokens over which the probe just lost costs ``PROBE_BUDGET`` of their time: ``extra / (PROBE_BUDGET
+        s)``, ``s`` a plain token's measured seconds, ``extra`` the probe's seconds minus its tokens at ``s`` (0
+        where nothing was measured or the probe cost nothing extra)."""
+        plain = [(tokens, seconds) for tokens, seconds in self.plain_rates]
+        plain_tokens = sum(tokens for tokens, _ in plain)
+        if not plain_tokens or not self._probe_tokens:
+            return 0
+        token_seconds = sum(seconds for _, seconds in plain) / plain_tokens
+        extra = self._probe_seconds - self._probe_tokens * token_seconds
+        return math.ceil(extra / (PROBE_BUDGET * token_seconds)) if extra > 0 and token_seconds > 0 else 0
 
     def _set(self, emitted: int, branching: tuple[int, ...], reason: str, rounds: int = DECIDE_EVERY) -> None:
         if branching != self.shape:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from resispec.engine.decode.adaptive import FIRST_PROBE, PLAIN, OnlineShapes
+from resispec.engine.decode.adaptive import FIRST_PROBE, LONGEST_GAP, PLAIN, PROBE_BUDGET, OnlineShapes
 from resispec.engine.decode.calibration import COST_POINTS, DRAFT_COST_POINTS, Calibration
 from resispec.engine.decode.decoding import KEPT_CHANGES, Decoder, RoundRecord, ShapeChanges
 from resispec.engine.decode.processing import Sampling
@@ -142,12 +142,33 @@ def test_plain_probes_speculation_again_and_takes_it_when_it_pays():
 
 
 def test_probes_that_lose_come_further_apart():
+    """Probes that lose but cost little extra (a round 5 ms above a plain token): the gap doubles."""
     policy = OnlineShapes(prior(acceptance=(0.05, 0.05, 0.05, 0.05)))
-    shapes = drive(policy, 400, lambda shape: speculative_round(shape, accepted=0, target=0.030))
+    shapes = drive(policy, 400, lambda shape: speculative_round(shape, accepted=0, target=0.017))
     starts = [i for i in range(1, len(shapes)) if shapes[i] and not shapes[i - 1]]
     gaps = [b - a for a, b in zip(starts, starts[1:])]
     assert len(starts) >= 3 and gaps == sorted(gaps) and gaps[-1] > gaps[0]
     assert sum(1 for shape in shapes if shape) < 0.15 * len(shapes)
+
+
+def test_a_dear_lost_probe_is_paid_for_by_a_longer_gap():
+    """A lost probe whose first round (the draft's catch-up) costs 0.1 s: the next probe waits until that is
+    ``PROBE_BUDGET`` of the plain tokens' time, not just twice the first gap."""
+    policy = OnlineShapes(prior(acceptance=(0.05, 0.05, 0.05, 0.05)))
+    rounds = []
+
+    def dear_first_round(shape):
+        first = not rounds or not rounds[-1]
+        rounds.append(shape)
+        return speculative_round(shape, accepted=0, target=0.017 + (0.1 if first else 0.0))
+
+    shapes = drive(policy, 600, dear_first_round)
+    starts = [i for i in range(1, len(shapes)) if shapes[i] and not shapes[i - 1]]
+    plain_seconds = plain_round().seconds
+    extra = 0.1 + 5 * (speculative_round((1,), 0, target=0.017).seconds - plain_seconds)
+    paid = min(int(extra / (PROBE_BUDGET * plain_seconds)), LONGEST_GAP)
+    assert starts[0] <= FIRST_PROBE + 1 and 2 * FIRST_PROBE < paid <= starts[1] - starts[0]
+    assert sum(1 for shape in shapes if shape) < 0.05 * len(shapes)
 
 
 def test_acceptance_follows_the_rejections():
