@@ -154,7 +154,7 @@ def test_audit_sampler_target_passes_the_fixed_sampler_with_mixed_parameters():
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     assert report["verdict"] == "PASS"
-    assert report["contract"].endswith("extras generators, lengths, processing")
+    assert report["contract"].endswith("extras generators, lengths, processing, rows vary sampling")
     assert "suite [T = 0.5, top-k 3]" in {test["context"] for test in report["tests"]}  # mixed per-row claims
 
 
