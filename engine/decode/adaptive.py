@@ -278,11 +278,10 @@ class OnlineShapes:
         """Plain tokens over which the probe just lost costs ``PROBE_BUDGET`` of their time: ``extra / (PROBE_BUDGET
         s)``, ``s`` a plain token's measured seconds, ``extra`` the probe's seconds minus its tokens at ``s`` (0
         where nothing was measured or the probe cost nothing extra)."""
-        plain = [(tokens, seconds) for tokens, seconds in self.plain_rates]
-        plain_tokens = sum(tokens for tokens, _ in plain)
+        plain_tokens = sum(tokens for tokens, _ in self.plain_rates)
         if not plain_tokens or not self._probe_tokens:
             return 0
-        token_seconds = sum(seconds for _, seconds in plain) / plain_tokens
+        token_seconds = sum(seconds for _, seconds in self.plain_rates) / plain_tokens
         extra = self._probe_seconds - self._probe_tokens * token_seconds
         return math.ceil(extra / (PROBE_BUDGET * token_seconds)) if extra > 0 and token_seconds > 0 else 0
 

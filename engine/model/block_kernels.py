@@ -135,16 +135,7 @@ def q4_1_product(levels: torch.Tensor, scales_and_zeros: torch.Tensor) -> Produc
     blocks = levels.reshape(out_features, in_features // GROUP, 2, GROUP // 2).to(torch.uint8)
     packed = (blocks[:, :, 0] | blocks[:, :, 1] << 4).reshape(out_features, in_features // 2).contiguous()
     scales, zeros = (_bf16_bits(scales_and_zeros[..., i].transpose(0, 1)) for i in (0, 1))
-    pointers = (packed.data_ptr(), scales.data_ptr(), zeros.data_ptr())
-    keep = (packed, scales, zeros)  # held by the closure: the pointers stay valid
-
-    def product(rows: torch.Tensor, keep=keep) -> torch.Tensor:
-        rows = _bf16_rows(rows, in_features)
-        out = torch.empty(rows.shape[0], out_features, dtype=torch.bfloat16)
-        kernels.q4_1_mm(rows.data_ptr(), rows.shape[0], in_features, out_features, *pointers, out.data_ptr())
-        return out
-
-    return product
+    return _bound(kernels.q4_1_mm, (packed, scales, zeros), in_features, out_features, torch.bfloat16)
 
 
 def q8_0_product(q: torch.Tensor, d: torch.Tensor) -> Product:
@@ -153,13 +144,19 @@ def q8_0_product(q: torch.Tensor, d: torch.Tensor) -> Product:
     kernels = avx2_module()
     out_features, in_features = q.shape
     levels, scales = q.to(torch.int8).contiguous(), _bf16_bits(d)
-    pointers = (levels.data_ptr(), scales.data_ptr())
-    keep = (levels, scales)
+    return _bound(kernels.q8_0_mm, (levels, scales), in_features, out_features, torch.float32)
 
-    def product(rows: torch.Tensor, keep=keep) -> torch.Tensor:
+
+def _bound(kernel, weights: tuple[torch.Tensor, ...], in_features: int, out_features: int,
+           out_dtype: torch.dtype) -> Product:
+    """``kernel(rows, n, in, out, *weight pointers, out)`` as a product of bfloat16 rows [n, in] -> ``out_dtype``
+    [n, out]; the closure holds ``weights``, so their pointers stay valid."""
+    pointers = tuple(weight.data_ptr() for weight in weights)
+
+    def product(rows: torch.Tensor, keep=weights) -> torch.Tensor:
         rows = _bf16_rows(rows, in_features)
-        out = torch.empty(rows.shape[0], out_features, dtype=torch.float32)
-        kernels.q8_0_mm(rows.data_ptr(), rows.shape[0], in_features, out_features, *pointers, out.data_ptr())
+        out = torch.empty(rows.shape[0], out_features, dtype=out_dtype)
+        kernel(rows.data_ptr(), rows.shape[0], in_features, out_features, *pointers, out.data_ptr())
         return out
 
     return product

@@ -39,6 +39,7 @@ from resispec.rows import (
 )
 from resispec.sampling import RowInverseCDF
 from resispec.verifiers.pooled.plan import (
+    SelectionPlan,
     donations_and_receipts,
     highest_score,
     highest_score_probabilities,
@@ -50,12 +51,10 @@ KEY_PADDING = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
-class PartialPlan:
+class PartialPlan(SelectionPlan):
     """Everything partial_resolution needs for any candidate tuple of B rows ``(p, q)`` and one k.
 
-    Shapes: B rows, V tokens. Fields shared with ``PooledPlan`` (same meaning): ``k``, ``q``, ``order``,
-    ``rank``, ``cut``, ``inside_mass``, ``alpha``, ``mu``, ``lam``, ``density`` (by rank),
-    ``max_ratio_law``, ``selection_law``, ``accept``, ``residual``, ``residual_sampler``. Then:
+    Shapes: B rows, V tokens. The shared `SelectionPlan` (pooled's steps 1-3), then:
 
     - ``donated``, ``received`` (B, V) by rank: ``D``, ``R``, cumulative donations ``(f - t)+`` and receipts
       ``(t - f)+`` restarting at the cut; ``donated_before``, ``received_before``: the same up to the rank
@@ -66,21 +65,6 @@ class PartialPlan:
       (``R``) as ``block_keys`` (``H*``'s before the rest's, each ascending), padded with ``KEY_PADDING``.
     """
 
-    k: int
-    q: Array
-    order: Array
-    rank: Array
-    cut: Array
-    inside_mass: Array
-    alpha: Array
-    mu: Array
-    lam: Array
-    density: Array
-    max_ratio_law: Array
-    selection_law: Array
-    accept: Array
-    residual: Array
-    residual_sampler: RowInverseCDF
     donated: Array
     received: Array
     donated_before: Array

@@ -72,11 +72,11 @@ from resispec.sampling import RowInverseCDF
 
 
 @dataclass(frozen=True)
-class PooledPlan:
-    """Everything ``pooled`` needs for every candidate tuple of B rows ``(p, q)`` and one k.
+class SelectionPlan:
+    """Steps 1-3 of B rows ``(p, q)`` and one k (``selection_target``): what pooled and partial_resolution share.
 
     Ranks are positions in ``order``; "by token id" arrays are indexed by token id, "by rank" arrays
-    by rank. Shapes: B rows, V tokens, W = the most pools of any row.
+    by rank. Shapes: B rows, V tokens.
 
     - ``k``: candidates per tuple; ``q`` (B, V): the validated draft (a reference, not a copy).
     - ``order`` (B, V): token ids by rank (``p/q`` ascending, ``q = 0`` as ``inf``, ties by id);
@@ -89,17 +89,6 @@ class PooledPlan:
     - ``accept`` (B, V) by token id: ``min(1, p/t)`` (1 where ``p >= t``, including ``t = 0``; 0 where p = 0).
     - ``residual`` (B, V) by token id: ``(p - t)+`` on p's support, or p itself when rounding left it no
       mass (``resispec.residual.supported_residual``); ``residual_sampler``: its ``RowInverseCDF``.
-    - ``pool_count`` (B,): pools per row; the pools of row b are its first ``pool_count[b]`` columns.
-    - ``pool_donor``, ``pool_receiver`` (B, W) integer ranks, ``receiver < donor``; pools of ``H*`` first,
-      then the rest, each block in level order (both ranks non-decreasing), so every token's pools
-      are one contiguous range; padding V.
-    - ``pool_transfer`` (B, W): ``g``, selection probability moved from donor to receiver (padding 0).
-    - ``pool_mass`` (B, W): ``M = g / (phi_donor - phi_receiver)``, score mass swapped (padding 0).
-    - ``pool_cumulative`` (B, W + 1): ``S = [0, cumsum(M)]`` (total <= 1: each donor's masses sum to
-      less than its q).
-    - ``pool_start``, ``pool_stop`` (B, V) by token id: the pools of token x are the columns
-      ``pool_start[x] .. pool_stop[x] - 1`` (none for a token in no pool).
-    - ``components``: memo of ``score_components``' table of every token (filled by the exact law).
     """
 
     k: int
@@ -117,6 +106,26 @@ class PooledPlan:
     accept: Array
     residual: Array
     residual_sampler: RowInverseCDF
+
+
+@dataclass(frozen=True)
+class PooledPlan(SelectionPlan):
+    """Everything ``pooled`` needs for every candidate tuple of B rows ``(p, q)`` and one k: the shared
+    `SelectionPlan` and its pools. Shapes: B rows, V tokens, W = the most pools of any row.
+
+    - ``pool_count`` (B,): pools per row; the pools of row b are its first ``pool_count[b]`` columns.
+    - ``pool_donor``, ``pool_receiver`` (B, W) integer ranks, ``receiver < donor``; pools of ``H*`` first,
+      then the rest, each block in level order (both ranks non-decreasing), so every token's pools
+      are one contiguous range; padding V.
+    - ``pool_transfer`` (B, W): ``g``, selection probability moved from donor to receiver (padding 0).
+    - ``pool_mass`` (B, W): ``M = g / (phi_donor - phi_receiver)``, score mass swapped (padding 0).
+    - ``pool_cumulative`` (B, W + 1): ``S = [0, cumsum(M)]`` (total <= 1: each donor's masses sum to
+      less than its q).
+    - ``pool_start``, ``pool_stop`` (B, V) by token id: the pools of token x are the columns
+      ``pool_start[x] .. pool_stop[x] - 1`` (none for a token in no pool).
+    - ``components``: memo of ``score_components``' table of every token (filled by the exact law).
+    """
+
     pool_count: Array
     pool_donor: Array
     pool_receiver: Array

@@ -7,12 +7,14 @@ parameter and the combination named; what the audit cannot serve is a one-line e
 import json
 from functools import partial
 
+import numpy as np
 import pytest
 
 from resispec.audit.sampler import SamplerError, audit_sampler
 from resispec.audit.sampler.row_parameters import ROW_PARAMETERS, VARY, misread_claims, row_claims
 from resispec.cli import main
-from resispec.processing import Processing
+from resispec.processing import Processing, process_probs
+from tests.resispec.audit import engine_samplers as engine
 from tests.resispec.audit import row_samplers as rows
 from tests.resispec.audit import toy_samplers as toy
 
@@ -143,3 +145,18 @@ def test_the_cli_varies_rows_names_the_parameter_and_refuses_what_it_cannot_serv
                  "--vary", "penalties"]) == 2  # probabilities handed over: the repetition penalty needs logits
     err = capsys.readouterr().err.strip()
     assert err.startswith("resispec audit-sampler: error: vary:") and "logits' sign" in err and "\n" not in err
+
+
+def test_engine_drafts_are_checked_against_each_rows_own_processed_q():
+    """A node sampler drafting from each row's own processed q (top-k 2 claimed; the varied rows T 0.5 / top-k 3
+    and T 1.6 / top-p 0.9 keep tokens top-k 2 drops): no draft is outside its row's support, and it passes (checked
+    against the claims' q instead, 200-odd drafts were flagged and the rows dropped)."""
+    def node(p, q, k, seeds=None, positions=None, processing=None):
+        p, q = (np.stack([process_probs(row[None], claims)[0] for row, claims in zip(rows_, processing)])
+                for rows_ in (p, q))
+        return engine.engine_node(p, q, k, seeds=seeds, positions=positions)
+
+    report = audit_sampler(node, "node", k=1, drafting="engine", extras=["seeds", "positions", "processing"],
+                           processing=Processing(top_k=2), vary=("sampling",), samples=1500,
+                           pairs=["dirichlet-1", "zeros-in-q"])
+    assert report.output.clean and report.verdict == "PASS", report.format()

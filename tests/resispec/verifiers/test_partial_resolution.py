@@ -79,13 +79,6 @@ def test_corner_cases(name, k):
     check_exact_and_optimal(p / p.sum(), q / q.sum(), k)
 
 
-def test_k1_is_single_draft_speculative_sampling():
-    p, q = np.array([0.4, 0.3, 0.3]), np.array([0.6, 0.3, 0.1])
-    for token in range(3):
-        np.testing.assert_allclose(PARTIAL.conditional_law(p, q, [token]),
-                                   get_verifier("sps").conditional_law(p, q, [token]), atol=1e-15)
-
-
 @pytest.mark.parametrize("k", [2, 4, 8])
 def test_resolved_pools_are_pooleds_on_a_large_llm_like_pair(k):
     """At V = 4096 the pools resolved for drawn candidates are pooled's (ranks and probabilities), and with
